@@ -1,0 +1,1 @@
+"""Qt-free core of ONNX Export Studio: recipes, model sources, export, validation, graphs, CLI."""

@@ -1,0 +1,59 @@
+"""The one error type the engine raises, classified by `kind` as in the JSON contract."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# error.kind values of the JSON contract, and the exit status each one maps to:
+# 2 when the request itself is wrong, 1 when the export or the validation failed.
+KINDS = {
+    "recipe": 2,
+    "source": 2,
+    "inputs": 2,
+    "unsupported_operator": 1,
+    "export": 1,
+    "write": 1,
+    "validation": 1,
+    "cancelled": 1,
+    "worker_crashed": 1,
+}
+
+
+class StudioError(Exception):
+    """A failure the user can act on: one sentence, a hint, and the details behind a toggle."""
+
+    def __init__(
+        self,
+        kind: str,
+        message: str,
+        hint: str = "",
+        unsupported_ops: list[str] | None = None,
+        details: str = "",
+    ) -> None:
+        if kind not in KINDS:
+            raise ValueError(f"unknown error kind {kind!r}")
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.hint = hint
+        self.unsupported_ops = list(unsupported_ops or [])
+        self.details = details  # traceback or exporter output; shown on request only
+
+    @property
+    def exit_code(self) -> int:
+        return KINDS[self.kind]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "message": self.message,
+            "hint": self.hint,
+            "unsupported_ops": self.unsupported_ops,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], details: str = "") -> StudioError:
+        return cls(
+            data["kind"], data["message"], data.get("hint", ""),
+            data.get("unsupported_ops"), details,
+        )

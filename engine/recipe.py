@@ -1,0 +1,452 @@
+"""Recipes: everything one export needs, as dataclasses that load from and save to TOML.
+
+The recipe is the single source of truth shared by the window, the CLI and the worker. This
+module imports neither torch nor Qt, so the GUI process can use it freely.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import tempfile
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.errors import StudioError
+
+RECIPE_VERSION = 1
+
+# torch dtype names (and their aliases) accepted in `inputs.dtype`; kept here as plain strings
+# because the GUI process must not import torch to validate a form.
+DTYPES = (
+    "float32", "float", "float64", "double", "float16", "half", "bfloat16",
+    "int8", "int16", "short", "int32", "int", "int64", "long",
+    "uint8", "uint16", "uint32", "uint64", "bool", "complex64", "complex128",
+    "float8_e4m3fn", "float8_e5m2",
+)  # fmt: skip
+FILLS = ("randn", "rand", "zeros", "ones", "randint", "full", "file")
+EXPORTERS = ("dynamo", "torchscript")
+OPERATOR_EXPORT_TYPES = ("ONNX", "ONNX_ATEN", "ONNX_ATEN_FALLBACK", "ONNX_FALLTHROUGH")
+TRAINING_MODES = ("eval", "preserve", "train")
+EXTERNAL_DATA = ("auto", "always", "never")
+
+
+class RecipeError(StudioError):
+    """A recipe that cannot be used; the message names the field and what to write instead."""
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__("recipe", message, hint)
+
+
+@dataclass
+class ModelSpec:
+    source: str = ""
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    checkpoint: str | None = None
+    trust_pickle: bool = False
+    script: bool = False
+
+
+@dataclass
+class InputSpec:
+    name: str = "x"
+    shape: list[int] = field(default_factory=list)
+    dtype: str = "float32"
+    fill: str = "randn"
+    low: float | None = None
+    high: float | None = None
+    value: float | None = None
+    file: str | None = None
+    dynamic: dict[int, str] = field(default_factory=dict)
+
+
+@dataclass
+class OutputSpec:
+    name: str = "output"
+    dynamic: dict[int, str] = field(default_factory=dict)
+
+
+@dataclass
+class ExportOptions:
+    output: str = "model.onnx"
+    exporter: str = "dynamo"
+    opset: int | None = None
+    operator_export_type: str = "ONNX"
+    training: str = "eval"
+    do_constant_folding: bool = True
+    export_params: bool = True
+    keep_initializers_as_inputs: bool = False
+    external_data: str = "auto"
+    optimize: bool = True
+    custom_opsets: dict[str, int] = field(default_factory=dict)
+    extensions: list[str] = field(default_factory=list)
+    device: str = "cpu"
+    seed: int = 0
+
+
+@dataclass
+class ValidateOptions:
+    enabled: bool = False
+    rtol: float = 1e-3
+    atol: float = 1e-5
+    random_trials: int = 3
+    dynamic_sizes: bool = True
+    providers: list[str] = field(default_factory=lambda: ["CPUExecutionProvider"])
+    intermediates: bool = False
+
+
+@dataclass
+class Recipe:
+    model: ModelSpec = field(default_factory=ModelSpec)
+    inputs: list[InputSpec] = field(default_factory=list)
+    outputs: list[OutputSpec] = field(default_factory=list)
+    export: ExportOptions = field(default_factory=ExportOptions)
+    validate: ValidateOptions = field(default_factory=ValidateOptions)
+    version: int = RECIPE_VERSION
+    # Folder that relative paths resolve against (the recipe file's folder); not saved.
+    base_dir: Path = field(default_factory=Path.cwd, compare=False, repr=False)
+
+    def resolve(self, path: str | os.PathLike[str]) -> Path:
+        """Return `path` made absolute against the recipe's folder (absolute paths unchanged)."""
+        p = Path(os.path.expanduser(os.fspath(path)))
+        return p if p.is_absolute() else (self.base_dir / p)
+
+    @property
+    def output_path(self) -> Path:
+        return self.resolve(self.export.output)
+
+    def dynamic_dims(self) -> dict[str, list[tuple[str, int]]]:
+        """Map each dynamic dimension name to the (input name, axis) pairs that share it."""
+        dims: dict[str, list[tuple[str, int]]] = {}
+        for spec in self.inputs:
+            for axis, name in sorted(spec.dynamic.items()):
+                dims.setdefault(name, []).append((spec.name, axis))
+        return dims
+
+    def problems(self) -> list[tuple[str, str]]:
+        """Return (field, sentence) for every problem a form can show before any work is done."""
+        return _check(self)
+
+    def check(self) -> None:
+        """Raise RecipeError for the first problem found."""
+        found = self.problems()
+        if found:
+            where, sentence = found[0]
+            raise RecipeError(f"{where}: {sentence}")
+
+    def copy(self) -> Recipe:
+        return from_dict(to_dict(self), self.base_dir)
+
+    def to_toml(self) -> str:
+        return dumps(to_dict(self))
+
+
+# ---------------------------------------------------------------------------- loading
+
+_SECTIONS: dict[str, type] = {"model": ModelSpec, "export": ExportOptions, "validate": ValidateOptions}
+
+
+def load(path: str | os.PathLike[str]) -> Recipe:
+    """Read a recipe file; raises RecipeError that names the file and the field at fault."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RecipeError(f"Recipe file {path} does not exist; check the path.") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RecipeError(f"Cannot read recipe file {path}: {exc}.") from None
+    return loads(text, base_dir=path.resolve().parent, name=str(path))
+
+
+def loads(text: str, base_dir: Path | None = None, name: str = "recipe") -> Recipe:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise RecipeError(
+            f"{name} is not valid TOML ({exc}).", "Fix the line named in the message."
+        ) from None
+    recipe = from_dict(data, base_dir or Path.cwd())
+    recipe.check()
+    return recipe
+
+
+def from_dict(data: dict[str, Any], base_dir: Path) -> Recipe:
+    """Build a Recipe from plain data, checking keys and types (not cross-field rules)."""
+    data = dict(data)
+    version = data.pop("version", None)
+    if version is None:
+        raise RecipeError("version: missing; add `version = 1` at the top of the recipe.")
+    if version != RECIPE_VERSION:
+        raise RecipeError(
+            f"version: this is a version {version!r} recipe, but this program reads version "
+            f"{RECIPE_VERSION}; write `version = {RECIPE_VERSION}` or use a matching release."
+        )
+    kwargs: dict[str, Any] = {"version": version, "base_dir": base_dir}
+    for key, value in data.items():
+        if key in _SECTIONS:
+            kwargs[key] = _build(_SECTIONS[key], value, key)
+        elif key in ("inputs", "outputs"):
+            cls = InputSpec if key == "inputs" else OutputSpec
+            if not isinstance(value, list):
+                raise RecipeError(f"{key}: must be an array of tables ([[{key}]]).")
+            kwargs[key] = [_build(cls, item, f"{key}[{i}]") for i, item in enumerate(value)]
+        else:
+            allowed = ", ".join(["version", *_SECTIONS, "inputs", "outputs"])
+            raise RecipeError(f"{key}: unknown section; the recipe has {allowed}.")
+    return Recipe(**kwargs)
+
+
+def _build(cls: type, value: Any, where: str) -> Any:
+    if not isinstance(value, dict):
+        raise RecipeError(f"{where}: must be a table.")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    out: dict[str, Any] = {}
+    for key, raw in value.items():
+        if key not in fields:
+            raise RecipeError(
+                f"{where}.{key}: unknown field; {where.split('[')[0]} has {', '.join(fields)}."
+            )
+        out[key] = _coerce(raw, str(fields[key].type), f"{where}.{key}")
+    return cls(**out)
+
+
+def _coerce(raw: Any, annotation: str, where: str) -> Any:
+    """Check a TOML value against a field annotation (the annotation is a string here)."""
+    optional = annotation.endswith("| None")
+    base = annotation.removesuffix(" | None")
+    if raw is None and optional:
+        return None
+
+    def fail(expected: str) -> RecipeError:
+        return RecipeError(f"{where}: expected {expected}, got {raw!r}.")
+
+    if base == "bool":
+        if not isinstance(raw, bool):
+            raise fail("true or false")
+        return raw
+    if base == "int":
+        if isinstance(raw, bool) or not isinstance(raw, int):
+            raise fail("a whole number")
+        return raw
+    if base == "float":
+        if isinstance(raw, bool) or not isinstance(raw, int | float):
+            raise fail("a number")
+        return raw
+    if base == "str":
+        if not isinstance(raw, str):
+            raise fail("a string")
+        return raw
+    if base == "list[int]":
+        if not isinstance(raw, list) or any(isinstance(v, bool) or not isinstance(v, int)
+                                            for v in raw):
+            raise fail("a list of whole numbers such as [1, 3, 224, 224]")
+        return list(raw)
+    if base == "list[str]":
+        if not isinstance(raw, list) or not all(isinstance(v, str) for v in raw):
+            raise fail('a list of strings such as ["a", "b"]')
+        return list(raw)
+    if base == "dict[int, str]":
+        if not isinstance(raw, dict):
+            raise fail('a table of axis = "name", such as { 0 = "batch" }')
+        out: dict[int, str] = {}
+        for k, v in raw.items():
+            try:
+                axis = int(k)
+            except (TypeError, ValueError):
+                raise RecipeError(f"{where}: axis {k!r} is not a whole number.") from None
+            if not isinstance(v, str) or not v.isidentifier():
+                raise RecipeError(
+                    f"{where}: axis {axis} needs a name made of letters, digits and _, "
+                    f"got {v!r}."
+                )
+            out[axis] = v
+        return out
+    if base == "dict[str, int]":
+        if not isinstance(raw, dict) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in raw.values()
+        ):
+            raise fail("a table of domain = version")
+        return dict(raw)
+    if base == "dict[str, Any]":
+        if not isinstance(raw, dict):
+            raise fail("a table")
+        return dict(raw)
+    raise AssertionError(f"unhandled annotation {annotation}")  # pragma: no cover
+
+
+# ---------------------------------------------------------------------------- checking
+
+
+def _choice(where: str, value: str, allowed: tuple[str, ...]) -> tuple[str, str] | None:
+    if value in allowed:
+        return None
+    return where, f"{value!r} is not allowed; use one of {', '.join(allowed)}."
+
+
+def _check(recipe: Recipe) -> list[tuple[str, str]]:
+    found: list[tuple[str, str]] = []
+    if not recipe.model.source.strip():
+        found.append(("model.source", "no model given; name a .py file and class, "
+                      "a .pt2/.pt file or an example such as example:alexnet."))
+    names: set[str] = set()
+    for i, spec in enumerate(recipe.inputs):
+        where = f"inputs[{i}]"
+        if not spec.name.isidentifier():
+            found.append((f"{where}.name", f"{spec.name!r} is not a valid name; "
+                          "use letters, digits and _."))
+        elif spec.name in names:
+            found.append((f"{where}.name", f"the name {spec.name!r} is used twice; "
+                          "give every input its own name."))
+        names.add(spec.name)
+        if any(d < 0 for d in spec.shape):
+            found.append((f"{where}.shape", f"{spec.shape} has a negative size; "
+                          "every size must be 0 or more."))
+        if bad := _choice(f"{where}.dtype", spec.dtype, DTYPES):
+            found.append(bad)
+        if bad := _choice(f"{where}.fill", spec.fill, FILLS):
+            found.append(bad)
+        if spec.fill == "file" and not spec.file:
+            found.append((f"{where}.file", "fill is \"file\" but no file is given; "
+                          "name a .npy or .pt file."))
+        if spec.fill == "full" and spec.value is None:
+            found.append((f"{where}.value", "fill is \"full\" but no value is given."))
+        if spec.fill == "randint" and spec.high is None:
+            found.append((f"{where}.high", "fill is \"randint\" but no high bound is given."))
+        if spec.low is not None and spec.high is not None and spec.low >= spec.high:
+            found.append((f"{where}.low", f"low ({spec.low}) must be below high ({spec.high})."))
+        for axis in spec.dynamic:
+            if spec.fill != "file" and not -len(spec.shape) <= axis < len(spec.shape):
+                found.append((f"{where}.dynamic", f"axis {axis} is beyond the input's rank "
+                              f"{len(spec.shape)}; use an axis from 0 to "
+                              f"{max(len(spec.shape) - 1, 0)}."))
+    out_names: set[str] = set()
+    for i, out in enumerate(recipe.outputs):
+        where = f"outputs[{i}]"
+        if not out.name.strip():
+            found.append((f"{where}.name", "empty output name; give every output a name."))
+        elif out.name in out_names or out.name in names:
+            found.append((f"{where}.name", f"the name {out.name!r} is used twice; "
+                          "inputs and outputs need distinct names."))
+        out_names.add(out.name)
+    opts = recipe.export
+    if not opts.output.strip():
+        found.append(("export.output", "no output file; name an .onnx file."))
+    elif not opts.output.endswith(".onnx"):
+        found.append(("export.output", f"{opts.output!r} should end in .onnx."))
+    for where, value, allowed in (
+        ("export.exporter", opts.exporter, EXPORTERS),
+        ("export.operator_export_type", opts.operator_export_type, OPERATOR_EXPORT_TYPES),
+        ("export.training", opts.training, TRAINING_MODES),
+        ("export.external_data", opts.external_data, EXTERNAL_DATA),
+    ):
+        if bad := _choice(where, value, allowed):
+            found.append(bad)
+    if opts.opset is not None and not 7 <= opts.opset <= 30:
+        found.append(("export.opset", f"{opts.opset} is not an ONNX opset; use 7 to 30, "
+                      "or leave it out for the exporter's default."))
+    if opts.operator_export_type != "ONNX" and opts.exporter == "dynamo":
+        found.append(("export.operator_export_type", "only the torchscript exporter takes an "
+                      "operator export type; set exporter = \"torchscript\" or use \"ONNX\"."))
+    dev = opts.device
+    if not (dev in ("cpu", "cuda", "mps") or (dev.startswith("cuda:") and dev[5:].isdigit())):
+        found.append(("export.device", f"{dev!r} is not a device; use cpu, cuda, cuda:N or mps."))
+    val = recipe.validate
+    if val.rtol < 0 or val.atol < 0:
+        found.append(("validate.rtol", "tolerances must be 0 or more."))
+    if val.random_trials < 0:
+        found.append(("validate.random_trials", "must be 0 or more."))
+    return found
+
+
+# ---------------------------------------------------------------------------- saving
+
+
+def to_dict(recipe: Recipe) -> dict[str, Any]:
+    """Plain TOML-ready data; None values and empty optional tables are left out."""
+
+    def clean(obj: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(obj):
+            value = getattr(obj, f.name)
+            if value is None:
+                continue
+            if f.name == "dynamic":
+                if not value:
+                    continue
+                value = {str(k): v for k, v in sorted(value.items())}
+            out[f.name] = value
+        return out
+
+    data: dict[str, Any] = {"version": recipe.version, "model": clean(recipe.model)}
+    data["inputs"] = [clean(s) for s in recipe.inputs]
+    data["outputs"] = [clean(s) for s in recipe.outputs]
+    data["export"] = clean(recipe.export)
+    data["validate"] = clean(recipe.validate)
+    for key in ("inputs", "outputs"):
+        if not data[key]:
+            del data[key]
+    return data
+
+
+def dumps(data: dict[str, Any]) -> str:
+    """TOML in the recipe's house style: scalars first, one-line arrays and inline tables."""
+    lines: list[str] = []
+    for key, value in data.items():
+        if not isinstance(value, dict | list) or (
+            isinstance(value, list) and not all(isinstance(v, dict) for v in value)
+        ):
+            lines.append(f"{_key(key)} = {_value(value)}")
+    for key, value in data.items():
+        tables = [value] if isinstance(value, dict) else value if isinstance(value, list) else []
+        if not tables or not all(isinstance(v, dict) for v in tables):
+            continue
+        for table in tables:
+            header = f"[{key}]" if isinstance(value, dict) else f"[[{key}]]"
+            lines += ["", header]
+            lines += [f"{_key(k)} = {_value(v)}" for k, v in table.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _key(key: str) -> str:
+    bare = key.replace("_", "").replace("-", "").isalnum() and key.isascii()
+    return key if bare else json.dumps(key)
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list):
+        return "[" + ", ".join(_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        return "{ " + ", ".join(f"{_key(str(k))} = {_value(v)}" for k, v in value.items()) + " }"
+    raise RecipeError(f"cannot write {value!r} to a recipe; use numbers, strings, lists or tables.")
+
+
+def save(recipe: Recipe, path: str | os.PathLike[str]) -> None:
+    """Write the recipe atomically (temp file in the same folder, then rename)."""
+    path = Path(path)
+    text = recipe.to_toml()
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,60 @@
+"""The house rules, checked: ruff, mypy, and the two import boundaries."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tests.conftest import REPO
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=600)
+
+
+def test_ruff_is_clean() -> None:
+    result = _run(sys.executable, "-m", "ruff", "check", ".")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy_is_clean() -> None:
+    result = _run(sys.executable, "-m", "mypy")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_engine_imports_without_qt() -> None:
+    """Every engine module imports with Qt made unimportable."""
+    code = (
+        "import sys, pkgutil, importlib\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('PySide6', 'shiboken6', 'pyqtgraph', 'app'):\n"
+        "            raise ImportError('blocked: ' + name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "import engine\n"
+        "for m in pkgutil.walk_packages(engine.__path__, 'engine.'):\n"
+        "    importlib.import_module(m.name)\n"
+        "print('ok')\n"
+    )
+    result = _run(sys.executable, "-c", code)
+    assert result.returncode == 0 and "ok" in result.stdout, result.stderr
+
+
+def test_app_imports_without_torch() -> None:
+    """Every app module imports with torch made unimportable, and none pulls torch in."""
+    code = (
+        "import os, sys, pkgutil, importlib\n"
+        "os.environ['QT_QPA_PLATFORM'] = 'offscreen'\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] == 'torch':\n"
+        "            raise ImportError('blocked: ' + name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "import app\n"
+        "for m in pkgutil.walk_packages(app.__path__, 'app.'):\n"
+        "    importlib.import_module(m.name)\n"
+        "assert 'torch' not in sys.modules\n"
+        "print('ok')\n"
+    )
+    result = _run(sys.executable, "-c", code)
+    assert result.returncode == 0 and "ok" in result.stdout, result.stderr

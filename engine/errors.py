@@ -29,6 +29,7 @@ class StudioError(Exception):
         hint: str = "",
         unsupported_ops: list[str] | None = None,
         details: str = "",
+        exit_code: int | None = None,
     ) -> None:
         if kind not in KINDS:
             raise ValueError(f"unknown error kind {kind!r}")
@@ -38,10 +39,9 @@ class StudioError(Exception):
         self.hint = hint
         self.unsupported_ops = list(unsupported_ops or [])
         self.details = details  # traceback or exporter output; shown on request only
-
-    @property
-    def exit_code(self) -> int:
-        return KINDS[self.kind]
+        # A kind's usual status, unless this case says otherwise (an output path under a
+        # regular file is a wrong request, while a full disk during the write is a failure).
+        self.exit_code = KINDS[kind] if exit_code is None else exit_code
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -147,7 +147,9 @@ class Recipe:
 
 # ---------------------------------------------------------------------------- loading
 
-_SECTIONS: dict[str, type] = {"model": ModelSpec, "export": ExportOptions, "validate": ValidateOptions}
+_SECTIONS: dict[str, type] = {
+    "model": ModelSpec, "export": ExportOptions, "validate": ValidateOptions,
+}
 
 
 def load(path: str | os.PathLike[str]) -> Recipe:

@@ -1,0 +1,340 @@
+"""`onnx-studio`: the command line face of the engine (export, validate, inspect, gui).
+
+Exit status: 0 success, 1 the export or validation failed, 2 the request itself is wrong.
+With --json the last line of standard output is one JSON object on every outcome; progress,
+warnings and logs go to standard error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn, TextIO
+
+from engine import recipe as recipes
+from engine.errors import StudioError
+from engine.events import Events
+from engine.recipe import InputSpec, OutputSpec, Recipe
+from engine.report import ExportReport
+
+
+class RequestError(Exception):
+    """A wrong command line (argparse's complaints, turned into our exit 2 + JSON)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise RequestError(f"{message} (see `{self.prog} --help`)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="onnx-studio", description="Export PyTorch models to checked ONNX.")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+
+    gui = sub.add_parser("gui", help="open the window (optionally on a recipe or .onnx file)")
+    gui.add_argument("file", nargs="?", help="a recipe (.toml) or a model (.onnx)")
+    gui.add_argument("--exit-after-paint", action="store_true",
+                     help="paint once, print timings as JSON and exit (benchmarks, bug reports)")
+
+    export = sub.add_parser("export", help="export a model to ONNX")
+    export.add_argument("source", nargs="?", help="model source, e.g. net.py:Net or example:lstm")
+    export.add_argument("--recipe", help="recipe file (TOML)")
+    export.add_argument("-o", "--output", help="output .onnx path")
+    export.add_argument("--input", action="append", default=[], metavar="NAME=SHAPE[:DTYPE]",
+                        help="an example input, e.g. x=10x3x224x224:float32 (repeat in order)")
+    export.add_argument("--dynamic", action="append", default=[], metavar="NAME:AXIS=DIM",
+                        help="a dynamic axis, e.g. x:0=batch (inputs or outputs)")
+    export.add_argument("--output-name", action="append", default=[], metavar="NAME")
+    export.add_argument("--opset", type=int)
+    export.add_argument("--exporter", choices=recipes.EXPORTERS)
+    export.add_argument("--export-type", choices=recipes.OPERATOR_EXPORT_TYPES)
+    export.add_argument("--device")
+    export.add_argument("--validate", action="store_true", help="check the result in ONNX Runtime")
+    export.add_argument("--save-recipe", metavar="R.toml", help="also save the request as a recipe")
+    _common(export)
+
+    validate = sub.add_parser("validate", help="compare an .onnx file with its PyTorch model")
+    validate.add_argument("model", help="the .onnx file")
+    validate.add_argument("--recipe", required=True, help="recipe that rebuilds model and inputs")
+    validate.add_argument("--rtol", type=float)
+    validate.add_argument("--atol", type=float)
+    _common(validate)
+
+    inspect = sub.add_parser("inspect", help="print an .onnx file's inputs, outputs and size")
+    inspect.add_argument("model", help="the .onnx file")
+    _common(inspect)
+    return parser
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print one JSON object last")
+    parser.add_argument("-v", "--verbose", action="store_true", help="logs and tracebacks too")
+
+
+# ---------------------------------------------------------------------------- recipe from flags
+
+
+def _parse_input(text: str) -> InputSpec:
+    name, sep, rest = text.partition("=")
+    if not sep or not name:
+        raise RequestError(f"--input {text!r}: write NAME=SHAPE[:DTYPE], e.g. x=1x3x224x224.")
+    shape_text, _, dtype = rest.partition(":")
+    if shape_text in ("", "scalar"):
+        shape: list[int] = []
+    else:
+        try:
+            shape = [int(d) for d in shape_text.lower().split("x")]
+        except ValueError:
+            raise RequestError(f"--input {text!r}: the shape {shape_text!r} must be sizes "
+                               "joined by x, e.g. 1x3x224x224.") from None
+    return InputSpec(name=name, shape=shape, dtype=dtype or "float32")
+
+
+def _apply_dynamic(recipe: Recipe, text: str) -> None:
+    tensor, _, rest = text.partition(":")
+    axis_text, eq, dim = rest.partition("=")
+    if not tensor or not eq or not dim or not axis_text.lstrip("-").isdigit():
+        raise RequestError(f"--dynamic {text!r}: write NAME:AXIS=DIM, e.g. x:0=batch.")
+    specs: list[Any] = [*recipe.inputs, *recipe.outputs]
+    for spec in specs:
+        if spec.name == tensor:
+            spec.dynamic[int(axis_text)] = dim
+            return
+    names = ", ".join(s.name for s in specs) or "none"
+    raise RequestError(f"--dynamic {text!r}: no input or output is named {tensor!r} "
+                       f"(known: {names}).")
+
+
+def recipe_from_args(args: argparse.Namespace) -> Recipe:
+    """The recipe an `export` command line asks for: a recipe file plus flag overrides."""
+    if args.recipe:
+        if args.source or args.input:
+            raise RequestError("give either --recipe or a SOURCE with --input flags, not both.")
+        recipe = recipes.load(args.recipe)
+    else:
+        if not args.source:
+            raise RequestError("name a model SOURCE (e.g. net.py:Net) or a --recipe file.")
+        if not args.output:
+            raise RequestError("name the output file with -o OUT.onnx.")
+        recipe = Recipe(base_dir=Path.cwd())
+        recipe.model.source = args.source
+        recipe.inputs = [_parse_input(t) for t in args.input]
+    if args.output:
+        recipe.export.output = os.path.abspath(args.output)
+    if args.output_name:
+        recipe.outputs = [OutputSpec(name=n) for n in args.output_name]
+    for text in args.dynamic:
+        _apply_dynamic(recipe, text)
+    for flag, field in (("opset", "opset"), ("exporter", "exporter"),
+                        ("export_type", "operator_export_type"), ("device", "device")):
+        if getattr(args, flag) is not None:
+            setattr(recipe.export, field, getattr(args, flag))
+    recipe.check()
+    return recipe
+
+
+def save_recipe_as(recipe: Recipe, path: Path) -> None:
+    """Save with every path made relative to the new recipe file's folder."""
+    copy = recipe.copy()
+    folder = path.resolve().parent
+
+    def rel(p: str) -> str:
+        return os.path.relpath(recipe.resolve(p), folder)
+
+    file, colon, name = copy.model.source.rpartition(":")
+    if copy.model.source.startswith(("example:", "torchvision:")):
+        pass
+    elif colon and file.endswith(".py"):
+        copy.model.source = f"{rel(file)}:{name}"
+    else:
+        copy.model.source = rel(copy.model.source)
+    if copy.model.checkpoint:
+        copy.model.checkpoint = rel(copy.model.checkpoint)
+    copy.export.output = rel(copy.export.output)
+    copy.export.extensions = [rel(e) for e in copy.export.extensions]
+    for spec in copy.inputs:
+        if spec.file:
+            spec.file = rel(spec.file)
+    recipes.save(copy, path)
+
+
+# ---------------------------------------------------------------------------- progress
+
+
+class Progress:
+    """Stage lines on standard error; a one-line bar when it is a terminal."""
+
+    def __init__(self, stream: TextIO, verbose: bool) -> None:
+        self.stream = stream
+        self.verbose = verbose
+        self.tty = stream.isatty()
+        self.stage = ""
+
+    def events(self) -> Events:
+        return Events(progress=self.progress, log=self.log, warning=self.warning)
+
+    def progress(self, fraction: float, stage: str) -> None:
+        if self.tty:
+            filled = int(fraction * 30)
+            self.stream.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {fraction:4.0%} "
+                              f"{stage[:40]:<40}")
+            self.stream.flush()
+        elif stage != self.stage:
+            self.stream.write(f"onnx-studio: {fraction:4.0%} {stage}\n")
+        self.stage = stage
+
+    def _line(self, text: str) -> None:
+        if self.tty:
+            self.stream.write("\r" + " " * 80 + "\r")
+        self.stream.write(text + "\n")
+
+    def log(self, line: str) -> None:
+        if self.verbose:
+            self._line(line)
+
+    def warning(self, item: dict[str, Any]) -> None:
+        where = f"{item['source']}: " if item.get("source") else ""
+        self._line(f"warning: {where}{item['category']}: {item['message'].splitlines()[0]}")
+
+    def done(self) -> None:
+        if self.tty:
+            self.stream.write("\r" + " " * 80 + "\r")
+
+
+# ---------------------------------------------------------------------------- commands
+
+
+def _cmd_export(args: argparse.Namespace, progress: Progress) -> ExportReport:
+    from engine.export import export
+
+    recipe = recipe_from_args(args)
+    if args.save_recipe:
+        save_recipe_as(recipe, Path(args.save_recipe))
+    return export(recipe, progress.events(), validate=True if args.validate else None)
+
+
+def _cmd_validate(args: argparse.Namespace, progress: Progress) -> ExportReport:
+    from engine.summary import summarize
+    from engine.validate import validate
+
+    recipe = recipes.load(args.recipe)
+    if args.rtol is not None:
+        recipe.validate.rtol = args.rtol
+    if args.atol is not None:
+        recipe.validate.atol = args.atol
+    recipe.check()
+    model = Path(args.model).resolve()
+    summary = summarize(model)
+    report = ExportReport(output=str(model), exporter=None,
+                          opset=summary["opset_imports"].get(""),
+                          graph={k: summary[k] for k in ("nodes", "inputs", "outputs")})
+    started = time.perf_counter()
+    try:
+        report.validation = validate(recipe, model, progress.events())
+    finally:
+        report.seconds["validate"] = time.perf_counter() - started
+    report.ok = bool(report.validation.get("ok"))
+    if not report.ok:
+        failed = [t for t in report.validation.get("trials", []) if not t.get("ok")]
+        report.error = StudioError(
+            "validation", f"ONNX Runtime disagrees with PyTorch in {len(failed)} trial(s).",
+            "See the per-output numbers; loosen rtol/atol only if the differences are rounding.")
+    return report
+
+
+def _cmd_inspect(args: argparse.Namespace) -> dict[str, Any]:
+    from engine.summary import summarize
+
+    summary = summarize(Path(args.model))
+    graph = {k: summary[k] for k in ("nodes", "inputs", "outputs")}
+    # The contract prints `graph` plus `opset_imports`: the fields sit at the top level, and
+    # under "graph" as in the export document, so either reading of it works.
+    return {"ok": True, **summary, "graph": graph, "error": None}
+
+
+def _print_inspect(doc: dict[str, Any], out: TextIO) -> None:
+    out.write(f"nodes: {doc['nodes']}\n")
+    opsets = ", ".join(f"{d or 'ai.onnx'} {v}" for d, v in doc["opset_imports"].items())
+    out.write(f"opsets: {opsets}\n")
+    for role in ("inputs", "outputs"):
+        for v in doc[role]:
+            shape = "x".join(str(d) for d in v["shape"]) if v["shape"] is not None else "?"
+            out.write(f"{role[:-1]:6} {v['name']}: {v['dtype']}[{shape}]\n")
+
+
+def _print_report(report: ExportReport, out: TextIO) -> None:
+    if report.ok:
+        nodes = report.graph["nodes"] if report.graph else "?"
+        seconds = ", ".join(f"{k} {v:.1f} s" for k, v in report.seconds.items())
+        out.write(f"wrote {report.output} ({nodes} nodes, opset {report.opset}; {seconds})\n")
+    if report.validation:
+        for o in report.validation.get("outputs", []):
+            verdict = "ok" if o.get("passed") else "FAILED"
+            out.write(f"  {o['name']}: max abs {o.get('max_abs_diff')}, "
+                      f"max rel {o.get('max_rel_diff')} {verdict}\n")
+        for t in report.validation.get("trials", []):
+            if not t.get("ok"):
+                out.write(f"  trial {t.get('kind')} {t.get('sizes', '')} failed: "
+                          f"{t.get('message', '')}\n")
+
+
+def _error_doc(err: StudioError) -> dict[str, Any]:
+    return ExportReport(error=err).to_json()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `onnx-studio` console script."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    want_json = "--json" in argv
+    verbose = "-v" in argv or "--verbose" in argv
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command in (None, "gui"):
+            from app.main import run
+
+            return run(getattr(args, "file", None), getattr(args, "exit_after_paint", False))
+        progress = Progress(sys.stderr, verbose)
+        if args.command == "inspect":
+            doc, code = _cmd_inspect(args), 0
+            if not want_json:
+                _print_inspect(doc, sys.stdout)
+        else:
+            report = (_cmd_export if args.command == "export" else _cmd_validate)(args, progress)
+            progress.done()
+            doc = report.to_json()
+            code = report.error.exit_code if report.error else 0
+            if report.error is not None:
+                _report_error(report.error, verbose)
+            if not want_json:
+                _print_report(report, sys.stdout)
+    except RequestError as exc:
+        err = StudioError("recipe", str(exc)[0].upper() + str(exc)[1:])
+        _report_error(err, verbose)
+        doc, code = _error_doc(err), 2
+    except StudioError as err:
+        _report_error(err, verbose)
+        doc, code = _error_doc(err), err.exit_code
+    if want_json:
+        sys.stdout.write(json.dumps(doc) + "\n")
+    sys.stdout.flush()
+    return code
+
+
+def _report_error(err: StudioError, verbose: bool) -> None:
+    sys.stderr.write(f"error: {err.message}\n")
+    if err.hint:
+        sys.stderr.write(f"hint: {err.hint}\n")
+    if verbose and err.details:
+        sys.stderr.write(err.details.rstrip() + "\n")
+    elif err.details:
+        sys.stderr.write("(run with --verbose for the full details)\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,204 @@
+"""Find what will go wrong before (or after) an export, in terms the user can act on.
+
+Two halves:
+
+- `scan_source` reads the model's Python file (without running it) for the pitfalls the
+  `torch.onnx` documentation warns about: NumPy in `forward`, `.item()`, `.data`, and in-place
+  arithmetic on values taken from `tensor.shape`.
+- `unsupported_operators` lists *every* operator the chosen exporter cannot convert, where the
+  exporter itself stops at the first.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+from typing import Any
+
+PITFALL_CATEGORY = "ExportPitfall"
+
+
+def _warning(path: Path, line: int, message: str) -> dict[str, Any]:
+    return {"category": PITFALL_CATEGORY, "message": message, "source": f"{path}:{line}"}
+
+
+class _ForwardScanner(ast.NodeVisitor):
+    """Walks one traced function body and records the seed's pitfalls with their lines."""
+
+    def __init__(self, path: Path, numpy_names: set[str]) -> None:
+        self.path = path
+        self.numpy_names = numpy_names
+        self.shape_names: set[str] = set()
+        self.found: list[dict[str, Any]] = []
+
+    def add(self, node: ast.AST, message: str) -> None:
+        self.found.append(_warning(self.path, getattr(node, "lineno", 0), message))
+
+    @staticmethod
+    def _is_shape_value(node: ast.AST) -> bool:
+        """x.shape, x.shape[i], x.shape[:2], x.size(), x.size(i)."""
+        while isinstance(node, ast.Subscript):
+            node = node.value
+        if isinstance(node, ast.Attribute) and node.attr == "shape":
+            return True
+        return (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "size"
+        )
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        from_shape = self._is_shape_value(node.value) or (
+            isinstance(node.value, ast.Name) and node.value.id in self.shape_names
+        )
+        if from_shape:
+            for target in node.targets:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        self.shape_names.add(name.id)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        if isinstance(node.target, ast.Name) and node.target.id in self.shape_names:
+            self.add(node, f"In-place `{node.target.id} {_OPS.get(type(node.op), '?')}= ...` on a "
+                     "value taken from tensor.shape: in tracing it shares memory with the shape "
+                     f"and can give wrong results; write `{node.target.id} = "
+                     f"{node.target.id} {_OPS.get(type(node.op), '+')} ...` instead.")
+        self.generic_visit(node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if isinstance(node.value, ast.Name) and node.value.id in self.numpy_names:
+            self.add(node, f"NumPy call `{node.value.id}.{node.attr}` in forward: tracing turns "
+                     "NumPy values into constants; use the torch operator on tensors instead.")
+        elif node.attr == "data" and not isinstance(node.ctx, ast.Store):
+            self.add(node, "`.data` in forward can produce an incorrect trace; use "
+                     "`.detach()` instead.")
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if isinstance(func, ast.Attribute) and not node.args:
+            if func.attr == "item":
+                self.add(node, "`.item()` in forward becomes a constant when traced; pass the "
+                         "tensor itself (torch casts single-element tensors implicitly).")
+            elif func.attr in ("numpy", "tolist"):
+                self.add(node, f"`.{func.attr}()` in forward leaves the graph: the value is "
+                         "frozen as a constant; keep the computation in torch tensors.")
+        self.generic_visit(node)
+
+
+_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//"}
+
+
+def scan_source(path: Path) -> list[dict[str, Any]]:
+    """Pitfall warnings (category ExportPitfall, source file:line) for a model's .py file."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return []  # loading the source reports the real error
+    numpy_names = {"numpy"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            numpy_names |= {a.asname or a.name for a in node.names if a.name == "numpy"}
+    found: list[dict[str, Any]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == "forward":
+            scanner = _ForwardScanner(path, numpy_names)
+            for stmt in node.body:
+                scanner.visit(stmt)
+            found += scanner.found
+    seen: set[tuple[str, str]] = set()
+    unique = []
+    for w in found:
+        key = (w["source"], w["message"])
+        if key not in seen:
+            seen.add(key)
+            unique.append(w)
+    return unique
+
+
+# ---------------------------------------------------------------------------- operators
+
+_TS_UNSUPPORTED = re.compile(r"Exporting the operator '([\w:.]+)' to ONNX opset version")
+_DYNAMO_NO_FUNCTION = re.compile(r"No ONNX function found for <OpOverload\(op='([\w.]+)'")
+
+
+def ops_named_in_error(message: str) -> list[str]:
+    """The operator(s) an exporter's error message names."""
+    return sorted(set(_TS_UNSUPPORTED.findall(message)) | set(_DYNAMO_NO_FUNCTION.findall(message)))
+
+
+def unsupported_operators_torchscript(
+    module: Any, args: tuple[Any, ...], opset: int, operator_export_type: str = "ONNX"
+) -> list[str]:
+    """Every aten/custom operator in the traced graph with no symbolic at `opset`."""
+    import torch
+    from torch.onnx._internal.torchscript_exporter.registration import registry
+
+    if operator_export_type in ("ONNX_ATEN", "ONNX_ATEN_FALLBACK", "ONNX_FALLTHROUGH"):
+        return []  # these modes keep unconvertible operators instead of failing
+    if isinstance(module, torch.jit.ScriptModule | torch.jit.ScriptFunction):
+        graph = module.inlined_graph if hasattr(module, "inlined_graph") else module.graph
+    else:
+        with torch.no_grad():
+            traced = torch.jit.trace(module, args, check_trace=False, strict=False)
+        graph = traced.inlined_graph
+    missing: set[str] = set()
+
+    def walk(block: Any) -> None:
+        for node in block.nodes():
+            kind = node.kind()
+            namespace = kind.split("::")[0]
+            if namespace not in ("prim", "onnx") and not registry.is_registered_op(kind, opset):
+                missing.add(kind)
+            for sub in node.blocks():
+                walk(sub)
+
+    walk(graph)
+    return sorted(missing)
+
+
+def unsupported_operators_dynamo(
+    module: Any,
+    args: tuple[Any, ...],
+    dynamic_shapes: Any,
+    opset: int | None,
+    custom_translation_table: dict[Any, Any] | None = None,
+) -> list[str]:
+    """Every operator of the captured program that has no ONNX translation after decomposition."""
+    import torch
+    from torch.onnx._internal.exporter import _constants, _core, _dispatching, _registration
+
+    exported = (
+        module if isinstance(module, torch.export.ExportedProgram)
+        else torch.export.export(module, args, dynamic_shapes=dynamic_shapes, strict=False)
+    )
+    registry = _registration.ONNXRegistry.from_torchlib(
+        opset_version=max(opset or _constants.TORCHLIB_OPSET, _constants.TORCHLIB_OPSET)
+    )
+    for torch_op, onnx_op in (custom_translation_table or {}).items():
+        registry.register_op(torch_op, onnx_op, is_complex=False)
+    program = _core._prepare_exported_program_for_export(exported, registry=registry)
+    missing: set[str] = set()
+    for node in program.graph.nodes:
+        if node.op != "call_function":
+            continue
+        try:
+            function, _ = _dispatching.dispatch(node, registry)
+        except Exception:  # a dispatcher crash means no usable translation either
+            function = None
+        if function is None:
+            missing.add(str(node.target))
+    return sorted(missing)
+
+
+def unsupported_hint(exporter: str, ops: list[str]) -> str:
+    other = "torchscript" if exporter == "dynamo" else "dynamo"
+    names = ", ".join(ops) if ops else "the operator above"
+    return (
+        f"Rewrite the model to avoid {names}, try exporter = \"{other}\" or another opset, or "
+        "register a translation in an extension file (export.extensions): "
+        + ("a `custom_translation_table` dict for dynamo." if exporter == "dynamo"
+           else "torch.onnx.register_custom_op_symbolic for torchscript.")
+    )

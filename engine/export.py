@@ -1,0 +1,373 @@
+"""One call that turns a recipe into an ONNX file: `export(recipe, events) -> ExportReport`.
+
+The steps are load, inputs, capture/convert, write and check, then (optionally) validate.
+Every user-facing failure becomes a `StudioError` on the report, never an exception, and the
+file only appears at its target path once it is complete and `onnx.checker` accepts it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import runpy
+import time
+import traceback
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from engine import diagnose
+from engine.errors import StudioError
+from engine.events import Events
+from engine.recipe import Recipe
+from engine.report import ExportReport
+from engine.writing import AtomicOnnxWrite, check_output_path
+
+# The dynamo exporter prints its stages as "[torch.onnx] <stage>..." lines; each becomes a step
+# of the progress bar (fraction of the export part).
+_DYNAMO_STAGES = {
+    "Obtain model graph": 0.05,
+    "Run decompositions": 0.45,
+    "Translate the graph into ONNX": 0.6,
+    "Optimize the ONNX graph": 0.8,
+}
+# Warnings that speak to us (the tool), not to the user about their model.
+_NOISE = (
+    "legacy TorchScript-based ONNX export",
+    "isinstance(treespec, LeafSpec)",
+    "Exporting a model while it is in training mode",
+    "torch.jit.trace",  # the deprecation banner of tracing itself
+)
+
+
+def export(recipe: Recipe, events: Events | None = None, *, validate: bool | None = None
+           ) -> ExportReport:
+    """Export the recipe's model; with `validate` (default: the recipe's), run ONNX Runtime too."""
+    events = events or Events()
+    validate = recipe.validate.enabled if validate is None else validate
+    report = ExportReport(output=str(recipe.output_path), exporter=recipe.export.exporter)
+    span = (0.0, 0.6) if validate else (0.0, 1.0)
+    try:
+        loaded = _export(recipe, events.part(*span), report)
+    except StudioError as err:
+        return report.fail(err)
+    except Exception as exc:  # a bug of ours or torch's: still a sentence, details attached
+        return report.fail(StudioError(
+            "export", f"The export failed unexpectedly: {_first_line(exc)}.",
+            "Open the details for the full traceback.", details=traceback.format_exc()))
+    report.ok = True
+    if validate:
+        _validate_into(report, recipe, loaded, events.part(0.6, 1.0))
+    events.progress(1.0, "Done")
+    return report
+
+
+def _validate_into(report: ExportReport, recipe: Recipe, loaded: Any, events: Events) -> None:
+    from engine.validate import validate as run_validation
+
+    started = time.perf_counter()
+    try:
+        result = run_validation(recipe, recipe.output_path, events, loaded=loaded)
+    except StudioError as err:
+        report.fail(err)
+        return
+    finally:
+        report.seconds["validate"] = time.perf_counter() - started
+    report.validation = result
+    if not result.get("ok", False):
+        failed = [t for t in result.get("trials", []) if not t.get("ok")]
+        first = failed[0] if failed else {}
+        report.fail(StudioError(
+            "validation",
+            f"ONNX Runtime disagrees with PyTorch in {len(failed)} of "
+            f"{len(result.get('trials', []))} trials"
+            + (f" (first: {first.get('kind')} {first.get('sizes', '')})".rstrip() if first else "")
+            + ".",
+            "Compare the per-output numbers; loosen rtol/atol if the differences are rounding, "
+            "otherwise look for values baked in at export time (see Warnings).",
+        ))
+
+
+def _export(recipe: Recipe, events: Events, report: ExportReport) -> Any:
+    from engine import inputs as inputs_mod
+    from engine import sources
+
+    recipe.check()
+    opts = recipe.export
+    inputs_mod.check_device(opts.device)
+    target = check_output_path(recipe.output_path)
+
+    events.progress(0.0, "Loading extensions")
+    translation_table = _run_extensions(recipe)
+
+    events.progress(0.02, "Loading the model")
+    started = time.perf_counter()
+    loaded = sources.load_model(recipe, device=opts.device)
+    args = inputs_mod.make_inputs(recipe, device=opts.device)
+    events.progress(0.1, "Running the model once")
+    _dry_run(loaded.module, args, recipe)
+    report.seconds["load"] = time.perf_counter() - started
+    if loaded.source_file is not None:
+        for pitfall in diagnose.scan_source(Path(loaded.source_file)):
+            report.warnings.append(pitfall)
+            events.warning(pitfall)
+
+    events.progress(0.15, "Exporting")
+    started = time.perf_counter()
+    model = loaded.exported_program if loaded.exported_program is not None else loaded.module
+    _set_training_mode(loaded.module, opts.training)
+    with AtomicOnnxWrite(target) as write, _captured(events.part(0.15, 0.85), report, loaded):
+        if opts.exporter == "dynamo":
+            _export_dynamo(recipe, model, args, write.temp_path, translation_table)
+        else:
+            _export_torchscript(recipe, model, args, write.temp_path)
+        report.seconds["export"] = time.perf_counter() - started
+        events.progress(0.88, "Checking the ONNX file")
+        write.finish(external_data=opts.external_data)
+    events.progress(0.97, "Reading the graph")
+    from engine.summary import summarize
+
+    summary = summarize(target)
+    report.graph = {k: summary[k] for k in ("nodes", "inputs", "outputs")}
+    report.opset = summary["opset_imports"].get("", None)
+    report.extra.update(
+        file_bytes=write.total_bytes, external_data=write.external_data_file,
+        opset_imports=summary["opset_imports"],
+    )
+    return loaded
+
+
+def _export_dynamo(recipe: Recipe, model: Any, args: tuple[Any, ...], path: Path,
+                   translation_table: dict[Any, Any]) -> None:
+    import torch
+
+    from engine import inputs as inputs_mod
+
+    opts = recipe.export
+    dynamic_shapes = inputs_mod.dynamic_shapes(recipe)
+    try:
+        program = torch.onnx.export(
+            model, args, None, dynamo=True,
+            input_names=[s.name for s in recipe.inputs] or None,
+            output_names=[s.name for s in recipe.outputs] or None,
+            opset_version=opts.opset,
+            dynamic_shapes=dynamic_shapes,
+            custom_translation_table=translation_table or None,
+            optimize=opts.optimize,
+            export_params=opts.export_params,
+            keep_initializers_as_inputs=opts.keep_initializers_as_inputs,
+            do_constant_folding=opts.do_constant_folding,
+        )
+    except Exception as exc:
+        raise _classify(exc, recipe, lambda: diagnose.unsupported_operators_dynamo(
+            model, args, dynamic_shapes, opts.opset, translation_table)) from None
+    assert program is not None
+    # "never" and "auto" let ONNXProgram decide by size (external above 2 GB); the writer then
+    # enforces "never" or turns "always" into external data.
+    program.save(str(path), external_data=True if opts.external_data == "always" else None)
+
+
+def _export_torchscript(recipe: Recipe, model: Any, args: tuple[Any, ...], path: Path) -> None:
+    import torch
+
+    from engine import inputs as inputs_mod
+
+    opts = recipe.export
+    training = {
+        "eval": torch.onnx.TrainingMode.EVAL,
+        "preserve": torch.onnx.TrainingMode.PRESERVE,
+        "train": torch.onnx.TrainingMode.TRAINING,
+    }[opts.training]
+    operator_export_type = getattr(torch.onnx.OperatorExportTypes, opts.operator_export_type)
+    opset = opts.opset or _torchscript_default_opset()
+    try:
+        torch.onnx.export(
+            model, args, str(path), dynamo=False,
+            input_names=[s.name for s in recipe.inputs] or None,
+            output_names=[s.name for s in recipe.outputs] or None,
+            opset_version=opset,
+            dynamic_axes=inputs_mod.dynamic_axes(recipe),
+            export_params=opts.export_params,
+            keep_initializers_as_inputs=opts.keep_initializers_as_inputs,
+            training=training,
+            operator_export_type=operator_export_type,
+            do_constant_folding=opts.do_constant_folding,
+            custom_opsets=opts.custom_opsets or None,
+        )
+    except Exception as exc:
+        raise _classify(exc, recipe, lambda: diagnose.unsupported_operators_torchscript(
+            model, args, opset, opts.operator_export_type)) from None
+
+
+def _torchscript_default_opset() -> int:
+    from torch.onnx import _constants
+
+    return min(_constants.ONNX_DEFAULT_OPSET, _constants.ONNX_TORCHSCRIPT_EXPORTER_MAX_OPSET)
+
+
+def _classify(exc: BaseException, recipe: Recipe, find_all: Any) -> StudioError:
+    """Turn an exporter exception into a StudioError with every unsupported operator listed."""
+    details = "".join(traceback.format_exception(exc))
+    message = str(exc)
+    named = diagnose.ops_named_in_error(message)
+    exporter = recipe.export.exporter
+    if named or "UnsupportedOperatorError" in type(exc).__name__:
+        try:
+            ops = sorted(set(find_all()) | set(named))
+        except Exception:  # the scan is best effort: the exporter's own answer still stands
+            ops = named
+        plural = "s" if len(ops) != 1 else ""
+        return StudioError(
+            "unsupported_operator",
+            f"The {exporter} exporter cannot convert {len(ops)} operator{plural}: "
+            f"{', '.join(ops)}.",
+            diagnose.unsupported_hint(exporter, ops), ops, details=details)
+    hint = (
+        "The model could not be captured; if forward has data-dependent control flow, try "
+        "exporter = \"torchscript\" with model.script = true, or torch.cond."
+        if exporter == "dynamo"
+        else "Check the inputs match forward(), or try exporter = \"dynamo\"."
+    )
+    return StudioError("export", f"The {exporter} export failed: {_first_line(exc)}.", hint,
+                       details=details)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    for line in text.splitlines():
+        line = line.strip()
+        if line:
+            return line.rstrip(".")[:300]
+    return type(exc).__name__
+
+
+def _dry_run(module: Any, args: tuple[Any, ...], recipe: Recipe) -> None:
+    """Run forward once in eval mode so wrong inputs fail with a sentence about the inputs,
+    not deep inside the exporter; also check the recipe does not name more outputs than exist."""
+    import torch
+
+    try:
+        with torch.no_grad():
+            result = module(*args)
+    except Exception as exc:
+        given = ", ".join(f"{s.name}{list(s.shape)}" for s in recipe.inputs) or "no inputs"
+        raise StudioError(
+            "inputs", f"The model's forward() fails on the example inputs ({given}): "
+            f"{_first_line(exc)}.",
+            "Check the number, order, shapes and dtypes of the inputs against forward().",
+            details=traceback.format_exc()) from None
+    count = len(torch.utils._pytree.tree_leaves(result))
+    if len(recipe.outputs) > count:
+        raise StudioError(
+            "recipe", f"The recipe names {len(recipe.outputs)} outputs but forward() returns "
+            f"{count}; remove the extra [[outputs]] entries.")
+
+
+def _set_training_mode(module: Any, training: str) -> None:
+    if training == "preserve" or not hasattr(module, "train"):
+        return
+    module.train(training == "train")
+
+
+def _run_extensions(recipe: Recipe) -> dict[Any, Any]:
+    """Run each extension file; collect its `custom_translation_table` (dynamo) if it has one."""
+    table: dict[Any, Any] = {}
+    for ext in recipe.export.extensions:
+        path = recipe.resolve(ext)
+        if not path.is_file():
+            raise StudioError("source", f"Extension file {path} does not exist; fix "
+                              "export.extensions.")
+        try:
+            namespace = runpy.run_path(str(path), run_name=f"onnx_studio_extension_{path.stem}")
+        except Exception as exc:
+            raise StudioError("source", f"Extension {path.name} failed to run: "
+                              f"{_first_line(exc)}.", "Fix the extension file.",
+                              details=traceback.format_exc()) from None
+        table.update(namespace.get("custom_translation_table", {}) or {})
+    return table
+
+
+# ---------------------------------------------------------------------------- capture
+
+
+class _LineWriter(io.TextIOBase):
+    """A stdout stand-in that hands complete lines to a callback."""
+
+    def __init__(self, on_line: Any) -> None:
+        self.on_line = on_line
+        self.buffer_text = ""
+
+    def write(self, text: str) -> int:
+        self.buffer_text += text
+        *lines, self.buffer_text = self.buffer_text.split("\n")
+        for line in lines:
+            if line.strip():
+                self.on_line(line.rstrip())
+        return len(text)
+
+    def flush(self) -> None:
+        if self.buffer_text.strip():
+            self.on_line(self.buffer_text.rstrip())
+        self.buffer_text = ""
+
+
+class _LogForwarder(logging.Handler):
+    def __init__(self, events: Events) -> None:
+        super().__init__(logging.INFO)
+        self.events = events
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "is not installed. Skipping" in record.getMessage():
+            return  # torchvision's optional ops: noise for everyone without torchvision
+        self.events.log(f"{record.levelname.lower()}: {record.getMessage()}")
+
+
+@contextlib.contextmanager
+def _captured(events: Events, report: ExportReport, loaded: Any) -> Iterator[None]:
+    """Exporter stages become progress, its prints and logs become log lines, its warnings
+    become report warnings located in the user's file where possible."""
+
+    def on_line(line: str) -> None:
+        events.log(line)
+        if line.startswith("[torch.onnx] "):
+            stage = line.removeprefix("[torch.onnx] ").rstrip(" .✅❌")
+            for name, fraction in _DYNAMO_STAGES.items():
+                if stage.startswith(name):
+                    events.progress(fraction, name)
+
+    writer = _LineWriter(on_line)
+    handler = _LogForwarder(events)
+    torch_logger = logging.getLogger("torch")
+    torch_logger.addHandler(handler)
+    try:
+        with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(writer):
+            warnings.simplefilter("always")
+            try:
+                yield
+            finally:
+                writer.flush()
+    finally:
+        torch_logger.removeHandler(handler)
+        for item in _user_warnings(caught, loaded):
+            report.warnings.append(item)
+            events.warning(item)
+
+
+def _user_warnings(caught: list[warnings.WarningMessage], loaded: Any) -> list[dict[str, Any]]:
+    user_file = str(loaded.source_file) if getattr(loaded, "source_file", None) else None
+    out: list[dict[str, Any]] = []
+    seen: set[tuple[str, str]] = set()
+    for w in caught:
+        text = str(w.message)
+        if any(noise in text for noise in _NOISE):
+            continue
+        in_library = "site-packages" in w.filename or "/torch/" in w.filename
+        source = f"{w.filename}:{w.lineno}" if not in_library or w.filename == user_file else ""
+        key = (source, text)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append({"category": w.category.__name__, "message": text.strip(), "source": source})
+    return out

@@ -1,0 +1,114 @@
+"""Nothing half-written: an ONNX file (and its external data) appears only when complete.
+
+The exporter writes into a hidden temporary folder beside the target; the result is checked
+with `onnx.checker` and then renamed into place, data files first, so a failed or cancelled
+export leaves the previous file untouched.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from types import TracebackType
+
+from engine.errors import StudioError
+
+_INLINE_LIMIT = 2**31 - 2**20  # protobuf's 2 GB message limit, with room for the graph
+
+
+def check_output_path(path: Path) -> Path:
+    """Return the absolute target path, or raise a `write` error saying what to change."""
+    path = Path(os.path.abspath(path))
+    if path.is_dir():
+        raise StudioError("write", f"The output {path} is a folder; name an .onnx file in it.",
+                          exit_code=2)
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise StudioError(
+                    "write", f"Cannot write {path}: {parent} is a file, not a folder; "
+                    "choose another output path.", exit_code=2)
+            if not os.access(parent, os.W_OK):
+                raise StudioError("write", f"Cannot write into {parent} (permission denied); "
+                                  "choose a folder you can write to.", exit_code=2)
+            break
+    return path
+
+
+class AtomicOnnxWrite:
+    """Context manager: export into `temp_path`, call `finish()`, and the file is in place."""
+
+    def __init__(self, target: Path) -> None:
+        self.target = target
+        self.temp_dir: Path | None = None
+        self.total_bytes = 0
+        self.external_data_file: str | None = None
+
+    @property
+    def temp_path(self) -> Path:
+        assert self.temp_dir is not None, "use AtomicOnnxWrite as a context manager"
+        return self.temp_dir / self.target.name
+
+    def __enter__(self) -> AtomicOnnxWrite:
+        try:
+            self.target.parent.mkdir(parents=True, exist_ok=True)
+            self.temp_dir = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.", suffix=".tmp",
+                                                  dir=self.target.parent))
+        except OSError as exc:
+            raise StudioError("write", f"Cannot create files in {self.target.parent}: "
+                              f"{exc.strerror or exc}; choose another output folder.") from None
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self.temp_dir is not None:
+            shutil.rmtree(self.temp_dir, ignore_errors=True)
+
+    def finish(self, external_data: str = "auto") -> None:
+        """Apply the external-data choice, check the model, and rename everything into place."""
+        import onnx
+
+        path = self.temp_path
+        if not path.is_file():
+            raise StudioError("export", "The exporter finished without writing a file.")
+        data_files = [p for p in path.parent.iterdir() if p != path]
+        if external_data == "always" and not data_files:
+            self._resave(external=True)
+        elif external_data == "never" and data_files:
+            if sum(p.stat().st_size for p in data_files) > _INLINE_LIMIT:
+                raise StudioError("write", "The weights are larger than 2 GB and cannot be "
+                                  "stored inside the .onnx file; set external_data = \"auto\".")
+            self._resave(external=False)
+        try:
+            onnx.checker.check_model(str(path))
+        except (onnx.checker.ValidationError, Exception) as exc:
+            raise StudioError("export", f"The exported file fails onnx.checker: "
+                              f"{str(exc).strip().splitlines()[0] if str(exc).strip() else exc}.",
+                              "This is an exporter bug or a custom operator without a schema; "
+                              "see the details.", details=str(exc)) from None
+        data_files = [p for p in path.parent.iterdir() if p != path]
+        self.total_bytes = path.stat().st_size + sum(p.stat().st_size for p in data_files)
+        try:
+            for data in data_files:
+                os.replace(data, self.target.parent / data.name)
+            os.replace(path, self.target)
+        except OSError as exc:
+            raise StudioError("write", f"Cannot move the new file into {self.target}: "
+                              f"{exc.strerror or exc}.") from None
+        self.external_data_file = data_files[0].name if data_files else None
+        stale = self.target.with_name(self.target.name + ".data")
+        if not data_files and stale.exists():
+            stale.unlink()  # the previous export's weights; the new file holds its own
+
+    def _resave(self, external: bool) -> None:
+        import onnx
+
+        path = self.temp_path
+        model = onnx.load(str(path), load_external_data=True)
+        for p in list(path.parent.iterdir()):
+            p.unlink()
+        onnx.save_model(model, str(path), save_as_external_data=external,
+                        all_tensors_to_one_file=True, location=f"{path.name}.data",
+                        size_threshold=1024)

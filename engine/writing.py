@@ -111,4 +111,4 @@ class AtomicOnnxWrite:
             p.unlink()
         onnx.save_model(model, str(path), save_as_external_data=external,
                         all_tensors_to_one_file=True, location=f"{path.name}.data",
-                        size_threshold=1024)
+                        size_threshold=0)

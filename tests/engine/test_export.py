@@ -1,0 +1,210 @@
+"""engine.export with real torch, onnx and onnxruntime on tiny models."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+import torch
+
+from engine import recipe as recipes
+from engine.events import Events
+from engine.export import export
+from engine.report import ExportReport
+from tests.engine.models import TINY_NET, write_models
+
+
+@pytest.fixture(scope="session")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("models")
+    write_models(folder)
+    return folder
+
+
+def make_recipe(folder: Path, source: str = "tiny.py:TinyNet", **export: object) -> recipes.Recipe:
+    recipe = recipes.Recipe(base_dir=folder)
+    recipe.model.source = source
+    recipe.inputs = [recipes.InputSpec(name="x", shape=[2, 4], dynamic={0: "batch"})]
+    recipe.outputs = [recipes.OutputSpec(name="y", dynamic={0: "batch"})]
+    recipe.export.output = "out/tiny.onnx"
+    for key, value in export.items():
+        setattr(recipe.export, key, value)
+    return recipe
+
+
+def run_ort(path: Path, **feeds: np.ndarray) -> list[np.ndarray]:
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)
+
+
+@pytest.fixture(scope="session")
+def dynamo_export(model_dir: Path) -> tuple[recipes.Recipe, ExportReport, list[tuple]]:
+    recipe = make_recipe(model_dir, output="out/dynamo.onnx")
+    progress: list[tuple] = []
+    report = export(recipe, Events(progress=lambda f, s: progress.append((f, s))))
+    return recipe, report, progress
+
+
+def test_dynamo_export_writes_a_checked_file_with_named_dynamic_axes(dynamo_export) -> None:
+    recipe, report, _ = dynamo_export
+    assert report.ok, report.error and report.error.message
+    path = recipe.output_path
+    onnx.checker.check_model(str(path))
+    doc = report.to_json()
+    assert doc["graph"]["inputs"] == [{"name": "x", "dtype": "float32", "shape": ["batch", 4]}]
+    assert doc["graph"]["outputs"][0]["name"] == "y"
+    assert doc["graph"]["outputs"][0]["shape"] == ["batch", 3]
+    assert doc["exporter"] == "dynamo" and isinstance(doc["opset"], int)
+    assert set(doc["seconds"]) >= {"load", "export"}
+    # the file computes what the model computes (the same seeded weights), at another batch
+    from engine.sources import load_model
+
+    module = load_model(recipe).module
+    x = np.random.default_rng(0).standard_normal((5, 4), dtype=np.float32)
+    (y,) = run_ort(path, x=x)
+    np.testing.assert_allclose(y, module(torch.from_numpy(x)).detach().numpy(), atol=1e-5)
+    assert not list(path.parent.glob(".*.tmp")), "temporary folder left behind"
+
+
+def test_progress_follows_the_exporter_stages_and_ends_at_one(dynamo_export) -> None:
+    _, _, progress = dynamo_export
+    stages = [s for _, s in progress]
+    assert "Translate the graph into ONNX" in stages
+    fractions = [f for f, _ in progress]
+    assert fractions == sorted(fractions)
+    assert fractions[-1] == 1.0
+
+
+def test_torchscript_export_with_options(model_dir: Path) -> None:
+    recipe = make_recipe(model_dir, output="out/ts.onnx", exporter="torchscript", opset=17,
+                         do_constant_folding=False, keep_initializers_as_inputs=True)
+    report = export(recipe)
+    assert report.ok, report.error and report.error.message
+    model = onnx.load(str(recipe.output_path))
+    assert report.opset == 17
+    graph_inputs = [i.name for i in model.graph.input]
+    assert graph_inputs[0] == "x" and len(graph_inputs) > 1  # initializers kept as inputs
+    assert model.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"
+
+
+def test_external_data_always_writes_a_data_file_next_to_the_model(model_dir: Path) -> None:
+    recipe = make_recipe(model_dir, output="out/ext.onnx", exporter="torchscript",
+                         external_data="always")
+    report = export(recipe)
+    assert report.ok, report.error and report.error.message
+    data = recipe.output_path.with_name("ext.onnx.data")
+    assert data.is_file() and data.stat().st_size > 0
+    x = np.ones((1, 4), np.float32)
+    assert run_ort(recipe.output_path, x=x)[0].shape == (1, 3)
+
+
+def test_kwargs_reach_the_factory(model_dir: Path) -> None:
+    recipe = make_recipe(model_dir, source="tiny.py:make_net", output="out/factory.onnx",
+                         exporter="torchscript")
+    recipe.model.kwargs = {"hidden": 5}
+    report = export(recipe)
+    assert report.ok, report.error and report.error.message
+    model = onnx.load(str(recipe.output_path))
+    shapes = sorted(tuple(i.dims) for i in model.graph.initializer)
+    assert (5, 4) in shapes or (4, 5) in shapes
+
+
+def test_two_outputs_are_named(model_dir: Path) -> None:
+    recipe = make_recipe(model_dir, source="tiny.py:TwoHeads", output="out/two.onnx",
+                         exporter="torchscript")
+    recipe.inputs.append(recipes.InputSpec(name="y", shape=[3]))
+    recipe.outputs = [recipes.OutputSpec(name="probs"), recipes.OutputSpec(name="mean")]
+    report = export(recipe)
+    assert report.ok, report.error and report.error.message
+    assert [o["name"] for o in report.graph["outputs"]] == ["probs", "mean"]  # type: ignore[index]
+
+
+def test_every_unsupported_operator_is_listed_torchscript(model_dir: Path) -> None:
+    recipe = make_recipe(model_dir, source="tiny.py:Unconvertible", output="out/u.onnx",
+                         exporter="torchscript")
+    recipe.inputs = [recipes.InputSpec(name="x", shape=[4, 4])]
+    recipe.outputs = []
+    report = export(recipe)
+    assert not report.ok and report.error is not None
+    assert report.error.kind == "unsupported_operator"
+    ops = report.error.unsupported_ops
+    assert "aten::linalg_eigvals" in ops and "aten::linalg_qr" in ops
+    assert "linalg_qr" in report.error.message and report.error.hint
+    assert not recipe.output_path.exists()
+
+
+def test_every_unsupported_operator_is_listed_dynamo(model_dir: Path) -> None:
+    recipe = make_recipe(model_dir, source="tiny.py:Unconvertible", output="out/ud.onnx")
+    recipe.inputs = [recipes.InputSpec(name="x", shape=[4, 4])]
+    recipe.outputs = []
+    report = export(recipe)
+    assert report.error is not None and report.error.kind == "unsupported_operator"
+    assert {"aten.linalg_eig.default", "aten.linalg_qr.default"} <= set(
+        report.error.unsupported_ops)
+    assert report.error.details  # the exporter's own message is one click away
+
+
+def test_a_failed_export_leaves_the_previous_good_file_untouched(model_dir: Path) -> None:
+    good = make_recipe(model_dir, output="out/keep.onnx", exporter="torchscript")
+    assert export(good).ok
+    before = good.output_path.read_bytes()
+    bad = make_recipe(model_dir, source="tiny.py:Unconvertible", output="out/keep.onnx",
+                      exporter="torchscript")
+    bad.inputs = [recipes.InputSpec(name="x", shape=[4, 4])]
+    bad.outputs = []
+    assert not export(bad).ok
+    assert good.output_path.read_bytes() == before
+    assert sorted(p.name for p in good.output_path.parent.glob(".keep*")) == []
+
+
+def test_wrong_input_rank_is_an_inputs_error(model_dir: Path) -> None:
+    recipe = make_recipe(model_dir, output="out/rank.onnx")
+    recipe.inputs = [recipes.InputSpec(name="x", shape=[2, 3, 4, 5])]
+    recipe.outputs = []
+    report = export(recipe)
+    assert report.error is not None and report.error.kind == "inputs"
+    assert "x[2, 3, 4, 5]" in report.error.message
+    assert "Traceback" not in report.error.message
+
+
+def test_output_under_a_regular_file_is_refused_before_work(model_dir: Path,
+                                                           tmp_path: Path) -> None:
+    (tmp_path / "blocker").write_text("not a folder")
+    recipe = make_recipe(model_dir)
+    recipe.export.output = str(tmp_path / "blocker" / "m.onnx")
+    report = export(recipe)
+    assert report.error is not None and report.error.kind == "write"
+    assert report.error.exit_code == 2
+    assert "blocker" in report.error.message and "not a folder" in report.error.message
+
+
+def test_absent_cuda_is_an_inputs_error_before_any_work(model_dir: Path) -> None:
+    if torch.cuda.is_available():  # pragma: no cover - this machine has no GPU
+        pytest.skip("a GPU is present")
+    recipe = make_recipe(model_dir, output="out/cuda.onnx", device="cuda")
+    report = export(recipe)
+    assert report.error is not None and report.error.kind == "inputs"
+    assert "cpu" in report.error.message
+    assert "load" not in report.seconds
+
+
+def test_pitfalls_in_the_source_become_warnings_with_lines(model_dir: Path) -> None:
+    recipe = make_recipe(model_dir, source="tiny.py:Pitfalls", output="out/pit.onnx",
+                         exporter="torchscript")
+    recipe.inputs = [recipes.InputSpec(name="x", shape=[2, 3])]
+    recipe.outputs = []
+    report = export(recipe)
+    assert report.ok, report.error and report.error.message
+    messages = {w["message"].split(" ")[0] + "|" + w["source"].rsplit("/", 1)[-1]
+                for w in report.warnings if w["category"] == "ExportPitfall"}
+    text = " ".join(w["message"] for w in report.warnings)
+    assert "`.data`" in text and "`.item()`" in text and "real = real + ..." in text
+    line = TINY_NET.splitlines().index("        real += 2") + 1
+    assert any(m.endswith(f"tiny.py:{line}") for m in messages)
+    tracer = [w for w in report.warnings if w["category"] == "TracerWarning"]
+    assert tracer and all(w["source"].endswith(".py:" + w["source"].rsplit(":", 1)[1])
+                          for w in tracer)
+    assert any("tiny.py" in w["source"] for w in tracer)

@@ -121,12 +121,14 @@ def scan_source(path: Path) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------------------- operators
 
 _TS_UNSUPPORTED = re.compile(r"Exporting the operator '([\w:.]+)' to ONNX opset version")
-_DYNAMO_NO_FUNCTION = re.compile(r"No ONNX function found for <OpOverload\(op='([\w.]+)'")
+_DYNAMO_NO_FUNCTION = re.compile(
+    r"No ONNX function found for <OpOverload\(op='([\w.]+)', overload='(\w+)'")
 
 
 def ops_named_in_error(message: str) -> list[str]:
     """The operator(s) an exporter's error message names."""
-    return sorted(set(_TS_UNSUPPORTED.findall(message)) | set(_DYNAMO_NO_FUNCTION.findall(message)))
+    dynamo = {f"{op}.{overload}" for op, overload in _DYNAMO_NO_FUNCTION.findall(message)}
+    return sorted(set(_TS_UNSUPPORTED.findall(message)) | dynamo)
 
 
 def unsupported_operators_torchscript(

@@ -109,10 +109,13 @@ def _export(recipe: Recipe, events: Events, report: ExportReport) -> Any:
     events.progress(0.1, "Running the model once")
     _dry_run(loaded.module, args, recipe)
     report.seconds["load"] = time.perf_counter() - started
+    found = [{"category": "DynamicShape", "message": text, "source": ""}
+             for text in inputs_mod.dynamic_size_warnings(recipe)]
     if loaded.source_file is not None:
-        for pitfall in diagnose.scan_source(Path(loaded.source_file)):
-            report.warnings.append(pitfall)
-            events.warning(pitfall)
+        found += diagnose.scan_source(Path(loaded.source_file))
+    for item in found:
+        report.warnings.append(item)
+        events.warning(item)
 
     events.progress(0.15, "Exporting")
     started = time.perf_counter()
@@ -248,9 +251,11 @@ def _dry_run(module: Any, args: tuple[Any, ...], recipe: Recipe) -> None:
     not deep inside the exporter; also check the recipe does not name more outputs than exist."""
     import torch
 
+    # clones: a model that writes into its inputs must not change the export's example inputs
+    copies = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
     try:
         with torch.no_grad():
-            result = module(*args)
+            result = module(*copies)
     except Exception as exc:
         given = ", ".join(f"{s.name}{list(s.shape)}" for s in recipe.inputs) or "no inputs"
         raise StudioError(

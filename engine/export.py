@@ -38,7 +38,9 @@ _NOISE = (
     "legacy TorchScript-based ONNX export",
     "isinstance(treespec, LeafSpec)",
     "Exporting a model while it is in training mode",
-    "torch.jit.trace",  # the deprecation banner of tracing itself
+    "torch.jit.trace",  # the deprecation banners of tracing and scripting themselves
+    "is deprecated. Please switch to `torch.compile`",
+    "The feature will be removed. Please remove usage of this function",
 )
 
 

@@ -1,0 +1,75 @@
+"""Start the window: `python -m app [FILE] [--exit-after-paint]`, or `onnx-studio gui`.
+
+Only Qt and the light engine modules (recipe, errors) load before the window is shown; torch
+lives in the worker process, and onnx/pyqtgraph load when the Graph tab first needs them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+_T0 = time.perf_counter()  # "launch" for window_s: this module starts loading
+
+
+def run(path: str | None = None, exit_after_paint: bool = False) -> int:
+    """Open the window on `path` (recipe, model or .onnx); returns the exit status.
+
+    With `exit_after_paint`, paint once, print {"window_s", "graph_s", "nodes"} as one JSON
+    line and return 0 (no worker is started).
+    """
+    from PySide6.QtWidgets import QApplication
+
+    from app import settings as settings_mod
+    from app.window import MainWindow
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    assert isinstance(app, QApplication)
+    app.setApplicationName("ONNX Export Studio")
+    app.setOrganizationName("onnx-studio")
+    app.setDesktopFileName("onnx-studio")
+    settings, notice = settings_mod.load()
+    if notice:
+        settings_mod.save(settings)  # the user is told once: next start finds a good file
+    window = MainWindow(settings, notice, start_worker=not exit_after_paint)
+    file = Path(path).expanduser() if path else None
+    window.load_initial(file if file is None or file.suffix.lower() == ".toml" else None)
+    window.show()
+    if exit_after_paint:
+        app.processEvents()
+        window.repaint()
+        window_s = time.perf_counter() - _T0
+        graph_s: float | None = None
+        nodes: int | None = None
+        if file is not None and file.suffix.lower() != ".toml":
+            started = time.perf_counter()
+            window.open_path(file)
+            nodes = window.graph.node_count()
+            app.processEvents()
+            window.repaint()
+            graph_s = time.perf_counter() - started if window.graph.browser else None
+        print(json.dumps({"window_s": round(window_s, 4),
+                          "graph_s": round(graph_s, 4) if graph_s is not None else None,
+                          "nodes": nodes}), flush=True)
+        window.close()
+        return 0
+    if file is not None and file.suffix.lower() != ".toml":
+        window.open_path(file)
+    return int(app.exec())
+
+
+def main(argv: list[str] | None = None) -> int:
+    args_list = sys.argv[1:] if argv is None else argv
+    if args_list[:1] == ["--worker"]:  # the frozen build starts its worker this way
+        from engine.worker import main as worker_main
+
+        return worker_main()
+    parser = argparse.ArgumentParser(prog="python -m app", description="ONNX Export Studio")
+    parser.add_argument("file", nargs="?", help="a recipe (.toml), model or .onnx file")
+    parser.add_argument("--exit-after-paint", action="store_true",
+                        help="paint once, print timings as JSON and exit")
+    args = parser.parse_args(args_list)
+    return run(args.file, args.exit_after_paint)

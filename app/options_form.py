@@ -1,0 +1,263 @@
+"""The Options group: exporter, opset, export type, training, folding, data, device, extras."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QGridLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QWidget,
+)
+
+from app import marks, theme
+from app.recipes import format_table, parse_table
+from engine.recipe import (
+    EXPORTERS,
+    EXTERNAL_DATA,
+    OPERATOR_EXPORT_TYPES,
+    TRAINING_MODES,
+    Recipe,
+)
+
+# Until the worker reports what the installed torch writes (the `devices` job), these ranges
+# (torch 2.13) fill the opset list.
+FALLBACK_CAPABILITIES: dict[str, Any] = {
+    "devices": ["cpu"],
+    "opsets": {"dynamo": [18, 23], "torchscript": [7, 20]},
+    "default_opset": {"dynamo": 20, "torchscript": 20},
+    "ort_max_opset": None,
+}
+
+
+class OptionsForm(QGroupBox):
+    """A view of `recipe.export` (and `recipe.validate.enabled`)."""
+
+    changed = Signal()
+
+    def __init__(self, recipe: Recipe, parent: QWidget | None = None) -> None:
+        super().__init__("Options", parent)
+        self.recipe = recipe
+        self.dark = False
+        self.parse_errors: dict[str, str] = {}
+        self.capabilities: dict[str, Any] = dict(FALLBACK_CAPABILITIES)
+        self._filling = False
+
+        self.exporter = QComboBox()
+        self.exporter.addItems(list(EXPORTERS))
+        self.exporter.setToolTip("dynamo: torch.export-based (default); torchscript: the legacy "
+                                 "tracer/scripter, needed for operator export types")
+        self.opset = QComboBox()
+        self.opset_warning = QLabel()
+        self.opset_warning.setWordWrap(True)
+        self.export_type = QComboBox()
+        self.export_type.addItems(list(OPERATOR_EXPORT_TYPES))
+        self.training = QComboBox()
+        self.training.addItems(list(TRAINING_MODES))
+        self.external = QComboBox()
+        self.external.addItems(list(EXTERNAL_DATA))
+        self.external.setToolTip("auto: weights go to a separate file only near ONNX's 2 GB "
+                                 "limit")
+        self.device = QComboBox()
+        self.folding = QCheckBox("Constant folding")
+        self.params = QCheckBox("Export parameters")
+        self.keep_inits = QCheckBox("Initializers as inputs")
+        self.optimize = QCheckBox("Optimize graph")
+        self.validate = QCheckBox("Validate with ONNX Runtime")
+        self.custom_opsets = QLineEdit()
+        self.custom_opsets.setPlaceholderText("custom_domain = 1")
+        self.extensions = QLineEdit()
+        self.extensions.setPlaceholderText("symbolics.py; more.py")
+        self.extensions.setToolTip("Python files run in the worker before the export, to "
+                                   "register custom symbolics or translations")
+        self.extensions_browse = QPushButton("Add…")
+        self.seed = QSpinBox()
+        self.seed.setRange(0, 2**31 - 1)
+
+        grid = QGridLayout(self)
+        grid.setContentsMargins(8, 6, 8, 6)
+        grid.setVerticalSpacing(4)
+        pairs = [
+            ("Exporter", self.exporter, "Opset", self.opset),
+            ("Export type", self.export_type, "Training", self.training),
+            ("External data", self.external, "Device", self.device),
+        ]
+        for row, (a, wa, b, wb) in enumerate(pairs):
+            grid.addWidget(QLabel(a), row, 0)
+            grid.addWidget(wa, row, 1)
+            grid.addWidget(QLabel(b), row, 2)
+            grid.addWidget(wb, row, 3)
+        grid.addWidget(self.opset_warning, 3, 0, 1, 4)
+        checks = QGridLayout()
+        for i, box in enumerate((self.folding, self.params, self.keep_inits, self.optimize,
+                                 self.validate)):
+            checks.addWidget(box, i // 3, i % 3)
+        grid.addLayout(checks, 4, 0, 1, 4)
+        grid.addWidget(QLabel("Custom opsets"), 5, 0)
+        grid.addWidget(self.custom_opsets, 5, 1)
+        grid.addWidget(QLabel("Seed"), 5, 2)
+        grid.addWidget(self.seed, 5, 3)
+        row_layout = QHBoxLayout()
+        row_layout.addWidget(self.extensions, 1)
+        row_layout.addWidget(self.extensions_browse)
+        grid.addWidget(QLabel("Extensions"), 6, 0)
+        grid.addLayout(row_layout, 6, 1, 1, 3)
+        grid.setColumnStretch(1, 1)
+        grid.setColumnStretch(3, 1)
+
+        for combo in (self.exporter, self.opset, self.export_type, self.training, self.external,
+                      self.device):
+            combo.currentIndexChanged.connect(self._edited)
+        for box in (self.folding, self.params, self.keep_inits, self.optimize, self.validate):
+            box.toggled.connect(self._edited)
+        self.seed.valueChanged.connect(self._edited)
+        self.custom_opsets.editingFinished.connect(self._edited)
+        self.extensions.editingFinished.connect(self._edited)
+        self.extensions_browse.clicked.connect(self._add_extension)
+        self.refresh()
+
+    # ----------------------------------------------------------------- recipe -> form
+
+    def set_recipe(self, recipe: Recipe) -> None:
+        self.recipe = recipe
+        self.parse_errors.clear()
+        self.refresh()
+
+    def set_capabilities(self, info: dict[str, Any]) -> None:
+        """Use what the worker reported: devices, opset ranges, onnxruntime's max opset."""
+        self.capabilities = {**FALLBACK_CAPABILITIES, **info}
+        self.refresh()
+
+    def refresh(self) -> None:
+        opts = self.recipe.export
+        self._filling = True
+        try:
+            self.exporter.setCurrentText(opts.exporter)
+            self._fill_opsets()
+            self.export_type.setCurrentText(opts.operator_export_type)
+            self.training.setCurrentText(opts.training)
+            self.external.setCurrentText(opts.external_data)
+            devices = list(self.capabilities.get("devices") or ["cpu"])
+            if opts.device not in devices:
+                devices.append(opts.device)
+            self.device.clear()
+            self.device.addItems(devices)
+            self.device.setCurrentText(opts.device)
+            self.folding.setChecked(opts.do_constant_folding)
+            self.params.setChecked(opts.export_params)
+            self.keep_inits.setChecked(opts.keep_initializers_as_inputs)
+            self.optimize.setChecked(opts.optimize)
+            self.validate.setChecked(self.recipe.validate.enabled)
+            self.seed.setValue(opts.seed)
+            if "export.custom_opsets" not in self.parse_errors:
+                self.custom_opsets.setText(format_table(dict(opts.custom_opsets)))
+            self.extensions.setText("; ".join(opts.extensions))
+        finally:
+            self._filling = False
+        self._update_enabled()
+
+    def _fill_opsets(self) -> None:
+        opts = self.recipe.export
+        low, high = self.capabilities["opsets"].get(opts.exporter, [7, 23])
+        default = self.capabilities["default_opset"].get(opts.exporter)
+        self.opset.clear()
+        self.opset.addItem(f"default ({default})" if default else "default", None)
+        versions = list(range(int(high), int(low) - 1, -1))
+        if opts.opset is not None and opts.opset not in versions:
+            versions.append(opts.opset)  # a recipe's value is kept even outside the range
+        for version in versions:
+            self.opset.addItem(str(version), version)
+        index = self.opset.findData(opts.opset) if opts.opset is not None else 0
+        self.opset.setCurrentIndex(max(index, 0))
+
+    def _update_enabled(self) -> None:
+        torchscript = self.recipe.export.exporter == "torchscript"
+        self.export_type.setEnabled(torchscript)
+        self.export_type.setToolTip("" if torchscript else
+                                    "Only the torchscript exporter takes an export type")
+        self.optimize.setEnabled(not torchscript)
+        self.folding.setEnabled(torchscript)
+        self.custom_opsets.setEnabled(torchscript)
+        only = "" if torchscript else " (torchscript exporter only)"
+        self.folding.setToolTip("Fold constant subgraphs at export time" + only)
+        self.custom_opsets.setToolTip("Versions of custom operator domains" + only)
+        self.optimize.setToolTip("Run the ONNX optimizer after export"
+                                 + (" (dynamo exporter only)" if torchscript else ""))
+        self._update_opset_warning()
+
+    def _update_opset_warning(self) -> None:
+        opts = self.recipe.export
+        ort_max = self.capabilities.get("ort_max_opset")
+        default = self.capabilities["default_opset"].get(opts.exporter)
+        chosen = opts.opset if opts.opset is not None else default
+        messages = []
+        if ort_max and chosen and chosen > ort_max:
+            messages.append(f"Opset {chosen} is above {ort_max}, the newest the installed "
+                            "ONNX Runtime runs: validation will not be possible.")
+        low, high = self.capabilities["opsets"].get(opts.exporter, [7, 23])
+        if opts.opset is not None and not low <= opts.opset <= high:
+            messages.append(f"The {opts.exporter} exporter writes opsets {low}–{high}.")
+        self.opset_warning.setText(" ".join(messages))
+        self.opset_warning.setStyleSheet(f"color: {theme.warning_text(self.dark)};")
+        self.opset_warning.setVisible(bool(messages))
+
+    # ----------------------------------------------------------------- form -> recipe
+
+    def _edited(self) -> None:
+        if self._filling:
+            return
+        opts = self.recipe.export
+        exporter_changed = self.exporter.currentText() != opts.exporter
+        opts.exporter = self.exporter.currentText()
+        opts.opset = None if exporter_changed else self.opset.currentData()
+        opts.operator_export_type = self.export_type.currentText()
+        if opts.exporter == "dynamo":
+            opts.operator_export_type = "ONNX"  # only torchscript takes another one
+        opts.training = self.training.currentText()
+        opts.external_data = self.external.currentText()
+        opts.device = self.device.currentText() or "cpu"
+        opts.do_constant_folding = self.folding.isChecked()
+        opts.export_params = self.params.isChecked()
+        opts.keep_initializers_as_inputs = self.keep_inits.isChecked()
+        opts.optimize = self.optimize.isChecked()
+        opts.seed = self.seed.value()
+        self.recipe.validate.enabled = self.validate.isChecked()
+        try:
+            table = parse_table(self.custom_opsets.text())
+            if not all(isinstance(v, int) and not isinstance(v, bool) for v in table.values()):
+                raise ValueError("each version must be a whole number")
+            opts.custom_opsets = {k: int(v) for k, v in table.items()}  # type: ignore[call-overload]
+            self.parse_errors.pop("export.custom_opsets", None)
+        except ValueError as exc:
+            self.parse_errors["export.custom_opsets"] = f"Custom opsets: {exc}."
+        opts.extensions = [p.strip() for p in self.extensions.text().split(";") if p.strip()]
+        if exporter_changed:
+            self.refresh()
+        else:
+            self._update_enabled()
+        self.changed.emit()
+
+    def _add_extension(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Extension", str(self.recipe.base_dir),
+                                              "Python (*.py)")
+        if path:
+            self.recipe.export.extensions.append(path)
+            self.refresh()
+            self.changed.emit()
+
+    def mark(self, problems: dict[str, str]) -> None:
+        for widget, key in ((self.opset, "export.opset"),
+                            (self.export_type, "export.operator_export_type"),
+                            (self.device, "export.device"),
+                            (self.custom_opsets, "export.custom_opsets"),
+                            (self.extensions, "export.extensions")):
+            marks.mark(widget, problems.get(key), self.dark)

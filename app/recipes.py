@@ -1,0 +1,205 @@
+"""Recipe chores for the window: examples, paths moved between folders, missing-file checks.
+
+Qt-free and torch-free; the Recipe stays the one source of truth, these only read or rewrite it.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine import recipe as recipes
+from engine.recipe import Recipe
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+RECIPES_DIR = REPO_ROOT / "resources" / "recipes"
+MODEL_SUFFIXES = (".py", ".pt2", ".pt", ".pth")
+PICKLE_SUFFIXES = (".pt", ".pth", ".pkl", ".bin")  # TorchScript or a pickled whole module
+OPENABLE_SUFFIXES = (*MODEL_SUFFIXES, ".onnx", ".toml")
+
+
+@dataclass
+class ExampleRecipe:
+    name: str
+    title: str
+    path: Path
+    description: str = ""
+
+
+def list_examples(folder: Path = RECIPES_DIR) -> list[ExampleRecipe]:
+    """The gallery: every resources/recipes/*.toml, default first, titled after its example."""
+    try:
+        from engine.examples import EXAMPLES  # plain data; the models build lazily
+    except Exception:  # the gallery still lists files by name
+        EXAMPLES = {}
+    found: list[ExampleRecipe] = []
+    for path in sorted(folder.glob("*.toml")):
+        try:
+            source = str(tomllib.loads(path.read_text(encoding="utf-8"))
+                         .get("model", {}).get("source", ""))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            continue
+        example = EXAMPLES.get(source.removeprefix("example:")) if source.startswith(
+            "example:") else None
+        if example is not None:
+            title, description = example.title, example.description
+        else:
+            title = path.stem.replace("_", " ").capitalize()
+            description = source
+        if path.stem == "default":
+            title = f"{source.rpartition(':')[2] or title} (the starting example)"
+        found.append(ExampleRecipe(path.stem, title, path, description))
+    found.sort(key=lambda e: (e.name != "default", e.title.lower()))
+    return found
+
+
+def default_output_dir() -> Path:
+    """Where example exports go: $ONNX_STUDIO_OUTPUT_DIR or ~/onnx-studio."""
+    override = os.environ.get("ONNX_STUDIO_OUTPUT_DIR")
+    return Path(override) if override else Path.home() / "onnx-studio"
+
+
+def fallback_recipe(out_dir: Path) -> Recipe:
+    """A recipe for a built-in tiny model, used when no example recipe ships yet."""
+    model = out_dir / "tiny_net.py"
+    if not model.exists():
+        out_dir.mkdir(parents=True, exist_ok=True)
+        model.write_text(
+            "import torch\n\n\n"
+            "class TinyNet(torch.nn.Module):\n"
+            "    def __init__(self, features: int = 8) -> None:\n"
+            "        super().__init__()\n"
+            "        self.fc = torch.nn.Linear(4, features)\n\n"
+            "    def forward(self, x):\n"
+            "        return torch.relu(self.fc(x))\n",
+            encoding="utf-8",
+        )
+    return recipes.loads(
+        'version = 1\n[model]\nsource = "tiny_net.py:TinyNet"\n'
+        '[[inputs]]\nname = "x"\nshape = [2, 4]\ndynamic = { 0 = "batch" }\n'
+        '[[outputs]]\nname = "y"\ndynamic = { 0 = "batch" }\n'
+        '[export]\noutput = "tiny_net.onnx"\n',
+        base_dir=out_dir,
+    )
+
+
+def load_example(path: Path, out_dir: Path) -> Recipe:
+    """An example recipe made independent of the (maybe read-only) resources folder:
+    its input paths become absolute and its output lands in `out_dir`."""
+    recipe = recipes.load(path)
+    rebase(recipe, out_dir, absolute=True)
+    recipe.export.output = Path(recipe.export.output).name
+    return recipe
+
+
+def _source_file(source: str) -> str | None:
+    """The file part of a model source, or None for example:/torchvision: sources."""
+    if source.startswith(("example:", "torchvision:")) or not source.strip():
+        return None
+    head, sep, tail = source.rpartition(":")
+    # "net.py:Net" -> net.py; a Windows drive "C:\net.pt" has no name after the colon
+    if sep and head and "/" not in tail and "\\" not in tail and head.endswith(".py"):
+        return head
+    return source
+
+
+def _with_source_file(source: str, new_file: str) -> str:
+    old = _source_file(source)
+    return source if old is None else new_file + source[len(old):]
+
+
+def rebase(recipe: Recipe, new_base: Path, absolute: bool = False) -> None:
+    """Move the recipe to `new_base`, rewriting relative paths so they point where they did
+    (relative to the new folder, or absolute with `absolute`)."""
+    new_base = Path(os.path.abspath(new_base))
+
+    def moved(path: str) -> str:
+        if Path(path).expanduser().is_absolute():
+            return path
+        # normpath, not resolve(): the new folder may not exist yet
+        target = os.path.normpath(recipe.resolve(path).absolute())
+        if absolute:
+            return target
+        try:
+            return os.path.relpath(target, new_base)
+        except ValueError:  # another drive on Windows
+            return str(target)
+
+    src = _source_file(recipe.model.source)
+    if src:
+        recipe.model.source = _with_source_file(recipe.model.source, moved(src))
+    if recipe.model.checkpoint:
+        recipe.model.checkpoint = moved(recipe.model.checkpoint)
+    for spec in recipe.inputs:
+        if spec.file:
+            spec.file = moved(spec.file)
+    recipe.export.extensions = [moved(e) for e in recipe.export.extensions]
+    output = recipe.export.output
+    recipe.export.output = output if absolute else moved(output)
+    recipe.base_dir = new_base
+
+
+def source_file(recipe: Recipe) -> Path | None:
+    """The model file the recipe points at (resolved), or None for built-in sources."""
+    src = _source_file(recipe.model.source)
+    return recipe.resolve(src) if src else None
+
+
+def file_problems(recipe: Recipe) -> list[tuple[str, str]]:
+    """(field, sentence) for every file the recipe names that does not exist."""
+    found: list[tuple[str, str]] = []
+    src = source_file(recipe)
+    if src is not None and not src.is_file():
+        found.append(("model.source", f"{src} does not exist; pick the model file again."))
+    if recipe.model.checkpoint and not recipe.resolve(recipe.model.checkpoint).is_file():
+        found.append(("model.checkpoint", f"{recipe.resolve(recipe.model.checkpoint)} does "
+                      "not exist; pick the checkpoint again or clear the field."))
+    for i, spec in enumerate(recipe.inputs):
+        if spec.fill == "file" and spec.file and not recipe.resolve(spec.file).is_file():
+            found.append((f"inputs[{i}].file", f"{recipe.resolve(spec.file)} does not exist."))
+    for ext in recipe.export.extensions:
+        if not recipe.resolve(ext).is_file():
+            found.append(("export.extensions", f"{recipe.resolve(ext)} does not exist."))
+    if needs_trust(recipe):
+        found.append(("model.trust_pickle", f"{src.name if src else 'the file'} is a pickled "
+                      "module: loading it runs code stored in the file. Tick \"Trust this "
+                      "pickle file\" only if you trust where it came from."))
+    out_parent = recipe.output_path.parent
+    while not out_parent.exists() and out_parent != out_parent.parent:
+        out_parent = out_parent.parent
+    if out_parent.exists() and not out_parent.is_dir():
+        found.append(("export.output", f"{out_parent} is a file, so the output cannot be "
+                      "written below it; choose another folder."))
+    return found
+
+
+def needs_trust(recipe: Recipe) -> bool:
+    """True when the source is a pickled whole module the user has not yet trusted."""
+    from engine.codegen import is_torchscript_archive
+
+    src = source_file(recipe)
+    if recipe.model.trust_pickle or src is None or src.suffix.lower() not in PICKLE_SUFFIXES:
+        return False
+    return src.is_file() and not is_torchscript_archive(src)
+
+
+def format_table(values: dict[str, object]) -> str:
+    """`a = 1, b = "x"`: an inline TOML table's inside, as the kwargs field shows it."""
+    if not values:
+        return ""
+    text = recipes.dumps({"t": values}).strip()  # "[t]\na = 1\n..." for a table
+    lines = [ln for ln in text.splitlines() if ln and not ln.startswith("[")]
+    return ", ".join(lines)
+
+
+def parse_table(text: str) -> dict[str, object]:
+    """Parse `a = 1, b = "x"` into a dict; raises ValueError with a readable reason."""
+    text = text.strip()
+    if not text:
+        return {}
+    try:
+        return dict(tomllib.loads(f"t = {{ {text} }}")["t"])
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"write it as name = value, separated by commas ({exc})") from None

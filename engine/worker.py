@@ -1,0 +1,289 @@
+"""The export worker: a long-lived process that runs jobs sent as JSON lines on stdin.
+
+Run as `python -m engine.worker`. The GUI keeps one warm (torch imported once) and kills it to
+cancel, so nothing here needs to be interruptible. The protocol, one JSON object per line:
+
+request  {"id": 7, "job": "export", "recipe": "<TOML text>", "base_dir": "/dir",
+          "validate": null | true | false}
+         {"id": 8, "job": "describe", "source": "net.py", "base_dir": "/dir"}
+         {"id": 9, "job": "devices"}            {"id": 10, "job": "ping"}
+events   {"type": "ready", "pid": 123, "torch": "2.13.0", "import_s": 2.1}   (once, no id)
+         {"id": 7, "type": "progress", "fraction": 0.4, "stage": "export"}
+         {"id": 7, "type": "log", "line": "..."}
+         {"id": 7, "type": "warning", "category": "...", "message": "...", "source": "f.py:3"}
+         {"id": 7, "type": "result", "report": {...}, "job_dir": "/cache/jobs/123-7"}
+         {"id": 7, "type": "error", "error": {"kind", "message", "hint", "unsupported_ops"},
+          "details": "traceback"}
+
+Every job ends with exactly one `result` or `error`. Large arrays never travel in a line: they
+are written as .npz files into the job's folder (`job_dir`) under the platformdirs cache.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+PROTOCOL_VERSION = 1
+_JOB_FOLDER_MAX_AGE_S = 24 * 3600
+
+
+def cache_dir() -> Path:
+    """The folder for per-job files: $ONNX_STUDIO_CACHE_DIR or the platformdirs user cache."""
+    override = os.environ.get("ONNX_STUDIO_CACHE_DIR")
+    if override:
+        return Path(override)
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("onnx-studio", appauthor=False))
+
+
+def _jsonable(value: Any) -> Any:
+    """json.dumps fallback: numpy scalars and arrays, paths, sets, anything else as text."""
+    if hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
+        return value.item()
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, set | frozenset | tuple):
+        return list(value)
+    return str(value)
+
+
+class Channel:
+    """Writes protocol lines to the pipe; safe to call from any thread."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+        self._lock = threading.Lock()
+
+    def send(self, message: dict[str, Any]) -> None:
+        line = json.dumps(message, default=_jsonable, allow_nan=True)
+        with self._lock:
+            self._stream.write(line + "\n")
+            self._stream.flush()
+
+
+# ---------------------------------------------------------------------------- jobs
+
+
+def _job_dir(job_id: Any) -> Path:
+    path = cache_dir() / "jobs" / f"{os.getpid()}-{job_id}"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _events(send: Callable[[dict[str, Any]], None]) -> Any:
+    from engine.events import Events
+
+    def progress(fraction: float, stage: str) -> None:
+        send({"type": "progress", "fraction": float(fraction), "stage": str(stage)})
+
+    def log(line: str) -> None:
+        send({"type": "log", "line": str(line)})
+
+    def warning(item: dict[str, Any]) -> None:
+        send({"type": "warning", **item})
+
+    return Events(progress=progress, log=log, warning=warning)
+
+
+def job_export(request: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    from engine import recipe as recipes
+    from engine.export import export  # lazy: the lead's module, heavy imports inside
+
+    base_dir = Path(request.get("base_dir") or Path.cwd())
+    recipe = recipes.loads(request["recipe"], base_dir=base_dir, name="recipe")
+    job_dir = _job_dir(request.get("id"))
+    events = _events(send)
+    events.progress(0.0, "Starting")
+    report = export(recipe, events, validate=request.get("validate"))
+    data = report.to_json()
+    return {
+        "type": "result",
+        "report": data,
+        "details": report.error.details if report.error else "",
+        "extra": report.extra,
+        "job_dir": str(job_dir),
+    }
+
+
+def job_describe(request: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    import dataclasses
+
+    from engine.sources import describe
+
+    base_dir = Path(request.get("base_dir") or Path.cwd())
+    description = describe(request["source"], base_dir)
+    return {"type": "result", "description": dataclasses.asdict(description)}
+
+
+def ort_max_opset() -> int | None:
+    """Highest default-domain opset the installed onnxruntime loads (probed, a few ms)."""
+    try:
+        import onnx
+        import onnxruntime as ort
+        from onnx import TensorProto, helper
+    except ImportError:
+        return None
+    best = None
+    options = ort.SessionOptions()
+    options.log_severity_level = 4  # the probe's failures are expected; keep stderr quiet
+    for version in range(7, onnx.defs.onnx_opset_version() + 1):
+        graph = helper.make_graph(
+            [helper.make_node("Identity", ["x"], ["y"])], "probe",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+        )
+        model = helper.make_model(
+            graph, opset_imports=[helper.make_opsetid("", version)], ir_version=8
+        )
+        try:
+            ort.InferenceSession(model.SerializeToString(), options,
+                                 providers=["CPUExecutionProvider"])
+        except Exception:
+            break
+        best = version
+    return best
+
+
+def job_devices(request: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    import torch
+
+    devices = ["cpu"]
+    if torch.cuda.is_available():
+        devices += [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        devices.append("mps")
+    from torch.onnx import _constants
+
+    ts_max = getattr(_constants, "ONNX_TORCHSCRIPT_EXPORTER_MAX_OPSET", 20)
+    return {
+        "type": "result",
+        "devices": devices,
+        # the opsets each exporter writes (dynamo's translation library starts at 18)
+        "opsets": {
+            "dynamo": [18, int(_constants.ONNX_MAX_OPSET)],
+            "torchscript": [int(_constants.ONNX_MIN_OPSET), int(ts_max)],
+        },
+        "default_opset": {"dynamo": int(_constants.ONNX_DEFAULT_OPSET),
+                          "torchscript": int(_constants.ONNX_DEFAULT_OPSET)},
+        "ort_max_opset": ort_max_opset(),
+        "torch": torch.__version__,
+    }
+
+
+def job_ping(request: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    return {"type": "result", "pong": True, "pid": os.getpid()}
+
+
+JOBS: dict[str, Callable[[dict[str, Any], Callable[[dict[str, Any]], None]], dict[str, Any]]] = {
+    "export": job_export,
+    "describe": job_describe,
+    "devices": job_devices,
+    "ping": job_ping,
+}
+
+
+def handle(request: dict[str, Any], channel: Channel) -> None:
+    """Run one request, sending its events and exactly one final result or error."""
+    job_id = request.get("id")
+
+    def send(message: dict[str, Any]) -> None:
+        channel.send({"id": job_id, **message})
+
+    job = JOBS.get(str(request.get("job")))
+    if job is None:
+        send({"type": "error", "error": {
+            "kind": "recipe", "message": f"Unknown job {request.get('job')!r}; the worker runs "
+            f"{', '.join(JOBS)}.", "hint": "", "unsupported_ops": []}, "details": ""})
+        return
+    try:
+        send(job(request, send))
+    except Exception as exc:
+        from engine.errors import StudioError
+
+        details = traceback.format_exc()
+        if isinstance(exc, StudioError):
+            error = exc.to_json()
+            details = exc.details or details
+        else:
+            error = {"kind": "export", "message": f"The worker failed: {exc}",
+                     "hint": "Open Details for the traceback.", "unsupported_ops": []}
+        send({"type": "error", "error": error, "details": details})
+
+
+def _clean_old_job_folders() -> None:
+    root = cache_dir() / "jobs"
+    if not root.is_dir():
+        return
+    now = time.time()
+    for folder in root.iterdir():
+        try:
+            if now - folder.stat().st_mtime > _JOB_FOLDER_MAX_AGE_S:
+                shutil.rmtree(folder, ignore_errors=True)
+        except OSError:
+            continue
+
+
+def _warm_up() -> None:
+    """Import what every export needs now, while the user is still filling in the form."""
+    for name in ("engine.export", "engine.sources", "engine.inputs", "onnx", "onnxscript",
+                 "torch.export"):
+        try:
+            __import__(name)
+        except Exception:  # a missing piece is reported by the job that needs it
+            continue
+
+
+def main() -> int:
+    # A group of its own, so the GUI can kill the worker and every child it spawned at once.
+    with contextlib.suppress(OSError):
+        os.setpgid(0, 0)
+    # The protocol owns the original stdout; everything else (prints from user models,
+    # torch's own messages, C-level writes to fd 1) goes to stderr, which the GUI logs.
+    protocol = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    channel = Channel(protocol)
+
+    started = time.perf_counter()
+    import torch  # warm: every job after this one reuses the import
+
+    channel.send({"type": "ready", "protocol": PROTOCOL_VERSION, "pid": os.getpid(),
+                  "torch": torch.__version__, "import_s": round(time.perf_counter() - started, 3)})
+    _clean_old_job_folders()
+    # Warm up on a thread so a describe or devices job is answered at once meanwhile.
+    threading.Thread(target=_warm_up, name="warm-up", daemon=True).start()
+    for raw in sys.stdin:
+        raw = raw.strip()
+        if not raw:
+            continue
+        try:
+            request = json.loads(raw)
+            if not isinstance(request, dict):
+                raise ValueError("a request is a JSON object")
+        except ValueError as exc:
+            channel.send({"type": "error", "error": {
+                "kind": "recipe", "message": f"Unreadable request: {exc}", "hint": "",
+                "unsupported_ops": []}, "details": raw[:500]})
+            continue
+        if request.get("job") == "quit":
+            break
+        handle(request, channel)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

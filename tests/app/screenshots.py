@@ -1,0 +1,78 @@
+"""Screenshots of the window's main states for the README (not a test).
+
+    xvfb-run -s "-screen 0 1366x768x24" env QT_QPA_PLATFORM=xcb \\
+        python tests/app/screenshots.py resources/screenshots
+
+Writes window_empty.png, window_running.png, window_success.png and window_failure.png at
+1366x768, grabbing the screen so what a user sees (menus, status bar) is what is saved.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+
+def main(out_dir: Path) -> int:
+    tmp = Path(tempfile.mkdtemp(prefix="shots_"))
+    os.environ.setdefault("ONNX_STUDIO_CONFIG_DIR", str(tmp / "config"))
+    os.environ.setdefault("ONNX_STUDIO_CACHE_DIR", str(tmp / "cache"))
+    os.environ.setdefault("ONNX_STUDIO_OUTPUT_DIR", str(Path.home() / "onnx-studio"))
+    from PySide6.QtCore import QEventLoop
+    from PySide6.QtWidgets import QApplication
+
+    from app.recipes import RECIPES_DIR, default_output_dir, load_example
+    from app.window import MainWindow
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    window = MainWindow()
+    window.load_initial(None)
+    window.setGeometry(0, 0, 1366, 768)
+    window.show()
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    def pump(seconds: float, until=lambda: False) -> None:
+        deadline = time.perf_counter() + seconds
+        while time.perf_counter() < deadline and not until():
+            app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 20)
+
+    def shoot(name: str) -> None:
+        pump(0.3)
+        screen = app.primaryScreen()
+        image = screen.grabWindow(0, 0, 0, 1366, 768)
+        image.save(str(out_dir / f"window_{name}.png"))
+        print("wrote", out_dir / f"window_{name}.png")
+
+    pump(10, lambda: window.runner.ready_info is not None)
+    pump(1.0)
+    shoot("empty")
+
+    done: list[dict] = []
+    window.exportFinished.connect(done.append)
+    window.start_export()
+    pump(60, lambda: window.progress.value() >= 250)
+    shoot("running")
+    pump(120, lambda: bool(done))
+    pump(1.0)
+    shoot("success")
+    window.tabs.setCurrentWidget(window.graph)
+    shoot("graph")
+    window.tabs.setCurrentWidget(window.summary)
+
+    done.clear()
+    window.set_recipe(load_example(RECIPES_DIR / "unconvertible.toml", default_output_dir()))
+    window.start_export()
+    pump(120, lambda: bool(done))
+    shoot("failure")
+    window.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(Path(sys.argv[1] if len(sys.argv) > 1 else "resources/screenshots")))

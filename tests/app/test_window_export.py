@@ -1,0 +1,244 @@
+"""The window driving a real worker: export, cancel, a killed worker, and the next export.
+
+One window (and so one warm worker) is shared by the module to keep the suite fast; each test
+loads the recipe it needs, as a user would.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+
+from app import settings as settings_mod
+from app.window import MainWindow
+from engine import recipe as recipes
+from tests.app.conftest import write_slow_model
+
+EXPORT_TIMEOUT_MS = 180_000
+
+
+@pytest.fixture(scope="module")
+def window(qapp, tmp_path_factory: pytest.TempPathFactory) -> Iterator[MainWindow]:
+    root = tmp_path_factory.mktemp("window")
+    patch = pytest.MonkeyPatch()
+    # The worker inherits these at start, so its job folders stay in the temp tree.
+    patch.setenv("ONNX_STUDIO_CACHE_DIR", str(root / "cache"))
+    patch.setenv("ONNX_STUDIO_CONFIG_DIR", str(root / "config"))
+    patch.setenv("ONNX_STUDIO_OUTPUT_DIR", str(root / "out"))
+    w = MainWindow(settings_mod.Settings(), None, start_worker=True)
+    w.load_initial(None)
+    w.show()
+    yield w
+    w.close()
+    patch.undo()
+
+
+def pid_alive(pid: int) -> bool:
+    """True while `pid` runs (a zombie, waiting for a reaper, counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state != "Z"
+
+
+def export_and_wait(window: MainWindow, qtbot) -> dict:
+    assert window.export_button.isEnabled(), window.export_button.toolTip()
+    with qtbot.waitSignal(window.exportFinished, timeout=EXPORT_TIMEOUT_MS) as blocker:
+        qtbot.mouseClick(window.export_button, Qt.MouseButton.LeftButton)
+    return blocker.args[0]
+
+
+def load_slow(window: MainWindow, folder: Path) -> Path:
+    model = write_slow_model(folder)
+    recipe = recipes.loads(
+        f'version = 1\n[model]\nsource = "{model.name}:Slow"\n'
+        '[[inputs]]\nname = "x"\nshape = [1, 4]\n[export]\noutput = "slow.onnx"\n',
+        base_dir=folder)
+    window.set_recipe(recipe)
+    return folder / "slow.onnx"
+
+
+def start_slow_export(window: MainWindow, qtbot) -> int:
+    """Click Export on the slow model and return once the worker is inside the job."""
+    qtbot.waitUntil(lambda: window.runner.ready_info is not None, timeout=60_000)
+    qtbot.mouseClick(window.export_button, Qt.MouseButton.LeftButton)
+    assert window.export_job is not None and window.cancel_button.isEnabled()
+    qtbot.waitUntil(lambda: window.progress.value() > 0 or window.stage.text() not in
+                    ("Starting…", "Waiting for the worker…"), timeout=30_000)
+    child_file = Path(window.recipe.base_dir) / "slow_net.child"
+    qtbot.waitUntil(child_file.exists, timeout=30_000)  # inside the model's constructor
+    return int(child_file.read_text())
+
+
+def test_export_the_example(window: MainWindow, qtbot) -> None:
+    window.load_default_recipe()
+    output = window.recipe.output_path
+    assert not output.exists()
+    message = export_and_wait(window, qtbot)
+    assert message["type"] == "result", message
+    report = message["report"]
+    assert report["ok"], report
+    assert output.is_file() and Path(report["output"]) == output
+    status = window.summary.status.text()
+    facts = window.summary.facts.toHtml()
+    assert "Exported" in status
+    assert str(output) in facts and "Nodes" in facts
+    for tensor in report["graph"]["inputs"] + report["graph"]["outputs"]:
+        assert tensor["name"] in facts
+    assert "batch" in facts, "dynamic names are shown"
+    assert window.progress.value() == 1000 and "Done" in window.stage.text()
+    assert "Export finished" in window.log.toPlainText()
+    assert window.export_button.isEnabled() and not window.cancel_button.isEnabled()
+    # a second export on the warm worker reuses the process
+    pid = window.runner.worker_pid
+    assert export_and_wait(window, qtbot)["report"]["ok"]
+    assert window.runner.worker_pid == pid
+
+
+def test_cancel_a_long_export_then_export_again(window: MainWindow, qtbot,
+                                                tmp_path: Path) -> None:
+    output = load_slow(window, tmp_path)
+    before = window.recipe.to_toml()
+    old_pid = window.runner.worker_pid
+    assert old_pid is not None
+    child = start_slow_export(window, qtbot)
+    assert pid_alive(child)
+
+    started = time.perf_counter()
+    with qtbot.waitSignal(window.exportFinished, timeout=1000) as blocker:
+        qtbot.mouseClick(window.cancel_button, Qt.MouseButton.LeftButton)
+    assert time.perf_counter() - started < 1.0
+    assert blocker.args[0]["error"]["kind"] == "cancelled"
+    qtbot.waitUntil(lambda: not pid_alive(old_pid) and not pid_alive(child), timeout=1000)
+    assert "cancelled" in window.summary.status.text()
+    assert window.recipe.to_toml() == before, "the form is unchanged"
+    assert not output.exists(), "no half-written file"
+    assert window.export_button.isEnabled()
+
+    window.load_default_recipe()
+    message = export_and_wait(window, qtbot)
+    assert message["report"]["ok"], message
+    assert window.runner.worker_pid not in (None, old_pid), "a fresh worker did the export"
+
+
+def test_killed_worker_is_reported_and_replaced(window: MainWindow, qtbot,
+                                                tmp_path: Path) -> None:
+    output = load_slow(window, tmp_path)
+    before = window.recipe.to_toml()
+    start_slow_export(window, qtbot)
+    pid = window.runner.worker_pid
+    assert pid is not None
+    with qtbot.waitSignal(window.exportFinished, timeout=10_000) as blocker:
+        os.kill(pid, signal.SIGKILL)
+    error = blocker.args[0]["error"]
+    assert error["kind"] == "worker_crashed"
+    assert "SIGKILL" in error["message"] and "signal 9" in error["message"]
+    assert "crashed" in window.summary.status.text()
+    assert "SIGKILL" in window.summary.status.text()
+    assert window.recipe.to_toml() == before
+    assert not output.exists()
+
+    window.load_default_recipe()
+    message = export_and_wait(window, qtbot)
+    assert message["report"]["ok"], message
+    assert window.runner.worker_pid not in (None, pid)
+
+
+def test_failed_export_shows_sentence_hint_and_details(window: MainWindow, qtbot,
+                                                       tmp_path: Path) -> None:
+    model = tmp_path / "bad_net.py"
+    model.write_text("import torch\n\nclass Net(torch.nn.Module):\n"
+                     "    def forward(self, x):\n        return x @ torch.ones(7, 2)\n",
+                     encoding="utf-8")
+    recipe = recipes.loads('version = 1\n[model]\nsource = "bad_net.py:Net"\n'
+                           '[[inputs]]\nname = "x"\nshape = [2, 3]\n'
+                           '[export]\noutput = "bad.onnx"\n', base_dir=tmp_path)
+    window.set_recipe(recipe)
+    message = export_and_wait(window, qtbot)
+    assert message["type"] == "result" and not message["report"]["ok"]
+    error = message["report"]["error"]
+    assert "failed" in window.summary.status.text().lower()
+    assert html.escape(error["message"][:40]) in window.summary.status.text()
+    if error.get("hint"):
+        assert window.summary.hint.isVisible()
+    assert not (tmp_path / "bad.onnx").exists()
+    assert window.export_button.isEnabled(), "the next attempt is one click away"
+    if message.get("details"):
+        assert window.summary.details_button.isVisible()
+        assert not window.summary.details.isVisible()
+        window.summary.details_button.click()
+        assert window.summary.details.isVisible()
+        assert window.summary.details.toPlainText().strip()
+
+
+def test_describe_lists_candidates_and_names_inputs(window: MainWindow, qtbot,
+                                                    tmp_path: Path) -> None:
+    model = tmp_path / "two.py"
+    model.write_text("import torch\n\n\nclass Pair(torch.nn.Module):\n"
+                     "    def forward(self, left, right):\n        return left + right\n",
+                     encoding="utf-8")
+    window.load_default_recipe()
+    assert window.open_path(model)
+    qtbot.waitUntil(lambda: window.model_form.candidates.count() == 1, timeout=60_000)
+    qtbot.waitUntil(lambda: [s.name for s in window.recipe.inputs][:2] == ["left", "right"],
+                    timeout=5000)
+    assert window.recipe.model.source.endswith("two.py:Pair")
+    assert "forward(left, right)" in window.model_form.forward_label.text()
+
+
+def test_warnings_are_listed_with_their_source_line(window: MainWindow, qtbot,
+                                                    tmp_path: Path) -> None:
+    model = tmp_path / "warn_net.py"
+    model.write_text("import torch\n\n\nclass Net(torch.nn.Module):\n"
+                     "    def forward(self, x):\n        n = x.sum().item()\n"
+                     "        return x * n\n", encoding="utf-8")
+    window.set_recipe(recipes.loads(
+        'version = 1\n[model]\nsource = "warn_net.py:Net"\n[[inputs]]\nname = "x"\n'
+        'shape = [2, 3]\n[export]\noutput = "w.onnx"\nexporter = "torchscript"\n',
+        base_dir=tmp_path))
+    message = export_and_wait(window, qtbot)
+    assert message["report"]["ok"], message
+    count = window.warnings.count()
+    assert count == len(message["report"]["warnings"]) >= 1
+    assert window.tabs.tabText(1) == f"Warnings ({count})"
+    tree = window.warnings.tree
+    rows = [tree.topLevelItem(i) for i in range(count)]
+    with_source = [r for r in rows if r.text(2).startswith(str(model))]
+    assert with_source, [r.text(2) for r in rows]
+    tree.setCurrentItem(with_source[0])
+    viewer = window.open_source(with_source[0].text(2))
+    assert viewer is not None and viewer.path == model
+    assert viewer.current_line() == 6, "the line of .item()"
+    viewer.close()
+
+
+def test_segfault_in_the_worker_is_reported(window: MainWindow, qtbot, tmp_path: Path) -> None:
+    model = tmp_path / "crash_net.py"
+    model.write_text("import ctypes\nimport torch\n\n\nclass Net(torch.nn.Module):\n"
+                     "    def __init__(self):\n        super().__init__()\n"
+                     "        ctypes.string_at(0)  # reads address 0: SIGSEGV\n",
+                     encoding="utf-8")
+    window.set_recipe(recipes.loads(
+        'version = 1\n[model]\nsource = "crash_net.py:Net"\n[[inputs]]\nname = "x"\n'
+        'shape = [1]\n[export]\noutput = "crash.onnx"\n', base_dir=tmp_path))
+    qtbot.waitUntil(lambda: window.runner.ready_info is not None, timeout=60_000)
+    pid = window.runner.worker_pid
+    message = export_and_wait(window, qtbot)
+    assert message["type"] == "error"
+    assert message["error"]["kind"] == "worker_crashed"
+    assert "SIGSEGV" in message["error"]["message"]
+    assert "segmentation fault" in message["error"]["message"]
+    qtbot.waitUntil(lambda: window.runner.ready_info is not None, timeout=60_000)
+    assert window.runner.worker_pid not in (None, pid), "a fresh worker is up"

@@ -1,0 +1,144 @@
+"""Window benchmarks: time to a painted window, event-loop stalls during an export, and the
+start latency of an export on the warm worker. Prints a table (median of several runs).
+
+    cd /work/main && QT_QPA_PLATFORM=offscreen python tests/benchmarks/bench_window.py [--runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+BARE_WINDOW = (
+    "import time; t = time.perf_counter()\n"
+    "from PySide6.QtWidgets import QApplication, QMainWindow\n"
+    "app = QApplication([]); w = QMainWindow(); w.setWindowTitle('bare'); w.show()\n"
+    "app.processEvents(); w.repaint(); print(time.perf_counter() - t)\n"
+)
+
+
+def launch_times(runs: int, env: dict[str, str]) -> tuple[list[float], list[float], list[float]]:
+    """(wall seconds to the JSON line, the app's own window_s, a bare QMainWindow) per run."""
+    wall, inside, bare = [], [], []
+    for _ in range(runs):
+        started = time.perf_counter()
+        out = subprocess.run([sys.executable, "-m", "app", "--exit-after-paint"], cwd=REPO,
+                             env=env, capture_output=True, text=True, check=True).stdout
+        wall.append(time.perf_counter() - started)
+        inside.append(json.loads(out.strip().splitlines()[-1])["window_s"])
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", BARE_WINDOW], env=env, capture_output=True,
+                       check=True)
+        bare.append(time.perf_counter() - started)
+    return wall, inside, bare
+
+
+def export_measurements(runs: int) -> tuple[list[float], list[float], float]:
+    """Longest event-loop stall per export and first-event latency per warm export."""
+    from PySide6.QtCore import QElapsedTimer, QEventLoop, QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from app.window import MainWindow
+
+    app = QApplication.instance() or QApplication([])
+    window = MainWindow()
+    window.load_initial(None)
+    window.recipe.validate.enabled = True  # a longer job: export + validation
+    window.show()
+
+    def wait(predicate, timeout_s: float = 180.0) -> None:
+        deadline = time.perf_counter() + timeout_s
+        while not predicate() and time.perf_counter() < deadline:
+            app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 5)
+        if not predicate():
+            raise TimeoutError("benchmark step did not finish")
+
+    wait(lambda: window.runner.ready_info is not None)
+    stalls, latencies = [], []
+    first_event = {"t": 0.0}
+    original = window._export_event
+
+    def spy(message: dict) -> None:
+        if not first_event["t"] and message.get("type") == "progress":
+            first_event["t"] = time.perf_counter()
+        original(message)
+
+    window._export_event = spy  # type: ignore[method-assign]
+    export_seconds = 0.0
+    for run in range(runs + 1):  # the first export warms the worker's lazy imports
+        # Let the previous result's graph finish loading (the Graph tab's own cost, measured
+        # by bench_graph) so it is not counted as a stall of this export.
+        settle = time.perf_counter() + 0.5
+        while time.perf_counter() < settle:
+            app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 5)
+        first_event["t"] = 0.0
+        ticks = QElapsedTimer()
+        worst = {"gap": 0}
+        timer = QTimer()
+        timer.setInterval(5)
+
+        def tick(worst: dict[str, int] = worst, ticks: QElapsedTimer = ticks) -> None:
+            worst["gap"] = max(worst["gap"], ticks.restart())
+
+        timer.timeout.connect(tick)
+        ticks.start()
+        timer.start()
+        started = time.perf_counter()
+        window.start_export()
+        loop = QEventLoop()
+        window.exportFinished.connect(loop.quit)
+        loop.exec()
+        window.exportFinished.disconnect(loop.quit)
+        timer.stop()
+        if run == 0:
+            export_seconds = time.perf_counter() - started
+            continue
+        stalls.append(max(worst["gap"] - 5, 0) / 1000)
+        latencies.append(first_event["t"] - started)
+    window.close()
+    return stalls, latencies, export_seconds
+
+
+def row(name: str, values: list[float], target: str) -> str:
+    med = statistics.median(values)
+    return (f"| {name:<46} | {med * 1000:8.1f} | {min(values) * 1000:8.1f} | "
+            f"{max(values) * 1000:8.1f} | {target:>8} |")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    tmp = Path(tempfile.mkdtemp(prefix="bench_window_"))
+    os.environ["ONNX_STUDIO_CONFIG_DIR"] = str(tmp / "config")
+    os.environ["ONNX_STUDIO_CACHE_DIR"] = str(tmp / "cache")
+    os.environ["ONNX_STUDIO_OUTPUT_DIR"] = str(tmp / "out")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+
+    wall, inside, bare = launch_times(args.runs, env)
+    stalls, latencies, first_export = export_measurements(args.runs)
+    print(f"\nbench_window ({args.runs} runs each; times in ms)\n")
+    print(f"| {'measure':<46} | {'median':>8} | {'min':>8} | {'max':>8} | {'target':>8} |")
+    print(f"|{'-' * 48}|{'-' * 10}|{'-' * 10}|{'-' * 10}|{'-' * 10}|")
+    print(row("launch -> window painted (process wall time)", wall, "<= 500"))
+    print(row("launch -> window painted (window_s, in-app)", inside, "<= 500"))
+    print(row("bare PySide6 QMainWindow, same measure", bare, "ref"))
+    print(row("longest event-loop stall during an export", stalls, "<= 20"))
+    print(row("warm worker: click Export -> first progress", latencies, "<= 200"))
+    print(f"\n(one export + validation of the default recipe took {first_export:.1f} s cold)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

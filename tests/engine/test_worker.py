@@ -1,0 +1,165 @@
+"""The worker's JSON-lines protocol, driven over real pipes without Qt."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import REPO
+
+NET = '''
+import torch
+
+
+class Net(torch.nn.Module):
+    def __init__(self, features: int = 3) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(4, features)
+
+    def forward(self, x):
+        print("hello from forward")  # must not corrupt the protocol on stdout
+        return torch.relu(self.fc(x))
+'''
+
+
+class Worker:
+    def __init__(self, cache: Path) -> None:
+        self.cache = cache
+        env = {**os.environ, "PYTHONPATH": str(REPO), "ONNX_STUDIO_CACHE_DIR": str(cache)}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "engine.worker"], cwd=REPO, env=env, text=True,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.ready = self.read()
+        self.ids = iter(range(1, 10_000))
+
+    def read(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        assert line, "the worker closed its stdout"
+        return json.loads(line)  # every stdout line is one JSON object
+
+    def send_raw(self, text: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(text + "\n")
+        self.proc.stdin.flush()
+
+    def run(self, request: dict[str, Any]) -> list[dict[str, Any]]:
+        """Send a job, return all its events; the last is its result or error."""
+        job_id = next(self.ids)
+        self.send_raw(json.dumps({**request, "id": job_id}))
+        events = []
+        while True:
+            event = self.read()
+            assert event["id"] == job_id
+            events.append(event)
+            if event["type"] in ("result", "error"):
+                return events
+
+
+@pytest.fixture(scope="module")
+def worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Worker]:
+    w = Worker(tmp_path_factory.mktemp("cache"))
+    yield w
+    w.send_raw(json.dumps({"job": "quit"}))
+    assert w.proc.wait(timeout=30) == 0
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("model")
+    (folder / "net.py").write_text(NET, encoding="utf-8")
+    return folder
+
+
+def test_ready_message_says_torch_is_loaded(worker: Worker) -> None:
+    assert worker.ready["type"] == "ready"
+    assert worker.ready["pid"] == worker.proc.pid
+    assert worker.ready["torch"].startswith("2.")
+
+
+def test_ping_and_devices(worker: Worker) -> None:
+    (pong,) = worker.run({"job": "ping"})
+    assert pong == {"id": pong["id"], "type": "result", "pong": True, "pid": worker.proc.pid}
+    (devices,) = worker.run({"job": "devices"})
+    assert devices["devices"][0] == "cpu"
+    assert all(d == "mps" or d.startswith("cuda:") for d in devices["devices"][1:])
+    low, high = devices["opsets"]["torchscript"]
+    assert low <= 9 < 17 <= high
+    assert devices["opsets"]["dynamo"][0] == 18
+    assert isinstance(devices["ort_max_opset"], int) and devices["ort_max_opset"] >= 17
+
+
+def test_bad_requests_get_an_error_and_the_worker_lives_on(worker: Worker) -> None:
+    (error,) = worker.run({"job": "fly"})
+    assert error["type"] == "error" and "Unknown job" in error["error"]["message"]
+    worker.send_raw("this is not json")
+    event = worker.read()
+    assert event["type"] == "error" and "Unreadable request" in event["error"]["message"]
+    assert worker.run({"job": "ping"})[-1]["pong"] is True
+
+
+def test_describe_lists_classes_and_forward_params(worker: Worker, model_dir: Path) -> None:
+    (result,) = worker.run({"job": "describe", "source": "net.py", "base_dir": str(model_dir)})
+    desc = result["description"]
+    assert [c["name"] for c in desc["candidates"]] == ["Net"]
+    assert desc["candidates"][0]["params"] == ["x"]
+
+
+def test_export_streams_events_then_one_result(worker: Worker, model_dir: Path) -> None:
+    recipe = ('version = 1\n[model]\nsource = "net.py:Net"\nkwargs = { features = 5 }\n'
+              '[[inputs]]\nname = "x"\nshape = [2, 4]\ndynamic = { 0 = "batch" }\n'
+              '[[outputs]]\nname = "y"\n[export]\noutput = "out/net.onnx"\n')
+    started = time.perf_counter()
+    events = worker.run({"job": "export", "recipe": recipe, "base_dir": str(model_dir)})
+    assert time.perf_counter() - started < 120
+    kinds = [e["type"] for e in events]
+    assert kinds[-1] == "result" and kinds.count("result") == 1
+    assert "progress" in kinds
+    fractions = [e["fraction"] for e in events if e["type"] == "progress"]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    report = events[-1]["report"]
+    assert report["ok"], report
+    assert Path(report["output"]) == model_dir / "out" / "net.onnx"
+    assert (model_dir / "out" / "net.onnx").is_file()
+    assert report["graph"]["inputs"][0]["shape"][0] == "batch"
+    assert report["graph"]["outputs"][0]["shape"][-1] == 5
+    # the model's print() never lands on the protocol as a raw line (read() parses every
+    # line as JSON); at most it comes back as a log event
+    assert all(e["type"] == "log" for e in events if "hello from forward" in json.dumps(e))
+
+
+def test_job_folders_live_under_the_cache_dir(worker: Worker, model_dir: Path) -> None:
+    recipe = ('version = 1\n[model]\nsource = "net.py:Net"\n'
+              '[[inputs]]\nname = "x"\nshape = [1, 4]\n[export]\noutput = "b.onnx"\n')
+    result = worker.run({"job": "export", "recipe": recipe, "base_dir": str(model_dir)})[-1]
+    job_dir = Path(result["job_dir"])
+    assert job_dir.is_dir()
+    assert job_dir.parent == worker.cache / "jobs", "ONNX_STUDIO_CACHE_DIR is honoured"
+    assert job_dir.name == f"{worker.proc.pid}-{result['id']}"
+
+
+def test_failed_export_is_a_result_with_the_error(worker: Worker, model_dir: Path) -> None:
+    recipe = ('version = 1\n[model]\nsource = "net.py:Nope"\n'
+              '[[inputs]]\nname = "x"\nshape = [1, 4]\n[export]\noutput = "never.onnx"\n')
+    result = worker.run({"job": "export", "recipe": recipe, "base_dir": str(model_dir)})[-1]
+    assert result["type"] == "result"
+    assert result["report"]["ok"] is False
+    assert result["report"]["error"]["kind"] == "source"
+    assert "Nope" in result["report"]["error"]["message"]
+    assert not (model_dir / "never.onnx").exists()
+
+
+def test_unreadable_recipe_is_an_error_event(worker: Worker, model_dir: Path) -> None:
+    (error,) = worker.run({"job": "export", "recipe": "version = 1\n[model\n",
+                           "base_dir": str(model_dir)})
+    assert error["type"] == "error"
+    assert error["error"]["kind"] == "recipe"
+    assert "TOML" in error["error"]["message"]

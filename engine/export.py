@@ -79,14 +79,8 @@ def _validate_into(report: ExportReport, recipe: Recipe, loaded: Any, events: Ev
         report.seconds["validate"] = time.perf_counter() - started
     report.validation = result
     if not result.get("ok", False):
-        failed = [t for t in result.get("trials", []) if not t.get("ok")]
-        first = failed[0] if failed else {}
         report.fail(StudioError(
-            "validation",
-            f"ONNX Runtime disagrees with PyTorch in {len(failed)} of "
-            f"{len(result.get('trials', []))} trials"
-            + (f" (first: {first.get('kind')} {first.get('sizes', '')})".rstrip() if first else "")
-            + ".",
+            "validation", result.get("message") or "ONNX Runtime disagrees with PyTorch.",
             "Compare the per-output numbers; loosen rtol/atol if the differences are rounding, "
             "otherwise look for values baked in at export time (see Warnings).",
         ))

@@ -236,3 +236,48 @@ def test_console_script_runs_as_a_process(folder: Path) -> None:
     doc = json.loads(result.stdout.strip().splitlines()[-1])
     assert doc["error"]["kind"] == "recipe" and "missing.toml" in doc["error"]["message"]
     assert "error:" in result.stderr
+
+
+# ---------------------------------------------------------------------------- validation
+
+
+def test_export_with_validate_reports_every_trial(folder: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_recipe(folder, "v.toml", RECIPE.format(output="v.onnx", exporter="torchscript"))
+    code, doc = run_json(capsys, "export", "--recipe", str(path), "--validate")
+    assert code == 0, doc
+    validation = doc["validation"]
+    assert validation["ok"] is True and validation["rtol"] == 1e-3
+    assert [o["name"] for o in validation["outputs"]] == ["y"]
+    assert validation["outputs"][0]["max_abs_diff"] < 1e-4 and validation["outputs"][0]["passed"]
+    kinds = [t["kind"] for t in validation["trials"]]
+    assert kinds[0] == "export-inputs" and "random" in kinds
+    sizes = [t["sizes"]["batch"] for t in validation["trials"] if t["kind"] == "dynamic-size"]
+    assert len(sizes) == 2 and 2 not in sizes
+    assert set(doc["seconds"]) >= {"load", "export", "validate"}
+
+
+def test_validate_command_passes_and_fails_by_tolerance(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_recipe(folder, "vv.toml", RECIPE.format(output="vv.onnx",
+                                                         exporter="torchscript"))
+    assert main(["export", "--recipe", str(path)]) == 0
+    capsys.readouterr()
+    code, doc = run_json(capsys, "validate", str(folder / "vv.onnx"), "--recipe", str(path))
+    assert code == 0 and doc["ok"] and doc["validation"]["ok"], doc
+    code, doc = run_json(capsys, "validate", str(folder / "vv.onnx"), "--recipe", str(path),
+                         "--rtol", "0", "--atol", "0")
+    if doc["validation"]["outputs"][0]["max_abs_diff"] == 0:  # pragma: no cover - bit-exact
+        pytest.skip("ONNX Runtime matched PyTorch bit for bit")
+    assert code == 1 and doc["ok"] is False and doc["error"]["kind"] == "validation"
+    assert doc["validation"]["outputs"][0]["max_abs_diff"] > 0
+
+
+def test_validate_a_missing_model_is_a_wrong_request(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_recipe(folder, "vm.toml", RECIPE.format(output="vm.onnx",
+                                                         exporter="torchscript"))
+    code, doc = run_json(capsys, "validate", str(folder / "absent.onnx"), "--recipe", str(path))
+    assert_request_error(code, doc, "source", "absent.onnx")

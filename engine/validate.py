@@ -1,0 +1,604 @@
+"""Does the ONNX file compute what the PyTorch model computes? ONNX Runtime against eager torch.
+
+`validate(recipe, onnx_path)` rebuilds the recipe's inputs and its eager model (not the
+exported program: that would hide capture bugs), runs both on the export inputs, on fresh
+random draws and on other sizes of every dynamic dimension, and returns the contract's
+`validation` object. One ONNX Runtime session serves every trial: a session accepts any size
+on a dynamic axis, so there is no reason to pay its creation more than once.
+
+torch, onnx and onnxruntime are imported inside the functions that need them.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engine.errors import StudioError
+from engine.events import Events
+from engine.recipe import Recipe
+from engine.validate_metrics import PlotKeeper, compare, worst
+
+OPTIMIZATION_LEVELS = ("disable", "basic", "extended", "all")
+# Domains of the standard operator sets; onnxruntime's own (com.microsoft, ...) are asked
+# from the installed build, see ort_domains().
+STANDARD_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml"})
+RANDOM_FILLS = frozenset({"randn", "rand", "randint"})
+
+
+def validate(
+    recipe: Recipe,
+    onnx_path: Path,
+    events: Events | None = None,
+    loaded: Any = None,
+    plot_dir: Path | None = None,
+    *,
+    optimization: str = "all",
+) -> dict[str, Any]:
+    """Compare ONNX Runtime with eager PyTorch on every trial; return the `validation` object.
+
+    `loaded` is a `sources.LoadedModel` already in memory (the export passes its own);
+    `optimization` is ONNX Runtime's graph optimization level (disable/basic/extended/all).
+    Raises StudioError("validation") when nothing can be compared (missing or corrupt file, a
+    provider that is absent, inputs that do not fit the file); numbers that disagree are a
+    result with `ok` false, not an exception.
+    """
+    events = events or Events()
+    onnx_path = Path(onnx_path)
+    opts = recipe.validate
+    started = time.perf_counter()
+    found: list[dict[str, Any]] = []
+
+    def warn(warning: dict[str, Any]) -> None:
+        found.append(warning)
+        events.warning(warning)
+
+    events.progress(0.0, "Reading the ONNX file")
+    proto = read_onnx(onnx_path)
+    for warning in preflight(proto, recipe):
+        warn(warning)
+    events.progress(0.05, "Starting ONNX Runtime")
+    session = create_session(onnx_path, opts.providers, optimization, found)
+    feed_names = _feed_names(session, recipe, warn)
+    output_names = [o.name for o in session.get_outputs()]
+
+    device = recipe.export.device
+    if loaded is None:
+        from engine.sources import load_model
+
+        # load_model seeds torch by the recipe, so a model without a checkpoint gets the same
+        # random weights as in the export (weight_warnings says when it did not)
+        events.progress(0.1, "Loading the PyTorch model")
+        loaded = load_model(recipe, device=device)
+    for warning in _mode_warnings(loaded) + weight_warnings(proto, onnx_path, loaded.module):
+        warn(warning)
+
+    run = _Runner(recipe, session, loaded.module, feed_names, output_names, device)
+    sizes = run.export_sizes()
+    fixed = _file_dims(recipe)
+    if recipe.validate.dynamic_sizes:
+        for name in sorted(fixed & set(sizes)):
+            warn(_warning(f"Dimension {name!r} comes from an input read from a file, so it "
+                          "was not tried at other sizes."))
+    if opts.random_trials and not has_random_fill(recipe):
+        warn(_warning("No input has a random fill (randn, rand, randint), so random draws "
+                      "would repeat the export inputs; they were skipped."))
+    plan = plan_trials(recipe, sizes, skip=fixed)
+    result_trials: list[dict[str, Any]] = []
+    plots = PlotKeeper()
+    for index, trial in enumerate(plan):
+        events.progress(0.15 + 0.75 * index / max(len(plan), 1), f"Trial {trial.label}")
+        outcome = run.trial(trial, plots)
+        result_trials.append(outcome)
+        events.log(f"validation {trial.label}: {'ok' if outcome['ok'] else outcome['message']}")
+
+    outputs = _worst_outputs(output_names, result_trials)
+    failed = [t for t in result_trials if not t["ok"]]
+    result: dict[str, Any] = {
+        "ok": bool(result_trials) and not failed,
+        # one sentence for a status line: how many trials failed and the first one's reason
+        "message": f"{len(failed)} of {len(result_trials)} trials failed; first: "
+                   f"{failed[0]['message']}" if failed else "",
+        "rtol": opts.rtol,
+        "atol": opts.atol,
+        "outputs": outputs,
+        "trials": result_trials,
+        "warnings": found,
+        "providers": list(session.get_providers()),
+        "optimization": optimization,
+    }
+    if opts.intermediates:
+        events.progress(0.9, "Comparing intermediate values")
+        from engine.validate_nodes import compare_nodes
+
+        result["intermediates"] = compare_nodes(
+            recipe, onnx_path, proto, loaded, run.export_inputs(), feed_names,
+            session_options=session_settings(opts.providers, optimization), warn=warn)
+    events.progress(0.97, "Saving plot data")
+    result["plots"] = plots.save(_plot_path(onnx_path, plot_dir), warn)
+    result["seconds"] = round(time.perf_counter() - started, 4)
+    events.progress(1.0, "Validation done" if result["ok"] else "Validation failed")
+    return result
+
+
+# ---------------------------------------------------------------------------- the ONNX side
+
+
+def read_onnx(path: Path) -> Any:
+    """The ModelProto without its external data (enough to check opsets, domains, names)."""
+    import onnx
+
+    if not path.is_file():
+        raise StudioError("validation", f"The ONNX file {path} does not exist.",
+                          "Export the model first, or check the path.")
+    try:
+        return onnx.load(str(path), load_external_data=False)
+    except Exception as exc:
+        raise StudioError("validation", f"{path.name} is not a readable ONNX file "
+                          f"({_one_line(exc)}).",
+                          "Export it again; the file may be truncated or not an ONNX model."
+                          ) from None
+
+
+@cache
+def ort_max_opset(domain: str = "") -> int:
+    """The highest opset of `domain` that the installed onnxruntime loads.
+
+    onnxruntime has no API for this; it refuses models stamped above its release's opset at
+    load time, so probe a one-node model from the newest opset onnx knows downwards (each
+    probe is well under a millisecond).
+    """
+    import onnx
+    import onnxruntime as ort
+    from onnx import helper
+
+    node = helper.make_node("Identity", ["x"], ["y"])
+    graph = helper.make_graph([node], "probe", [helper.make_tensor_value_info("x", 1, [1])],
+                              [helper.make_tensor_value_info("y", 1, [1])])
+    options = ort.SessionOptions()
+    options.log_severity_level = 4
+    for version in range(onnx.defs.onnx_opset_version(), 6, -1):
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid(domain, version)])
+        model.ir_version = 8
+        try:
+            ort.InferenceSession(model.SerializeToString(), options,
+                                 providers=["CPUExecutionProvider"])
+        except Exception:
+            continue
+        return version
+    return 7
+
+
+@cache
+def ort_domains() -> frozenset[str]:
+    """Operator domains the installed onnxruntime has kernels for."""
+    try:
+        from onnxruntime.capi import onnxruntime_pybind11_state as ort_c
+
+        return frozenset(schema.domain for schema in ort_c.get_all_operator_schema())
+    except Exception:  # a build without the schema API: the domains every build has
+        return frozenset({"com.microsoft", "com.microsoft.nchwc", "com.ms.internal.nhwc"})
+
+
+def preflight(proto: Any, recipe: Recipe) -> list[dict[str, Any]]:
+    """Warnings found before running: opset too new, unknown domains, baked-in dynamic axes."""
+    found: list[dict[str, Any]] = []
+    imports = {op.domain: op.version for op in proto.opset_import}
+    opset = imports.get("", imports.get("ai.onnx"))
+    if opset is not None and opset > ort_max_opset():
+        found.append(_warning(
+            f"The model uses opset {opset} but the installed onnxruntime supports up to "
+            f"{ort_max_opset()}; it may refuse to load it. Export with opset = "
+            f"{ort_max_opset()} or upgrade onnxruntime."))
+    known = STANDARD_DOMAINS | ort_domains() | {f.domain for f in proto.functions}
+    unknown: dict[str, set[str]] = {}
+    for node in _all_nodes(proto.graph):
+        if node.domain not in known:
+            unknown.setdefault(node.domain, set()).add(node.op_type)
+    for domain, ops in sorted(unknown.items()):
+        found.append(_warning(
+            f"Operator domain {domain!r} ({', '.join(sorted(ops))}) is unknown to "
+            f"onnxruntime; it will not run unless a custom-op library provides it."))
+    by_name = {i.name: i for i in proto.graph.input}
+    for spec in recipe.inputs:
+        value = by_name.get(spec.name)
+        if value is None or not value.type.HasField("tensor_type"):
+            continue
+        dims = value.type.tensor_type.shape.dim
+        for axis, dim_name in sorted(spec.dynamic.items()):
+            if -len(dims) <= axis < len(dims) and dims[axis].HasField("dim_value"):
+                found.append(_warning(
+                    f"Input {spec.name!r} axis {axis} ({dim_name!r}) is fixed to "
+                    f"{dims[axis].dim_value} in the ONNX file, so other {dim_name} sizes will "
+                    "fail; the export baked it in."))
+    graph_outputs = [o.name for o in proto.graph.output]
+    for i, (wanted, name) in enumerate(zip(recipe.outputs, graph_outputs, strict=False)):
+        if wanted.name != name:
+            found.append(_warning(f"Output {i} is named {name!r} in the ONNX file but "
+                                  f"{wanted.name!r} in the recipe."))
+    return found
+
+
+def _all_nodes(graph: Any) -> Any:
+    """Nodes of a graph and of its If/Loop/Scan bodies."""
+    for node in graph.node:
+        yield node
+        for attr in node.attribute:
+            if attr.HasField("g"):
+                yield from _all_nodes(attr.g)
+            for sub in attr.graphs:
+                yield from _all_nodes(sub)
+
+
+def session_settings(providers: list[str], optimization: str) -> tuple[Any, list[str]]:
+    """SessionOptions at the chosen optimization level and the checked provider list."""
+    import onnxruntime as ort
+
+    if optimization not in OPTIMIZATION_LEVELS:
+        raise StudioError("validation", f"Unknown optimization level {optimization!r}; use "
+                          f"one of {', '.join(OPTIMIZATION_LEVELS)}.")
+    providers = list(providers) or ["CPUExecutionProvider"]
+    available = ort.get_available_providers()
+    missing = [p for p in providers if p not in available]
+    if missing:
+        raise StudioError(
+            "validation",
+            f"This onnxruntime has no {missing[0]}; it offers {', '.join(available)}.",
+            'Set validate.providers = ["CPUExecutionProvider"], or install the onnxruntime '
+            "build for that device.")
+    options = ort.SessionOptions()
+    options.graph_optimization_level = {
+        "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+        "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+        "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+        "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+    }[optimization]
+    # its own log lines would go to stderr, not to the user; failures reach us as exceptions
+    options.log_severity_level = 4
+    return options, providers
+
+
+def create_session(path: Path, providers: list[str], optimization: str,
+                   found: list[dict[str, Any]]) -> Any:
+    """An onnxruntime InferenceSession, or a StudioError saying why there cannot be one."""
+    import onnxruntime as ort
+
+    options, providers = session_settings(providers, optimization)
+    try:
+        return ort.InferenceSession(str(path), options, providers=providers)
+    except Exception as exc:
+        known = " ".join(w["message"] for w in found)
+        raise StudioError(
+            "validation", f"ONNX Runtime cannot load {path.name}: {_ort_message(exc)}",
+            known or "Check the opset and the operators in the Warnings; re-export if needed.",
+            details=str(exc)) from None
+
+
+def _feed_names(session: Any, recipe: Recipe, warn: Callable[[dict[str, Any]], None]
+                ) -> list[str | None]:
+    """For each recipe input, the ONNX input it feeds (None: the export dropped it as unused)."""
+    onnx_names = [i.name for i in session.get_inputs()]
+    ours = [s.name for s in recipe.inputs]
+    if set(onnx_names) <= set(ours):
+        return [n if n in onnx_names else None for n in ours]
+    if len(onnx_names) == len(ours):  # names differ (e.g. an .onnx made elsewhere): by position
+        warn(_warning(f"The ONNX inputs are named {', '.join(onnx_names)} and the recipe's "
+                      f"{', '.join(ours)}; they were matched by position."))
+        return onnx_names
+    raise StudioError(
+        "validation",
+        f"The ONNX file takes {len(onnx_names)} input(s) ({', '.join(onnx_names) or 'none'}) "
+        f"but the recipe describes {len(ours)} ({', '.join(ours) or 'none'}).",
+        "Give the recipe one [[inputs]] entry per ONNX input, in the same order and with "
+        "the same names.")
+
+
+# ---------------------------------------------------------------------------- trials
+
+
+@dataclass
+class Trial:
+    kind: str  # export-inputs | random | dynamic-size
+    seed: int
+    sizes: dict[str, int] = field(default_factory=dict)  # every named dynamic dim's size
+    changed: str | None = None  # the dim a dynamic-size trial moves off its export size
+
+    @property
+    def label(self) -> str:
+        if self.kind == "dynamic-size" and self.changed:
+            return f"at {self.changed}={self.sizes[self.changed]}"
+        if self.kind == "random":
+            return f"random draw (seed {self.seed})"
+        return "export inputs"
+
+
+def other_sizes(n: int) -> list[int]:
+    """A smaller and a larger size for a dynamic dimension of export size n.
+
+    Sizes 0 and 1 are avoided: torch.export specializes them, and a model exported at 1
+    broadcasts differently; when there is no size >= 2 below n, two larger sizes are used.
+    """
+    sizes = []
+    smaller = max(2, n // 2)
+    if smaller < n:
+        sizes.append(smaller)
+    larger = n + max(1, n // 2)
+    sizes.append(larger)
+    if len(sizes) < 2:
+        sizes.append(larger + 1)
+    return sizes
+
+
+def plan_trials(recipe: Recipe, export_sizes: dict[str, int],
+                skip: set[str] | frozenset[str] = frozenset()) -> list[Trial]:
+    """Export inputs, `random_trials` other seeds, then each dynamic dim at two other sizes.
+
+    Dimensions named in `skip` (those of inputs read from files) keep their size.
+    """
+    opts = recipe.validate
+    seed = recipe.export.seed
+    plan = [Trial("export-inputs", seed, dict(export_sizes))]
+    if has_random_fill(recipe):  # otherwise every draw would repeat the export inputs
+        plan += [Trial("random", seed + 1 + i, dict(export_sizes))
+                 for i in range(opts.random_trials)]
+    if opts.dynamic_sizes:
+        for name, n in export_sizes.items():
+            if name in skip:
+                continue
+            for size in other_sizes(n):
+                # a fresh draw as well, so a size trial does not only repeat the export values
+                plan.append(Trial("dynamic-size", seed + 1000 + len(plan),
+                                  {**export_sizes, name: size}, changed=name))
+    return plan
+
+
+def has_random_fill(recipe: Recipe) -> bool:
+    return any(spec.fill in RANDOM_FILLS for spec in recipe.inputs)
+
+
+def _file_dims(recipe: Recipe) -> set[str]:
+    """Names of dynamic dimensions carried by an input read from a file (not resizable)."""
+    return {name for spec in recipe.inputs if spec.fill == "file"
+            for name in spec.dynamic.values()}
+
+
+class _Runner:
+    """Runs one trial: inputs, the eager reference, onnxruntime, metrics per output."""
+
+    def __init__(self, recipe: Recipe, session: Any, module: Any, feed_names: list[str | None],
+                 output_names: list[str], device: str) -> None:
+        self.recipe = recipe
+        self.session = session
+        self.module = module
+        self.feed_names = feed_names
+        self.output_names = output_names
+        self.device = device
+        self._export_inputs: tuple[Any, ...] | None = None
+
+    def make(self, seed: int, sizes: dict[str, int] | None) -> tuple[Any, ...]:
+        from engine.inputs import make_inputs
+
+        return make_inputs(self.recipe, seed=seed, sizes=sizes or None, device=self.device)
+
+    def export_inputs(self) -> tuple[Any, ...]:
+        if self._export_inputs is None:
+            self._export_inputs = self.make(self.recipe.export.seed, None)
+        return self._export_inputs
+
+    def export_sizes(self) -> dict[str, int]:
+        """The size of every named dynamic dimension in the export inputs."""
+        tensors = self.export_inputs()
+        index = {s.name: i for i, s in enumerate(self.recipe.inputs)}
+        sizes: dict[str, int] = {}
+        for name, places in self.recipe.dynamic_dims().items():
+            input_name, axis = places[0]
+            sizes[name] = int(tensors[index[input_name]].shape[axis])
+        return sizes
+
+    def trial(self, trial: Trial, plots: PlotKeeper) -> dict[str, Any]:
+        started = time.perf_counter()
+        out: dict[str, Any] = {"kind": trial.kind, "seed": trial.seed, "sizes": trial.sizes,
+                               "ok": False, "outputs": [], "message": ""}
+        if trial.changed:
+            out["changed"] = trial.changed
+        try:
+            self._trial(trial, out, plots)
+        except StudioError as err:  # inputs that cannot be built at these sizes
+            out["message"] = f"{trial.label}: {err.message}"
+        except Exception as exc:  # outputs of a kind we cannot compare: a failed trial, not a crash
+            out["ok"] = False
+            out["message"] = f"{trial.label}: the outputs could not be compared ({_one_line(exc)})"
+            out["details"] = traceback.format_exc()
+        out["seconds"] = round(time.perf_counter() - started, 4)
+        return out
+
+    def _trial(self, trial: Trial, out: dict[str, Any], plots: PlotKeeper) -> None:
+        import torch
+
+        if trial.kind == "export-inputs":
+            tensors = self.export_inputs()
+        else:
+            tensors = self.make(trial.seed, trial.sizes)
+        # views of the tensors: onnxruntime only reads them, and torch gets clones below
+        feeds = {name: _to_numpy(t) for name, t in zip(self.feed_names, tensors, strict=True)
+                 if name}
+        try:
+            got = self.session.run(None, feeds)
+        except Exception as exc:
+            out["message"] = f"ONNX Runtime failed {trial.label}: {_ort_message(exc)}"
+            if trial.kind == "dynamic-size":
+                out["message"] += (" (the file seems to hold a size from the export inputs "
+                                   "fixed somewhere, so it runs only at that size)")
+            out["details"] = str(exc)
+            return
+        try:
+            with torch.no_grad():  # clones: the export inputs are reused by later steps
+                expected = flatten_outputs(self.module(*(t.clone() for t in tensors)))
+        except Exception as exc:
+            out["message"] = (f"The PyTorch model itself failed {trial.label}: "
+                              f"{_one_line(exc)}; these sizes cannot be checked.")
+            return
+        names, arrays = _flatten_onnx(self.output_names, got)
+        problems = []
+        if len(expected) != len(arrays):
+            problems.append(f"PyTorch returned {len(expected)} output(s) but the ONNX file has "
+                            f"{len(arrays)} ({', '.join(names)})")
+        for name, ref, cand in zip(names, expected, arrays, strict=False):
+            metrics = compare(ref, cand, self.recipe.validate.rtol, self.recipe.validate.atol)
+            out["outputs"].append({"name": name, **metrics})
+            if not metrics["passed"]:
+                problems.append(f"output {name!r}: {metrics['message']}")
+            if ref.shape == cand.shape:
+                plots.offer(name, trial.label, metrics, ref, cand)
+        out["ok"] = not problems
+        out["message"] = f"{trial.label}: " + "; ".join(problems) if problems else ""
+
+
+def _flatten_onnx(names: list[str], values: list[Any]) -> tuple[list[str], list[np.ndarray]]:
+    """ONNX Runtime results as arrays; a sequence output becomes its elements, name[i], as a
+    returned list of tensors is flattened on the PyTorch side."""
+    out_names, arrays = [], []
+    for name, value in zip(names, values, strict=True):
+        if isinstance(value, list):
+            for i, item in enumerate(value):
+                out_names.append(f"{name}[{i}]")
+                arrays.append(np.asarray(item))
+        else:
+            out_names.append(name)
+            arrays.append(np.asarray(value))
+    return out_names, arrays
+
+
+def flatten_outputs(value: Any) -> list[np.ndarray]:
+    """Model outputs as arrays, flattened in the exporters' order (pytree: tuples, lists, dicts).
+
+    None leaves are dropped, as the exporters drop them; complex tensors become their real view
+    (..., 2), which is how ONNX carries them.
+    """
+    import torch
+    from torch.utils import _pytree
+
+    leaves, _ = _pytree.tree_flatten(value)
+    arrays = []
+    for leaf in leaves:
+        if leaf is None:
+            continue
+        if isinstance(leaf, torch.Tensor) and leaf.is_complex():
+            leaf = torch.view_as_real(leaf)
+        arrays.append(_to_numpy(leaf) if isinstance(leaf, torch.Tensor) else np.asarray(leaf))
+    return arrays
+
+
+def _to_numpy(tensor: Any) -> np.ndarray:
+    import torch
+
+    tensor = tensor.detach()
+    if tensor.dtype == torch.bfloat16:  # NumPy has no bfloat16
+        tensor = tensor.float()
+    return np.asarray(tensor.cpu().numpy())
+
+
+def _worst_outputs(names: list[str], trials: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per output, the worst numbers over all trials that produced it (ONNX output order)."""
+    order = [o["name"] for t in trials for o in t["outputs"]]
+    order = list(dict.fromkeys(order))
+    for name in names:  # an output no trial got to (every run failed) still gets its line
+        if not any(n == name or n.startswith(name + "[") for n in order):
+            order.append(name)
+    outputs = []
+    for name in order:
+        per_trial = [o for t in trials for o in t["outputs"] if o["name"] == name]
+        if not per_trial:
+            outputs.append({"name": name, "passed": False, "max_abs_diff": None,
+                            "max_rel_diff": None, "message": "no trial produced this output"})
+            continue
+        entry: dict[str, Any] = {"name": name, **worst(per_trial)}
+        entry.update(dtype=per_trial[0]["onnx_dtype"], trials=len(per_trial))
+        outputs.append(entry)
+    return outputs
+
+
+def _mode_warnings(loaded: Any) -> list[dict[str, Any]]:
+    if getattr(loaded.module, "training", False):
+        return [_warning("The PyTorch model is in training mode (dropout, batch statistics), so "
+                         "its outputs are random; expect differences unless training = "
+                         "\"eval\".")]
+    return []
+
+
+_WEIGHT_SAMPLES = 4096  # elements compared per weight: re-initialized weights differ everywhere
+
+
+def weight_warnings(proto: Any, onnx_path: Path, module: Any) -> list[dict[str, Any]]:
+    """A warning when the model's weights are not the ones stored in the ONNX file.
+
+    Validating a file against a model built again from its class without a checkpoint compares
+    two different random initializations; say so instead of only reporting large diffs.
+    Initializers are matched to the state dict by name (both exporters keep parameter names
+    where they can); an evenly spaced sample of each is compared, which costs microseconds
+    even for a large model and still catches weights that are not the same.
+    """
+    import torch
+    from onnx import numpy_helper
+
+    try:
+        state = module.state_dict()
+    except Exception:  # a callable that is not an nn.Module
+        return []
+    for init in proto.graph.initializer:
+        tensor = state.get(init.name)
+        if not isinstance(tensor, torch.Tensor) or list(tensor.shape) != list(init.dims):
+            continue
+        try:
+            stored = numpy_helper.to_array(init, base_dir=str(onnx_path.parent)).reshape(-1)
+        except Exception:
+            continue
+        ours = _to_numpy(tensor).reshape(-1)
+        if stored.dtype != ours.dtype:
+            continue
+        step = max(1, stored.size // _WEIGHT_SAMPLES)
+        if not np.allclose(stored[::step], ours[::step], rtol=1e-6, atol=1e-7, equal_nan=True):
+            return [_warning(
+                f"The model's weight {init.name!r} differs from the one stored in the ONNX "
+                "file: the model was not built with the exported weights (a fresh random "
+                "initialization?), so large differences are expected. Give the recipe the "
+                "checkpoint the export used (model.checkpoint).")]
+    return []
+
+
+def _plot_path(onnx_path: Path, plot_dir: Path | None) -> Path:
+    if plot_dir is not None:
+        return Path(plot_dir) / "validation.npz"
+    return onnx_path.with_name(onnx_path.stem + ".validation.npz")
+
+
+# ---------------------------------------------------------------------------- text
+
+
+def _warning(message: str) -> dict[str, Any]:
+    return {"category": "ValidationWarning", "message": message, "source": ""}
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+_ORT_PREFIX = re.compile(r"^\[ONNXRuntimeError\] : \d+ : \w+ : ")
+# onnxruntime puts the C++ source location and function signature inside its messages
+_ORT_SOURCE = re.compile(r"/onnxruntime_src/\S+:\d+ (?:[\w:<>,&*~ ]+?\([^()]*\) )?")
+
+
+def _ort_message(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    text = _ORT_PREFIX.sub("", text)
+    text = _ORT_SOURCE.sub("", text)
+    return text if len(text) <= 400 else text[:397] + "..."

@@ -1,0 +1,216 @@
+"""How far an ONNX Runtime output is from the PyTorch reference: metrics and plot data.
+
+NumPy only (no torch, no onnxruntime), so the window can import it to read plot data
+(`load_plots`). Every number returned is a plain finite float or int, or None, so the result
+is strict JSON.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+PLOT_POINTS = 100_000  # scatter points kept per output; enough for a plot, small on disk
+HIST_BINS = 64
+# the denominator floor of the relative difference, as in torch.onnx.verification, so node
+# and output numbers read the same way
+REL_EPS = 1e-7
+
+
+def _finite(value: float) -> float | None:
+    return float(value) if math.isfinite(value) else None
+
+
+def compare(reference: np.ndarray, candidate: np.ndarray, rtol: float, atol: float
+            ) -> dict[str, Any]:
+    """Metrics of `candidate` against `reference` for one output of one trial.
+
+    An element passes when |candidate - reference| <= atol + rtol * |reference| (NumPy's
+    isclose with the reference as the second argument); NaN must meet NaN and an infinity the
+    same infinity. Integer and bool outputs are compared exactly.
+    """
+    out: dict[str, Any] = {
+        "shape": list(reference.shape),
+        "dtype": str(reference.dtype),
+        "onnx_shape": list(candidate.shape),
+        "onnx_dtype": str(candidate.dtype),
+    }
+    problems: list[str] = []
+    if reference.shape != candidate.shape:
+        problems.append(f"shape {list(candidate.shape)} from ONNX Runtime, "
+                        f"{list(reference.shape)} from PyTorch")
+    if reference.dtype != candidate.dtype:
+        problems.append(f"dtype {candidate.dtype} from ONNX Runtime, "
+                        f"{reference.dtype} from PyTorch")
+    if reference.shape != candidate.shape:
+        out.update(passed=False, message="; ".join(problems), max_abs_diff=None,
+                   max_rel_diff=None, mean_abs_diff=None, cosine_similarity=None,
+                   mismatched=None, mismatched_fraction=None, nan_mismatch=None,
+                   inf_mismatch=None, elements=int(reference.size))
+        return out
+
+    exact = not (_is_float(reference) or _is_float(candidate))
+    # float32 outputs stay float32 (one temporary per step instead of float64 copies of every
+    # array); sums accumulate in float64 so the reported means and cosines are still exact
+    work = np.float64 if exact or np.float64 in (reference.dtype, candidate.dtype) \
+        else np.float32
+    ref = reference.astype(work, copy=False).ravel()
+    cand = candidate.astype(work, copy=False).ravel()
+    n = ref.size
+    if np.isfinite(ref).all() and np.isfinite(cand).all():
+        r, c = ref, cand
+        nan_mismatch = inf_mismatch = 0
+    else:
+        ref_nan, cand_nan = np.isnan(ref), np.isnan(cand)
+        nan_mismatch = int(np.count_nonzero(ref_nan != cand_nan))
+        inf_mismatch = int(np.count_nonzero((np.isinf(ref) | np.isinf(cand)) & (ref != cand)
+                                            & ~(ref_nan | cand_nan)))
+        both_finite = np.isfinite(ref) & np.isfinite(cand)
+        r, c = ref[both_finite], cand[both_finite]
+    diff = np.subtract(c, r)
+    np.abs(diff, out=diff)
+    scale = np.abs(r)
+    if exact:
+        outside_finite = int(np.count_nonzero(diff))
+        max_rel = float((diff / (scale + REL_EPS)).max()) if diff.size else 0.0
+    else:
+        rel = scale + work(REL_EPS)
+        np.divide(diff, rel, out=rel)
+        max_rel = float(rel.max()) if rel.size else 0.0
+        scale *= work(rtol)
+        scale += work(atol)
+        outside_finite = int(np.count_nonzero(diff > scale))
+    mismatched = outside_finite + nan_mismatch + inf_mismatch
+    max_abs = float(diff.max()) if diff.size else 0.0
+    mean_abs = float(np.sum(diff, dtype=np.float64)) / diff.size if diff.size else 0.0
+    rr = float(np.sum(np.square(r), dtype=np.float64))
+    cc = float(np.sum(np.square(c), dtype=np.float64))
+    if diff.size == 0 or rr == 0.0 or cc == 0.0:
+        # two all-zero tensors point the same way; one zero tensor does not
+        cosine = 1.0 if rr == cc == 0.0 else 0.0
+    else:
+        cosine = float(np.sum(np.multiply(r, c), dtype=np.float64)) / math.sqrt(rr * cc)
+        cosine = max(-1.0, min(1.0, cosine))  # rounding can step just past 1
+    if mismatched:
+        problems.append(f"{mismatched} of {n} elements differ"
+                        + ("" if exact else f" by more than atol + rtol*|ref| "
+                                            f"(max abs diff {max_abs:.3g})"))
+    out.update(
+        passed=not problems,
+        message="; ".join(problems),
+        max_abs_diff=_finite(max_abs),
+        max_rel_diff=_finite(max_rel),
+        mean_abs_diff=_finite(mean_abs),
+        cosine_similarity=_finite(cosine),
+        mismatched=mismatched,
+        mismatched_fraction=mismatched / n if n else 0.0,
+        nan_mismatch=nan_mismatch,
+        inf_mismatch=inf_mismatch,
+        elements=int(n),
+        exact=exact,
+    )
+    return out
+
+
+def _is_float(array: np.ndarray) -> bool:
+    return bool(np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype,
+                                                                          np.complexfloating))
+
+
+def worst(per_trial: list[dict[str, Any]]) -> dict[str, Any]:
+    """Fold one output's metrics from several trials into its worst case."""
+    ran = [m for m in per_trial if m.get("max_abs_diff") is not None or not m.get("passed")]
+    out: dict[str, Any] = {"passed": all(m.get("passed", False) for m in per_trial)}
+    for key in ("max_abs_diff", "max_rel_diff", "mean_abs_diff", "mismatched",
+                "mismatched_fraction", "nan_mismatch", "inf_mismatch"):
+        values = [m[key] for m in ran if m.get(key) is not None]
+        out[key] = max(values) if values else None
+    cosines = [m["cosine_similarity"] for m in ran if m.get("cosine_similarity") is not None]
+    out["cosine_similarity"] = min(cosines) if cosines else None
+    messages = [m["message"] for m in per_trial if m.get("message")]
+    out["message"] = messages[0] if messages else ""
+    return out
+
+
+def plot_sample(reference: np.ndarray, candidate: np.ndarray,
+                points: int = PLOT_POINTS) -> dict[str, np.ndarray]:
+    """Evenly spaced reference/candidate pairs (same indices) and a histogram of the error."""
+    ref = reference.ravel()
+    cand = candidate.ravel()
+    n = ref.size
+    index = np.linspace(0, n - 1, num=min(n, points)).round().astype(np.int64) if n else \
+        np.zeros(0, np.int64)
+    error = cand.astype(np.float64) - ref.astype(np.float64)
+    error = error[np.isfinite(error)]
+    if error.size:
+        lo, hi = float(error.min()), float(error.max())
+        if lo == hi:  # np.histogram needs a non-empty range
+            lo, hi = lo - 0.5, hi + 0.5
+        counts, edges = np.histogram(error, bins=HIST_BINS, range=(lo, hi))
+    else:
+        counts, edges = np.zeros(0, np.int64), np.zeros(0, np.float64)
+    return {
+        "index": index,
+        "reference": ref[index],
+        "candidate": cand[index],
+        "hist_counts": counts.astype(np.int64),
+        "hist_edges": edges.astype(np.float64),
+    }
+
+
+class PlotKeeper:
+    """Keeps, per output, the arrays of the worst trial seen so far; samples them on save."""
+
+    def __init__(self) -> None:
+        self.kept: dict[str, tuple[float, str, np.ndarray, np.ndarray]] = {}
+
+    def offer(self, name: str, label: str, metrics: dict[str, Any], ref: np.ndarray,
+              cand: np.ndarray) -> None:
+        score = metrics.get("max_abs_diff")
+        score = float("inf") if score is None else float(score)
+        if not metrics["passed"]:
+            score += 1e300  # a failing trial is always the one to show
+        if name not in self.kept or score > self.kept[name][0]:
+            self.kept[name] = (score, label, ref, cand)  # references, not copies
+
+    def save(self, path: Path, warn: Callable[[dict[str, Any]], None]) -> str | None:
+        """Write the samples to `path` (.npz); the path written, or None with a warning."""
+        arrays: dict[str, np.ndarray] = {"names": np.array(list(self.kept), dtype=str)}
+        for i, (_, label, ref, cand) in enumerate(self.kept.values()):
+            arrays[f"{i}/trial"] = np.array(label)
+            for key, value in plot_sample(ref, cand).items():
+                arrays[f"{i}/{key}"] = value
+        tmp = None
+        try:  # temp file + rename: the window never reads a half-written file
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+            with os.fdopen(fd, "wb") as fh:
+                np.savez(fh, **arrays)  # type: ignore[arg-type]
+            os.replace(tmp, path)
+        except OSError as exc:
+            if tmp is not None:
+                Path(tmp).unlink(missing_ok=True)
+            warn({"category": "ValidationWarning", "source": "",
+                  "message": f"Plot data could not be saved to {path}: {exc.strerror}."})
+            return None
+        return str(path)
+
+
+def load_plots(path: Path) -> dict[str, dict[str, Any]]:
+    """Read a plot file back: {output name: {trial, index, reference, candidate, hist_*}}."""
+    with np.load(path, allow_pickle=False) as data:
+        names = [str(n) for n in data["names"]]
+        out: dict[str, dict[str, Any]] = {}
+        for i, name in enumerate(names):
+            if f"{i}/index" not in data:
+                continue
+            out[name] = {key: data[f"{i}/{key}"] for key in
+                         ("index", "reference", "candidate", "hist_counts", "hist_edges")}
+            out[name]["trial"] = str(data[f"{i}/trial"])
+        return out

@@ -44,9 +44,10 @@ _NOISE = (
 )
 
 
-def export(recipe: Recipe, events: Events | None = None, *, validate: bool | None = None
-           ) -> ExportReport:
-    """Export the recipe's model; with `validate` (default: the recipe's), run ONNX Runtime too."""
+def export(recipe: Recipe, events: Events | None = None, *, validate: bool | None = None,
+           plot_dir: Path | None = None) -> ExportReport:
+    """Export the recipe's model; with `validate` (default: the recipe's), run ONNX Runtime too
+    and keep the plot data in `plot_dir` (default: beside the .onnx file)."""
     events = events or Events()
     validate = recipe.validate.enabled if validate is None else validate
     report = ExportReport(output=str(recipe.output_path), exporter=recipe.export.exporter)
@@ -61,17 +62,19 @@ def export(recipe: Recipe, events: Events | None = None, *, validate: bool | Non
             "Open the details for the full traceback.", details=traceback.format_exc()))
     report.ok = True
     if validate:
-        _validate_into(report, recipe, loaded, events.part(0.6, 1.0))
+        _validate_into(report, recipe, loaded, events.part(0.6, 1.0), plot_dir)
     events.progress(1.0, "Done")
     return report
 
 
-def _validate_into(report: ExportReport, recipe: Recipe, loaded: Any, events: Events) -> None:
+def _validate_into(report: ExportReport, recipe: Recipe, loaded: Any, events: Events,
+                   plot_dir: Path | None) -> None:
     from engine.validate import validate as run_validation
 
     started = time.perf_counter()
     try:
-        result = run_validation(recipe, recipe.output_path, events, loaded=loaded)
+        result = run_validation(recipe, recipe.output_path, events, loaded=loaded,
+                                plot_dir=plot_dir)
     except StudioError as err:
         report.fail(err)
         return

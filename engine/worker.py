@@ -107,7 +107,7 @@ def job_export(request: dict[str, Any], send: Callable[[dict[str, Any]], None]) 
     job_dir = _job_dir(request.get("id"))
     events = _events(send)
     events.progress(0.0, "Starting")
-    report = export(recipe, events, validate=request.get("validate"))
+    report = export(recipe, events, validate=request.get("validate"), plot_dir=job_dir)
     data = report.to_json()
     return {
         "type": "result",

@@ -118,13 +118,17 @@ def _export(recipe: Recipe, events: Events, report: ExportReport) -> Any:
 
     events.progress(0.15, "Exporting")
     started = time.perf_counter()
-    model = loaded.exported_program if loaded.exported_program is not None else loaded.module
-    _set_training_mode(loaded.module, opts.training)
+    # An ExportedProgram goes to dynamo as it is; TorchScript traces its eager module instead.
+    program = loaded.exported_program if opts.exporter == "dynamo" else None
+    model = program if program is not None else loaded.module
+    if loaded.kind != "exported_program":  # a captured program keeps the mode it was made in
+        _set_training_mode(loaded.module, opts.training)
     with AtomicOnnxWrite(target) as write, _captured(events.part(0.15, 0.85), report, loaded):
         if opts.exporter == "dynamo":
             _export_dynamo(recipe, model, args, write.temp_path, translation_table)
         else:
-            _export_torchscript(recipe, model, args, write.temp_path)
+            _export_torchscript(recipe, model, args, write.temp_path,
+                                fixed_mode=loaded.kind == "exported_program")
         report.seconds["export"] = time.perf_counter() - started
         events.progress(0.88, "Checking the ONNX file")
         write.finish(external_data=opts.external_data)
@@ -171,7 +175,8 @@ def _export_dynamo(recipe: Recipe, model: Any, args: tuple[Any, ...], path: Path
     program.save(str(path), external_data=True if opts.external_data == "always" else None)
 
 
-def _export_torchscript(recipe: Recipe, model: Any, args: tuple[Any, ...], path: Path) -> None:
+def _export_torchscript(recipe: Recipe, model: Any, args: tuple[Any, ...], path: Path,
+                        fixed_mode: bool = False) -> None:
     import torch
 
     from engine import inputs as inputs_mod
@@ -181,7 +186,7 @@ def _export_torchscript(recipe: Recipe, model: Any, args: tuple[Any, ...], path:
         "eval": torch.onnx.TrainingMode.EVAL,
         "preserve": torch.onnx.TrainingMode.PRESERVE,
         "train": torch.onnx.TrainingMode.TRAINING,
-    }[opts.training]
+    }["preserve" if fixed_mode else opts.training]  # ep.module() refuses train()/eval()
     operator_export_type = getattr(torch.onnx.OperatorExportTypes, opts.operator_export_type)
     opset = opts.opset or _torchscript_default_opset()
     try:

@@ -208,3 +208,22 @@ def test_pitfalls_in_the_source_become_warnings_with_lines(model_dir: Path) -> N
     assert tracer and all(w["source"].endswith(".py:" + w["source"].rsplit(":", 1)[1])
                           for w in tracer)
     assert any("tiny.py" in w["source"] for w in tracer)
+
+
+@pytest.mark.parametrize("exporter", ["dynamo", "torchscript"])
+def test_an_exported_program_file_exports_with_both_exporters(model_dir: Path, tmp_path: Path,
+                                                              exporter: str) -> None:
+    from engine.sources import load_model
+
+    module = load_model(make_recipe(model_dir)).module
+    program = torch.export.export(module, (torch.randn(2, 4),))
+    torch.export.save(program, tmp_path / "net.pt2")
+    recipe = make_recipe(tmp_path, source="net.pt2", output=f"{exporter}.onnx",
+                         exporter=exporter)
+    recipe.inputs[0].dynamic = {}
+    recipe.outputs[0].dynamic = {}
+    report = export(recipe)
+    assert report.ok, report.error and report.error.message
+    x = np.ones((2, 4), np.float32)
+    np.testing.assert_allclose(run_ort(recipe.output_path, x=x)[0],
+                               module(torch.from_numpy(x)).detach().numpy(), atol=1e-5)

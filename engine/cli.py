@@ -144,7 +144,11 @@ def save_recipe_as(recipe: Recipe, path: Path) -> None:
     folder = path.resolve().parent
 
     def rel(p: str) -> str:
-        return os.path.relpath(recipe.resolve(p), folder)
+        # relative when the two share a folder below the root, so the pair moves together
+        target = os.path.abspath(recipe.resolve(p))
+        if os.path.commonpath([target, folder]) == os.path.abspath(os.sep):
+            return target
+        return os.path.relpath(target, folder)
 
     file, colon, name = copy.model.source.rpartition(":")
     if copy.model.source.startswith(("example:", "torchvision:")):

@@ -322,14 +322,17 @@ class _LineWriter(io.TextIOBase):
         self.buffer_text = ""
 
 
+def _not_noise(record: logging.LogRecord) -> bool:
+    # "torchvision is not installed. Skipping torchvision::nms": noise without torchvision
+    return "is not installed. Skipping" not in record.getMessage()
+
+
 class _LogForwarder(logging.Handler):
     def __init__(self, events: Events) -> None:
         super().__init__(logging.INFO)
         self.events = events
 
     def emit(self, record: logging.LogRecord) -> None:
-        if "is not installed. Skipping" in record.getMessage():
-            return  # torchvision's optional ops: noise for everyone without torchvision
         self.events.log(f"{record.levelname.lower()}: {record.getMessage()}")
 
 
@@ -350,6 +353,8 @@ def _captured(events: Events, report: ExportReport, loaded: Any) -> Iterator[Non
     handler = _LogForwarder(events)
     torch_logger = logging.getLogger("torch")
     torch_logger.addHandler(handler)
+    registration = logging.getLogger("torch.onnx._internal.exporter._registration")
+    registration.addFilter(_not_noise)
     try:
         with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(writer):
             warnings.simplefilter("always")
@@ -359,6 +364,7 @@ def _captured(events: Events, report: ExportReport, loaded: Any) -> Iterator[Non
                 writer.flush()
     finally:
         torch_logger.removeHandler(handler)
+        registration.removeFilter(_not_noise)
         for item in _user_warnings(caught, loaded):
             report.warnings.append(item)
             events.warning(item)

@@ -11,10 +11,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
+
+from engine.writing import write_text_atomic
 
 SETTINGS_VERSION = 1
 MAX_RECENT = 10
@@ -109,12 +110,4 @@ def save(settings: Settings, path: Path | None = None) -> None:
     """Write the settings atomically (a crash mid-write leaves the old file)."""
     path = path or settings_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(asdict(settings), indent=2)
-    fd, tmp = tempfile.mkstemp(prefix=".settings.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(path, json.dumps(asdict(settings), indent=2))

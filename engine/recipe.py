@@ -10,13 +10,13 @@ import dataclasses
 import json
 import math
 import os
-import tempfile
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from engine.errors import StudioError
+from engine.writing import write_text_atomic
 
 RECIPE_VERSION = 1
 
@@ -442,13 +442,4 @@ def _value(value: Any) -> str:
 
 def save(recipe: Recipe, path: str | os.PathLike[str]) -> None:
     """Write the recipe atomically (temp file in the same folder, then rename)."""
-    path = Path(path)
-    text = recipe.to_toml()
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(Path(path), recipe.to_toml())

@@ -18,6 +18,18 @@ from engine.errors import StudioError
 _INLINE_LIMIT = 2**31 - 2**20  # protobuf's 2 GB message limit, with room for the graph
 
 
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write a text file so a crash mid-write leaves the old file (temp file, then rename)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def check_output_path(path: Path) -> Path:
     """Return the absolute target path, or raise a `write` error saying what to change."""
     path = Path(os.path.abspath(path))

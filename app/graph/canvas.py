@@ -1,0 +1,403 @@
+"""GraphCanvas: one QGraphicsItem that paints the whole laid-out graph.
+
+One item instead of one per node: the scene index stays trivial, and painting is a few
+batched calls (rectangles grouped by colour, edges as one line list when zoomed out) over
+the boxes and edges inside the exposed rectangle, found with numpy. Level of detail: text
+appears only when it is readable, curves and arrowheads only when zoomed in.
+"""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from typing import Any
+
+from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
+from PySide6.QtGui import (
+    QBrush,
+    QColor,
+    QFont,
+    QFontMetricsF,
+    QPainter,
+    QPainterPath,
+    QPalette,
+    QPen,
+    QPolygonF,
+)
+from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem, QWidget
+
+from app.graph import colors
+from engine.graph import GraphModel
+from engine.layout import HEADER, Item, Scene
+
+TEXT_LOD = 0.42  # below this scale labels would be under ~5 px: not drawn
+CURVE_LOD = 0.3  # below this, edges are straight segments in one call
+EDGE_LOD = 0.06  # below this (a layer gap under ~2 px) edges are not drawn
+EDGE_LABEL_LOD = 0.75
+
+
+class BoxFonts:
+    """The two fonts of a box and the measure the layout uses (real text widths)."""
+
+    def __init__(self, base: QFont) -> None:
+        self.label = QFont(base)
+        self.label.setPixelSize(12)
+        self.label.setBold(True)
+        self.sub = QFont(base)
+        self.sub.setPixelSize(10)
+        self.edge = QFont(base)
+        self.edge.setPixelSize(9)
+        self._fm_label = QFontMetricsF(self.label)
+        self._fm_sub = QFontMetricsF(self.sub)
+
+    def measure(self, item: Item) -> tuple[float, float]:
+        """Size of an item's box: its two lines of text plus padding."""
+        w = self._fm_label.horizontalAdvance(item.label)
+        if item.kind == "title":  # label and sublabel side by side in a group's title strip
+            return w + self._fm_sub.horizontalAdvance(item.sublabel) + 34.0, HEADER
+        if item.sublabel:
+            w = max(w, self._fm_sub.horizontalAdvance(item.sublabel))
+        return max(w + 18.0, 44.0), (34.0 if item.sublabel else 22.0)
+
+
+class GraphCanvas(QGraphicsItem):
+    """Paints a layout Scene; answers which box is under a point."""
+
+    def __init__(self, fonts: BoxFonts) -> None:
+        super().__init__()
+        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemUsesExtendedStyleOption, True)
+        self.fonts = fonts
+        self.scene_data: Scene | None = None
+        self.model: GraphModel | None = None
+        self.palette = QPalette()
+        self.selected: int = -1
+        self.hits: set[int] = set()
+        self.current_hit: int = -1
+        self._bounds = QRectF()
+        self._fills: list[QColor] = []
+        self.overlay: dict[str, float] | None = None
+        self.overlay_norm: colors.Normalizer | None = None
+
+    # ------------------------------------------------------------------ data
+    def set_data(self, scene: Scene, model: GraphModel, layout: Any,
+                 palette: QPalette) -> None:
+        """Take a new layout (after load, expand or collapse)."""
+        import numpy as np  # lazily: the window shows before numpy is needed
+
+        self.prepareGeometryChange()
+        self.scene_data = scene
+        self.model = model
+        self.layout = layout
+        self.palette = palette
+        boxes = scene.boxes
+        n = len(boxes)
+        self.x0 = np.fromiter((b.x for b in boxes), float, n)
+        self.y0 = np.fromiter((b.y for b in boxes), float, n)
+        self.x1 = self.x0 + np.fromiter((b.w for b in boxes), float, n)
+        self.y1 = self.y0 + np.fromiter((b.h for b in boxes), float, n)
+        self.depth = np.fromiter((b.depth for b in boxes), int, n)
+        self.container = np.fromiter((b.expanded for b in boxes), bool, n)
+        self.rects = [QRectF(b.x, b.y, b.w, b.h) for b in boxes]
+        # Containers paint first, outermost first; leaves on top.
+        cont = np.nonzero(self.container)[0]
+        self.container_order = cont[np.argsort(self.depth[cont], kind="stable")]
+        self.leaf_mask = ~self.container
+        edges = scene.edges
+        m = len(edges)
+        self.ex0 = np.fromiter((min(p[0] for p in e.points) for e in edges), float, m)
+        self.ex1 = np.fromiter((max(p[0] for p in e.points) for e in edges), float, m)
+        self.ey0 = np.fromiter((min(p[1] for p in e.points) for e in edges), float, m)
+        self.ey1 = np.fromiter((max(p[1] for p in e.points) for e in edges), float, m)
+        self._lines: dict[int, list[QLineF]] = {}
+        self._paths: dict[int, QPainterPath] = {}
+        self._bounds = QRectF(-40, -40, scene.width + 80, scene.height + 80)
+        self.selected = -1
+        self.hits = set()
+        self.current_hit = -1
+        self.refresh_colors()
+
+    def refresh_colors(self) -> None:
+        """Recompute fills (palette change, overlay set or cleared)."""
+        import numpy as np  # lazily: the window shows before numpy is needed
+
+        sc = self.scene_data
+        if sc is None:
+            return
+        dark = colors.is_dark(self.palette)
+        fills: list[QColor] = []
+        for b in sc.boxes:
+            if self.overlay is not None and not b.expanded:
+                fills.append(self._overlay_fill(b.key))
+            elif b.kind in ("group", "section"):
+                fills.append(colors.group_color(b.depth, dark, b.expanded))
+            elif b.kind in ("input", "output"):
+                fills.append(colors.category_color("io", dark))
+            else:
+                fills.append(colors.category_color(colors.category(b.label), dark))
+        self._fills = fills
+        buckets: dict[int, list[int]] = {}
+        for i in np.nonzero(self.leaf_mask)[0]:
+            buckets.setdefault(fills[i].rgba(), []).append(int(i))
+        self._buckets = {k: np.array(v, dtype=int) for k, v in buckets.items()}
+        cbuckets: dict[tuple[int, int], list[int]] = {}
+        for i in self.container_order.tolist():
+            cbuckets.setdefault((int(self.depth[i]), fills[i].rgba()), []).append(i)
+        self._container_buckets = [(rgba, np.array(v, dtype=int))
+                                   for (_d, rgba), v in sorted(cbuckets.items())]
+        self._text_colors = {k: colors.text_color_on(QColor.fromRgba(k)) for k in buckets}
+        self.update()
+
+    def _overlay_fill(self, key: str) -> QColor:
+        assert self.overlay is not None and self.model is not None and self.overlay_norm
+        vals = self.overlay_values(key)
+        if not vals:
+            return self.palette.color(QPalette.ColorRole.Button)
+        return colors.ramp_color(self.overlay_norm(max(vals)))
+
+    def overlay_values(self, key: str) -> list[float]:
+        """Overlay values of the nodes a box stands for (a group: all nodes inside)."""
+        if self.overlay is None or self.model is None:
+            return []
+        m = self.model
+        if key.startswith("n"):
+            name = m.nodes[int(key[1:])].name
+            return [self.overlay[name]] if name in self.overlay else []
+        if key.startswith("g:"):
+            out = []
+            for idx in self.layout.nodes_in(key[2:]):
+                v = self.overlay.get(m.nodes[idx].name)
+                if v is not None:
+                    out.append(v)
+            return out
+        return []
+
+    # ------------------------------------------------------------------ queries
+    def box_at(self, x: float, y: float) -> int:
+        """Index of the innermost box under a scene point, or -1."""
+        import numpy as np  # lazily: the window shows before numpy is needed
+
+        if self.scene_data is None or not len(self.x0):
+            return -1
+        inside = (self.x0 <= x) & (x <= self.x1) & (self.y0 <= y) & (y <= self.y1)
+        idx = np.nonzero(inside)[0]
+        if not len(idx):
+            return -1
+        # Containers are hit only on their title strip or empty space: the deepest wins.
+        return int(idx[np.argmax(self.depth[idx] * 2 + self.leaf_mask[idx])])
+
+    def edge_at(self, x: float, y: float, tolerance: float) -> int:
+        """Index of the edge passing within ``tolerance`` of a scene point, or -1."""
+        import numpy as np
+
+        if self.scene_data is None or not len(self.ex0):
+            return -1
+        near = np.nonzero((self.ex0 - tolerance <= x) & (x <= self.ex1 + tolerance)
+                          & (self.ey0 - tolerance <= y) & (y <= self.ey1 + tolerance))[0]
+        best, best_d = -1, tolerance
+        for e in near.tolist():
+            for (ax, ay), (bx, by) in pairwise(self.scene_data.edges[e].points):
+                # Distance to the segment (curves stay close to their chord between layers).
+                dx, dy = bx - ax, by - ay
+                t = 0.0 if dx == dy == 0 else max(0.0, min(1.0, ((x - ax) * dx + (y - ay) * dy)
+                                                            / (dx * dx + dy * dy)))
+                d = ((ax + t * dx - x) ** 2 + (ay + t * dy - y) ** 2) ** 0.5
+                if d < best_d:
+                    best, best_d = e, d
+        return best
+
+    def boundingRect(self) -> QRectF:
+        return self._bounds
+
+    # ------------------------------------------------------------------ paint
+    def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem,
+              widget: QWidget | None = None) -> None:
+        import numpy as np  # lazily: the window shows before numpy is needed
+
+        sc = self.scene_data
+        if sc is None:
+            return
+        lod = QStyleOptionGraphicsItem.levelOfDetailFromTransform(painter.worldTransform())
+        r = option.exposedRect
+        ex0, ey0, ex1, ey1 = r.left(), r.top(), r.right(), r.bottom()
+        vis = (self.x1 >= ex0) & (self.x0 <= ex1) & (self.y1 >= ey0) & (self.y0 <= ey1)
+        pal = self.palette
+        text = pal.color(QPalette.ColorRole.Text)
+        border = pal.color(QPalette.ColorRole.Mid)
+        detailed = lod >= CURVE_LOD
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing, detailed)
+        painter.setRenderHint(QPainter.RenderHint.TextAntialiasing, True)
+
+        # Expanded groups: tinted frames with a title strip.
+        cont_pen = QPen(border, 1.0)
+        cont_pen.setCosmetic(True)
+        painter.setPen(cont_pen if lod > 0.05 else Qt.PenStyle.NoPen)
+        if detailed:
+            for i in self.container_order:
+                if vis[i]:
+                    painter.setBrush(self._fills[i])
+                    painter.drawRoundedRect(self.rects[i], 6, 6)
+        else:
+            # Zoomed out, frames are drawn per nesting depth in one call each (outer first).
+            for rgba, idx in self._container_buckets:
+                sel = idx[vis[idx]]
+                if len(sel):
+                    painter.setBrush(QColor.fromRgba(rgba))
+                    painter.drawRects([self.rects[i] for i in sel.tolist()])
+        # Edges under the boxes; so far out that a layer gap is a few pixels, none at all.
+        evis: list[int] = []
+        if lod >= EDGE_LOD:
+            evis = np.nonzero((self.ex1 >= ex0) & (self.ex0 <= ex1) & (self.ey1 >= ey0)
+                              & (self.ey0 <= ey1))[0].tolist()
+        edge_color = QColor(text)
+        edge_color.setAlpha(150)
+        pen = QPen(edge_color, 1.2)
+        pen.setCosmetic(not detailed)
+        painter.setPen(pen)
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+        if not detailed:
+            lines: list[QLineF] = []
+            cache = self._lines
+            for e in evis:
+                seg = cache.get(e)
+                if seg is None:
+                    pts = sc.edges[e].points
+                    seg = cache[e] = [QLineF(a[0], a[1], b[0], b[1]) for a, b in pairwise(pts)]
+                lines.extend(seg)
+            painter.drawLines(lines)
+        else:
+            for e in evis:
+                painter.drawPath(self._path(e))
+            painter.setBrush(edge_color)
+            painter.setPen(Qt.PenStyle.NoPen)
+            for e in evis:
+                painter.drawPolygon(self._arrow(e))
+            if lod >= EDGE_LABEL_LOD:
+                self._paint_edge_labels(painter, evis)
+
+        # Titles after the edges, on their own background, so entering edges pass under them.
+        if lod >= TEXT_LOD:
+            fm = QFontMetricsF(self.fonts.label)
+            fm_sub = QFontMetricsF(self.fonts.sub)
+            painter.setPen(Qt.PenStyle.NoPen)
+            for i in self.container_order:
+                if not vis[i]:
+                    continue
+                b = sc.boxes[i]
+                off = fm.horizontalAdvance(b.label) + 10
+                tw = min(b.w - 12, off + fm_sub.horizontalAdvance(b.sublabel) + 6)
+                tr = QRectF(b.x + 6, b.y + 3, tw, HEADER - 4)
+                painter.setBrush(self._fills[i])
+                painter.setPen(Qt.PenStyle.NoPen)
+                painter.drawRect(tr)
+                painter.setPen(text)
+                painter.setFont(self.fonts.label)
+                align = Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter
+                painter.drawText(tr.adjusted(2, 0, 0, 0), align, b.label)
+                painter.setFont(self.fonts.sub)
+                painter.drawText(tr.adjusted(off, 0, 0, 0), align, b.sublabel)
+
+        # Leaf boxes, one brush change per colour.
+        leaf_pen = QPen(border, 1.0)
+        leaf_pen.setCosmetic(True)
+        painter.setPen(leaf_pen if lod > 0.15 else Qt.PenStyle.NoPen)
+        for rgba, idx in self._buckets.items():
+            sel = idx[vis[idx]]
+            if not len(sel):
+                continue
+            painter.setBrush(QColor.fromRgba(rgba))
+            if detailed:
+                for i in sel:
+                    painter.drawRoundedRect(self.rects[i], 4, 4)
+            else:
+                painter.drawRects([self.rects[i] for i in sel.tolist()])
+        if lod >= TEXT_LOD:
+            for rgba, idx in self._buckets.items():
+                sel = idx[vis[idx]]
+                if not len(sel):
+                    continue
+                painter.setPen(self._text_colors[rgba])
+                for i in sel:
+                    b = sc.boxes[i]
+                    if b.sublabel:
+                        top = QRectF(b.x, b.y + 3, b.w, 17)
+                        bot = QRectF(b.x, b.y + 18, b.w, 14)
+                        painter.setFont(self.fonts.label)
+                        painter.drawText(top, Qt.AlignmentFlag.AlignCenter, b.label)
+                        painter.setFont(self.fonts.sub)
+                        painter.drawText(bot, Qt.AlignmentFlag.AlignCenter, b.sublabel)
+                    else:
+                        painter.setFont(self.fonts.label)
+                        painter.drawText(self.rects[i], Qt.AlignmentFlag.AlignCenter, b.label)
+
+        # Search hits and the selection on top of everything.
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+        if self.hits:
+            hit_pen = QPen(QColor(255, 170, 0), 2.0)
+            hit_pen.setCosmetic(True)
+            painter.setPen(hit_pen)
+            for i in self.hits:
+                if vis[i]:
+                    painter.drawRect(self.rects[i].adjusted(-3, -3, 3, 3))
+        if 0 <= self.selected < len(self.rects):
+            sel_pen = QPen(pal.color(QPalette.ColorRole.Highlight), 3.0)
+            sel_pen.setCosmetic(True)
+            painter.setPen(sel_pen)
+            painter.drawRect(self.rects[self.selected].adjusted(-4, -4, 4, 4))
+
+    def _paint_edge_labels(self, painter: QPainter, evis: list[int]) -> None:
+        """Tensor shapes just below each output, centred on the edge, on a small plate so
+        the line does not cross the text; a label that would overlap another is skipped."""
+        assert self.scene_data is not None
+        fm = QFontMetricsF(self.fonts.edge)
+        plate = QColor(self.palette.color(QPalette.ColorRole.Base))
+        plate.setAlpha(230)
+        painter.setFont(self.fonts.edge)
+        ink = self.palette.color(QPalette.ColorRole.PlaceholderText)
+        rows: dict[int, list[QRectF]] = {}
+        for e in evis:
+            edge = self.scene_data.edges[e]
+            if edge.reversed or not edge.label:
+                continue
+            x, y = edge.points[0]
+            w = fm.horizontalAdvance(edge.label) + 6
+            r = QRectF(x - w / 2, y + 3, w, 12)
+            row = rows.setdefault(round(y), [])
+            if any(r.intersects(o) for o in row):
+                continue
+            row.append(r)
+            painter.fillRect(r, plate)
+            painter.setPen(ink)
+            painter.drawText(r, Qt.AlignmentFlag.AlignCenter, edge.label)
+
+    def _path(self, e: int) -> QPainterPath:
+        path = self._paths.get(e)
+        if path is None:
+            assert self.scene_data is not None
+            pts = self.scene_data.edges[e].points
+            path = QPainterPath(QPointF(*pts[0]))
+            for (px, py), (qx, qy) in pairwise(pts):
+                if abs(px - qx) < 0.5:
+                    path.lineTo(qx, qy)
+                else:
+                    my = (py + qy) / 2
+                    path.cubicTo(px, my, qx, my, qx, qy)
+            self._paths[e] = path
+        return path
+
+    def _arrow(self, e: int) -> QPolygonF:
+        assert self.scene_data is not None
+        edge = self.scene_data.edges[e]
+        x, y = edge.points[0] if edge.reversed else edge.points[-1]
+        d = -1 if edge.reversed else 1
+        return QPolygonF([QPointF(x, y), QPointF(x - 3.5, y - 7 * d), QPointF(x + 3.5, y - 7 * d)])
+
+    def paint_minimap(self, painter: QPainter, palette: QPalette) -> None:
+        """Boxes only, one call per colour: for the minimap's cached picture."""
+        if self.scene_data is None:
+            return
+        painter.setPen(Qt.PenStyle.NoPen)
+        for i in self.container_order:
+            painter.setBrush(self._fills[i])
+            painter.drawRect(self.rects[i])
+        for rgba, idx in self._buckets.items():
+            painter.setBrush(QBrush(QColor.fromRgba(rgba)))
+            painter.drawRects([self.rects[i] for i in idx])

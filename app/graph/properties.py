@@ -1,0 +1,318 @@
+"""PropertiesPanel: everything the model says about the selected node, tensor or group."""
+
+from __future__ import annotations
+
+import html
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import QUrl, Signal
+from PySide6.QtGui import QPalette
+from PySide6.QtWidgets import QLabel, QTextBrowser, QVBoxLayout, QWidget
+
+from engine.graph import GraphModel, format_shape
+from engine.layout import GraphLayout
+
+_MAX_STATS = 50_000_000  # elements; larger initializers get shape only (memory, time)
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text))
+
+
+class PropertiesPanel(QWidget):
+    """A rich-text view with links (tensors, producers, subgraphs) and, for an
+    initializer, a histogram of its values."""
+
+    linkActivated = Signal(str)  # "node:12", "tensor:name", "group:id", "sub:12:body", "func:12"
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        lay = self._layout = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        self.browser = QTextBrowser(self)
+        self.browser.setOpenLinks(False)
+        self.browser.anchorClicked.connect(self._anchor)
+        lay.addWidget(self.browser, 3)
+        self.hist_title = QLabel(self)
+        self.hist_title.hide()
+        lay.addWidget(self.hist_title)
+        self._plot: Any = None
+        self.model: GraphModel | None = None
+        self.layout_state: GraphLayout | None = None
+        self.overlay: dict[str, float] | None = None
+        self.overlay_label = ""
+        self._last: Callable[[], None] = self.show_empty
+        self.show_empty()
+
+    def _set_html(self, text: str) -> None:
+        # Links take the application's colour unless told: use this widget's palette, so a
+        # dark graph tab does not get dark-blue links.
+        link = self.palette().color(QPalette.ColorRole.Link)
+        self.browser.document().setDefaultStyleSheet(f"a {{ color: {link.name()}; }}")
+        self.browser.setHtml(text)
+
+    def _anchor(self, url: QUrl) -> None:
+        self.linkActivated.emit(url.toString())
+
+    def set_graph(self, model: GraphModel, layout: GraphLayout) -> None:
+        """A new graph: forget the selection."""
+        self.model = model
+        self.layout_state = layout
+        self.show_empty()
+
+    def refresh(self) -> None:
+        """Render the current content again (link colours follow a palette change)."""
+        self._last()
+
+    def show_empty(self) -> None:
+        """The summary of the graph when nothing is selected."""
+        self._last = self.show_empty
+        m = self.model
+        self._hide_histogram()
+        if m is None:
+            self._set_html("<p>No graph loaded.</p>")
+            return
+        ops = Counter(n.op_type for n in m.nodes).most_common(12)
+        rows = "".join(f"<tr><td>{_e(k)}</td><td align=right>{v}</td></tr>" for k, v in ops)
+        opsets = ", ".join(f"{_e(d)} {v}" for d, v in m.opset_imports.items())
+        ins = "".join(self._tensor_row(t) for t in m.inputs)
+        outs = "".join(self._tensor_row(t) for t in m.outputs)
+        self._set_html(
+            f"<h3>{_e(m.title)}</h3><p>{len(m.nodes)} nodes, {len(m.initializers)} "
+            f"initializers, {len(m.groups) - 1} module groups"
+            + (f"<br>opsets: {opsets}" if opsets else "") + "</p>"
+            f"<h4>Inputs</h4><table>{ins}</table><h4>Outputs</h4><table>{outs}</table>"
+            f"<h4>Most used ops</h4><table>{rows}</table>"
+            "<p><i>Click a box for its details; double-click a module to open it.</i></p>")
+
+    # ------------------------------------------------------------------ node
+    def show_node(self, index: int) -> None:
+        """Op type, name, module, source, attributes, inputs and outputs of a node."""
+        self._last = lambda: self.show_node(index)
+        m = self.model
+        assert m is not None
+        self._hide_histogram()
+        n = m.nodes[index]
+        parts = [f"<h3>{_e(n.op_type)}</h3><table>",
+                 f"<tr><td><b>name</b></td><td>{_e(n.name or '(unnamed)')}</td></tr>"]
+        if n.domain:
+            parts.append(f"<tr><td><b>domain</b></td><td>{_e(n.domain)}</td></tr>")
+        if n.group:
+            g = m.groups[n.group]
+            parts.append(f"<tr><td><b>module</b></td><td><a href='group:{_e(g.id)}'>"
+                         f"{_e(g.qualname)}</a> {_e(g.class_name)}</td></tr>")
+        if self.overlay is not None and n.name in self.overlay:
+            parts.append(f"<tr><td><b>{_e(self.overlay_label)}</b></td>"
+                         f"<td>{self.overlay[n.name]:.4g}</td></tr>")
+        src = n.source
+        if src:
+            parts.append(f"<tr><td><b>source</b></td><td>{_e(src)}</td></tr>")
+        parts.append("</table>")
+        if n.attributes:
+            parts.append("<h4>Attributes</h4><table>")
+            parts.extend(f"<tr><td><b>{_e(k)}</b></td><td>{_e(v)}</td></tr>"
+                         for k, v in n.attributes.items())
+            parts.append("</table>")
+        parts.append("<h4>Inputs</h4><table>")
+        parts.extend(self._tensor_row(t, producer=True) for t in n.inputs if t)
+        parts.append("</table><h4>Outputs</h4><table>")
+        parts.extend(self._tensor_row(t) for t in n.outputs if t)
+        parts.append("</table>")
+        subs = n.subgraph_attributes
+        func = m.function_of(index)
+        if subs or func:
+            parts.append("<h4>Subgraphs</h4><ul>")
+            parts.extend(f"<li><a href='sub:{index}:{_e(s)}'>open {_e(s)}</a></li>" for s in subs)
+            if func:
+                parts.append(f"<li><a href='func:{index}'>open function {_e(func[1])}</a></li>")
+            parts.append("</ul>")
+        folded = self.layout_state.folded_into.get(index, []) if self.layout_state else []
+        if folded:
+            parts.append("<h4>Shape and constant nodes folded into this one</h4><ul>")
+            parts.extend(f"<li><a href='node:{i}'>{_e(m.nodes[i].op_type)}</a> "
+                         f"{_e(m.nodes[i].label)}</li>" for i in folded[:40])
+            if len(folded) > 40:
+                parts.append(f"<li>… {len(folded) - 40} more</li>")
+            parts.append("</ul>")
+        trace = n.stack_trace
+        if trace:
+            parts.append(f"<h4>Stack trace</h4><pre style='font-size:small'>{_e(trace)}</pre>")
+        meta = {k: v for k, v in n.metadata.items() if k != "pkg.torch.onnx.stack_trace"}
+        if meta:
+            parts.append("<h4>Metadata</h4><table>")
+            parts.extend(f"<tr><td><b>{_e(k)}</b></td><td>{_e(v[:300])}</td></tr>"
+                         for k, v in meta.items())
+            parts.append("</table>")
+        self._set_html("".join(parts))
+
+    def _tensor_row(self, name: str, producer: bool = False) -> str:
+        m = self.model
+        assert m is not None
+        try:
+            t = m.tensor(name)
+        except KeyError:
+            return f"<tr><td>{_e(name)}</td><td>?</td></tr>"
+        kind = "initializer" if t.is_initializer else t.kind
+        src = ""
+        if producer and t.producer is not None:
+            src = (f" ← <a href='node:{t.producer}'>{_e(m.nodes[t.producer].op_type)}</a>")
+        return (f"<tr><td><a href='tensor:{_e(name)}'>{_e(name)}</a></td>"
+                f"<td>{_e(t.dtype)}[{_e(format_shape(t.shape))}]</td>"
+                f"<td><i>{_e(kind)}</i>{src}</td></tr>")
+
+    # ------------------------------------------------------------------ tensor
+    def show_tensor(self, name: str) -> None:
+        """Type, producer and consumers of a value; stats and histogram of an initializer."""
+        self._last = lambda: self.show_tensor(name)
+        m = self.model
+        assert m is not None
+        t = m.tensor(name)
+        parts = [f"<h3>{_e(name)}</h3><table>",
+                 f"<tr><td><b>kind</b></td><td>{_e('initializer' if t.is_initializer else t.kind)}"
+                 "</td></tr>",
+                 f"<tr><td><b>type</b></td><td>{_e(t.dtype)}</td></tr>",
+                 f"<tr><td><b>shape</b></td><td>{_e(format_shape(t.shape))}</td></tr>"]
+        if t.producer is not None:
+            p = m.nodes[t.producer]
+            parts.append(f"<tr><td><b>producer</b></td><td><a href='node:{p.index}'>"
+                         f"{_e(p.op_type)} {_e(p.label)}</a></td></tr>")
+        parts.append("</table>")
+        if t.consumers:
+            parts.append(f"<h4>Consumers ({len(t.consumers)})</h4><ul>")
+            parts.extend(f"<li><a href='node:{c}'>{_e(m.nodes[c].op_type)}</a> "
+                         f"{_e(m.nodes[c].label)}</li>" for c in t.consumers[:50])
+            parts.append("</ul>")
+        values = None
+        if t.is_initializer:
+            init = m.initializers[name]
+            numel = 1
+            for d in init.dims:
+                numel *= d
+            if init.data_location == 1:
+                where = next((e.value for e in init.external_data if e.key == "location"), "?")
+                parts.append(f"<p>Stored in external data file <b>{_e(where)}</b>.</p>")
+            if numel <= _MAX_STATS:
+                try:
+                    values = m.initializer_array(name)
+                except Exception as exc:  # missing external file: say so, keep the panel
+                    parts.append(f"<p>Values unavailable: {_e(exc)}</p>")
+            if values is not None:
+                parts.append(self._stats_html(values))
+        self._set_html("".join(parts))
+        if values is not None and values.size > 1:
+            self._show_histogram(name, values)
+        else:
+            self._hide_histogram()
+
+    @staticmethod
+    def _stats_html(values: Any) -> str:
+        import numpy as np
+
+        if values.size == 0:
+            return "<p>empty</p>"
+        if values.dtype.kind not in "fiub":
+            return f"<p>{values.size} values of type {_e(values.dtype)}</p>"
+        v = values.astype(np.float64).ravel()
+        finite = v[np.isfinite(v)]
+        rows = [("elements", f"{v.size}"), ("min", f"{finite.min():.6g}" if finite.size else "-"),
+                ("max", f"{finite.max():.6g}" if finite.size else "-"),
+                ("mean", f"{finite.mean():.6g}" if finite.size else "-"),
+                ("std", f"{finite.std():.6g}" if finite.size else "-"),
+                ("zeros", f"{int((v == 0).sum())}"),
+                ("NaN / Inf", f"{int((~np.isfinite(v)).sum())}")]
+        if v.size <= 16:
+            rows.append(("values", _e(values.ravel().tolist())))
+        body = "".join(f"<tr><td><b>{k}</b></td><td>{val}</td></tr>" for k, val in rows)
+        return f"<h4>Values</h4><table>{body}</table>"
+
+    def _show_histogram(self, name: str, values: Any) -> None:
+        import numpy as np
+
+        if values.dtype.kind not in "fiub":
+            self._hide_histogram()
+            return
+        v = values.astype(np.float64).ravel()
+        v = v[np.isfinite(v)]
+        if not v.size:
+            self._hide_histogram()
+            return
+        if self._plot is None:
+            import pyqtgraph as pg  # imported on first use: it costs window start time
+
+            self._plot = pg.PlotWidget(self)
+            self._plot.setMinimumHeight(140)
+            self._plot.setBackground(self.palette().color(self.backgroundRole()))
+            self._layout.addWidget(self._plot, 1)
+        counts, edges = np.histogram(v, bins=min(64, max(4, int(v.size ** 0.5))))
+        self._plot.clear()
+        self._plot.plot(edges, counts, stepMode="center", fillLevel=0,
+                        brush=(80, 130, 200, 160))
+        self.hist_title.setText(f"Histogram of {name}")
+        self.hist_title.show()
+        self._plot.show()
+
+    def _hide_histogram(self) -> None:
+        if self._plot is not None:
+            self._plot.hide()
+        self.hist_title.hide()
+
+    def has_histogram(self) -> bool:
+        """True while a histogram is on screen (tests and screenshots ask)."""
+        return self._plot is not None and self._plot.isVisible()
+
+    # ------------------------------------------------------------------ group
+    def show_group(self, gid: str) -> None:
+        """A module group (or a section): path, class, node count, op mix, boundary tensors."""
+        self._last = lambda: self.show_group(gid)
+        m, lay = self.model, self.layout_state
+        assert m is not None and lay is not None
+        self._hide_histogram()
+        vg = lay.groups[gid]
+        g = m.groups.get(gid)
+        nodes = lay.nodes_in(gid)
+        inside = set(nodes)
+        produced = {o for i in nodes for o in m.nodes[i].outputs}
+        ins: list[str] = []
+        outs: list[str] = []
+        folded = lay.folded
+
+        def shape_value(t: str) -> bool:  # computed by folded shape arithmetic
+            p = m.producer.get(t)
+            return p is not None and p in folded
+
+        for i in nodes:
+            for t in m.nodes[i].inputs:
+                if (t and t not in produced and t not in m.initializers and t not in ins
+                        and not shape_value(t)):
+                    ins.append(t)
+            for t in m.nodes[i].outputs:
+                if t and not shape_value(t) and (
+                        t in m.outputs or any(c not in inside for c in m.consumers.get(t, ()))):
+                    outs.append(t)
+        ops = Counter(m.nodes[i].op_type for i in nodes).most_common(15)
+        params = sum(1 for i in nodes for t in m.nodes[i].inputs if t in m.initializers)
+        title = g.qualname if g is not None and g.qualname else vg.label
+        parts = [f"<h3>{_e(title)}</h3><table>"]
+        if g is not None and g.class_name:
+            parts.append(f"<tr><td><b>class</b></td><td>{_e(g.class_name)}</td></tr>")
+        parts.append(f"<tr><td><b>nodes</b></td><td>{len(nodes)}</td></tr>")
+        parts.append(f"<tr><td><b>initializer inputs</b></td><td>{params}</td></tr>")
+        if self.overlay is not None:
+            vals = [self.overlay[m.nodes[i].name] for i in nodes if m.nodes[i].name in self.overlay]
+            if vals:
+                parts.append(f"<tr><td><b>largest {_e(self.overlay_label)}</b></td>"
+                             f"<td>{max(vals):.4g}</td></tr>")
+        parts.append("</table><h4>Inputs</h4><table>")
+        parts.extend(self._tensor_row(t, producer=True) for t in ins[:40])
+        parts.append("</table><h4>Outputs</h4><table>")
+        parts.extend(self._tensor_row(t) for t in outs[:40])
+        parts.append("</table><h4>Ops</h4><table>")
+        parts.extend(f"<tr><td>{_e(k)}</td><td align=right>{v}</td></tr>" for k, v in ops)
+        parts.append("</table>")
+        self._set_html("".join(parts))
+
+    def text(self) -> str:
+        """The panel's plain text (tests read it)."""
+        return self.browser.toPlainText()

@@ -1,0 +1,311 @@
+"""GraphView: the QGraphicsView of the graph tab — pan, zoom, fit, minimap and legend."""
+
+from __future__ import annotations
+
+import time
+
+from PySide6.QtCore import QPoint, QPointF, QRect, QRectF, Qt, Signal
+from PySide6.QtGui import (
+    QColor,
+    QKeyEvent,
+    QLinearGradient,
+    QMouseEvent,
+    QPainter,
+    QPaintEvent,
+    QPalette,
+    QPen,
+    QPixmap,
+    QResizeEvent,
+    QWheelEvent,
+)
+from PySide6.QtWidgets import QFrame, QGraphicsScene, QGraphicsView, QWidget
+
+from app.graph import colors
+from app.graph.canvas import GraphCanvas
+
+MIN_SCALE = 0.0005
+MAX_SCALE = 4.0
+
+
+class GraphView(QGraphicsView):
+    """Shows a GraphCanvas; emits the box index clicked or double-clicked."""
+
+    boxClicked = Signal(int)
+    edgeClicked = Signal(int)
+    boxDoubleClicked = Signal(int)
+    painted = Signal()
+    viewChanged = Signal()
+    resized = Signal()
+    userMoved = Signal()  # the user zoomed or panned: stop placing the view automatically
+
+    def __init__(self, canvas: GraphCanvas, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.canvas = canvas
+        self.setScene(QGraphicsScene(self))
+        self.scene().addItem(canvas)
+        # One item: no index to maintain, and no per-item state saving while painting.
+        self.scene().setItemIndexMethod(QGraphicsScene.ItemIndexMethod.NoIndex)
+        self.setOptimizationFlag(QGraphicsView.OptimizationFlag.DontSavePainterState, True)
+        self.setOptimizationFlag(QGraphicsView.OptimizationFlag.DontAdjustForAntialiasing, True)
+        self.setViewportUpdateMode(QGraphicsView.ViewportUpdateMode.MinimalViewportUpdate)
+        self.setDragMode(QGraphicsView.DragMode.ScrollHandDrag)
+        self.setTransformationAnchor(QGraphicsView.ViewportAnchor.AnchorUnderMouse)
+        self.setResizeAnchor(QGraphicsView.ViewportAnchor.AnchorViewCenter)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self._press: QPoint | None = None
+        self.minimap = Minimap(self)
+        self.legend = Legend(self)
+        self.legend.hide()
+        self.horizontalScrollBar().valueChanged.connect(self._moved)
+        self.verticalScrollBar().valueChanged.connect(self._moved)
+        self.last_paint = 0.0
+
+    # ------------------------------------------------------------------ zoom
+    def scale_factor(self) -> float:
+        """Current zoom (1.0 = 100 %)."""
+        return self.transform().m11()
+
+    def zoom(self, factor: float, anchor: QPointF | None = None) -> None:
+        """Zoom by a factor, clamped, around the mouse (wheel) or the view centre."""
+        s = self.scale_factor()
+        factor = max(MIN_SCALE / s, min(MAX_SCALE / s, factor))
+        if anchor is None:
+            self.setTransformationAnchor(QGraphicsView.ViewportAnchor.AnchorViewCenter)
+        self.scale(factor, factor)
+        self.setTransformationAnchor(QGraphicsView.ViewportAnchor.AnchorUnderMouse)
+        self._moved()
+
+    def set_zoom(self, scale: float) -> None:
+        """Zoom to an absolute scale around the view centre."""
+        self.zoom(scale / self.scale_factor())
+
+    def fit(self) -> None:
+        """Fit the whole graph; a very tall graph fits its width instead so it stays legible."""
+        rect = self.canvas.boundingRect()
+        if rect.isEmpty():
+            return
+        self.fitInView(rect, Qt.AspectRatioMode.KeepAspectRatio)
+        if self.scale_factor() > 1.0:
+            self.set_zoom(1.0)
+        self._moved()
+
+    def center_on_rect(self, rect: QRectF, min_scale: float = 0.8) -> None:
+        """Bring a box into the middle of the view at a readable zoom."""
+        if self.scale_factor() < min_scale:
+            self.set_zoom(min_scale)
+        self.centerOn(rect.center())
+        self._moved()
+
+    def wheelEvent(self, event: QWheelEvent) -> None:
+        if event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
+            super().wheelEvent(event)
+            return
+        delta = event.angleDelta().y()
+        if delta:
+            self.userMoved.emit()
+            self.zoom(1.0015 ** delta, event.position())
+        event.accept()
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        key = event.key()
+        if key in (Qt.Key.Key_Plus, Qt.Key.Key_Equal, Qt.Key.Key_Minus, Qt.Key.Key_1):
+            self.userMoved.emit()
+        if key in (Qt.Key.Key_Plus, Qt.Key.Key_Equal):
+            self.zoom(1.25)
+        elif key == Qt.Key.Key_Minus:
+            self.zoom(0.8)
+        elif key == Qt.Key.Key_0:
+            self.fit()
+        elif key == Qt.Key.Key_1:
+            self.set_zoom(1.0)
+        else:
+            super().keyPressEvent(event)
+
+    # ------------------------------------------------------------------ clicks
+    def mousePressEvent(self, event: QMouseEvent) -> None:
+        self._press = event.position().toPoint()
+        self.userMoved.emit()
+        super().mousePressEvent(event)
+
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:
+        super().mouseReleaseEvent(event)
+        if self._press is not None and (event.position().toPoint()
+                                        - self._press).manhattanLength() < 5:
+            p = self.mapToScene(event.position().toPoint())
+            box = self.canvas.box_at(p.x(), p.y())
+            # A click on an edge (within 5 screen pixels) shows its tensor, unless it is
+            # inside a node box.
+            edge = -1
+            if box < 0 or self.canvas.container[box]:
+                edge = self.canvas.edge_at(p.x(), p.y(), 5.0 / max(self.scale_factor(), 1e-6))
+            if edge >= 0:
+                self.edgeClicked.emit(edge)
+            else:
+                self.boxClicked.emit(box)
+        self._press = None
+
+    def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:
+        p = self.mapToScene(event.position().toPoint())
+        i = self.canvas.box_at(p.x(), p.y())
+        if i >= 0:
+            self.boxDoubleClicked.emit(i)
+        event.accept()
+
+    # ------------------------------------------------------------------ painting
+    def paintEvent(self, event: QPaintEvent) -> None:
+        super().paintEvent(event)
+        self.last_paint = time.perf_counter()
+        self.painted.emit()
+
+    def drawBackground(self, painter: QPainter, rect: QRectF | QRect) -> None:
+        painter.fillRect(rect, self.palette().color(QPalette.ColorRole.Base))
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self.minimap.rebuild()
+        self._place_overlays()
+        self.resized.emit()
+
+    def _place_overlays(self) -> None:
+        vp = self.viewport().geometry()
+        mm = self.minimap
+        mm.move(vp.right() - mm.width() - 10, vp.bottom() - mm.height() - 10)
+        self.legend.move(vp.right() - self.legend.width() - 10, vp.top() + 10)
+
+    def _moved(self) -> None:
+        self.minimap.sync()
+        self.viewChanged.emit()
+
+    def content_changed(self) -> None:
+        """The canvas has a new layout: resize the scene and redraw the minimap."""
+        self.scene().setSceneRect(self.canvas.boundingRect())
+        self.minimap.rebuild()
+        self._place_overlays()
+
+
+class Minimap(QWidget):
+    """The whole graph in a corner, with the visible part framed; click or drag to move."""
+
+    SIZE = 150
+
+    def __init__(self, view: GraphView) -> None:
+        # A child of the view, not of its viewport: viewport scrolling would move it.
+        super().__init__(view)
+        self.view = view
+        self.resize(self.SIZE, self.SIZE)
+        self._pix: QPixmap | None = None
+        self._scale = 1.0
+        self._offset = QPointF()
+        self.setCursor(Qt.CursorShape.PointingHandCursor)
+
+    def rebuild(self) -> None:
+        """Redraw the cached picture of the boxes (after a layout change)."""
+        rect = self.view.canvas.boundingRect()
+        if rect.isEmpty():
+            self._pix = None
+            self.hide()
+            return
+        # A long thin graph gets a long thin minimap, within limits and never more than a
+        # quarter of the view.
+        aspect = rect.width() / rect.height()
+        vp = self.view.viewport()
+        cap_w = max(40, min(220, vp.width() // 4))
+        cap_h = max(40, min(220, vp.height() // 3))
+        w = max(40, min(cap_w, int(self.SIZE * aspect ** 0.5)))
+        h = max(40, min(cap_h, int(self.SIZE / aspect ** 0.5)))
+        self.resize(w, h)
+        s = min(w / rect.width(), h / rect.height())
+        self._scale = s
+        self._offset = QPointF((w - rect.width() * s) / 2, (h - rect.height() * s) / 2)
+        dpr = self.devicePixelRatioF()
+        pix = QPixmap(int(w * dpr), int(h * dpr))
+        pix.setDevicePixelRatio(dpr)
+        pix.fill(Qt.GlobalColor.transparent)
+        p = QPainter(pix)
+        p.translate(self._offset)
+        p.scale(s, s)
+        p.translate(-rect.topLeft())
+        self.view.canvas.paint_minimap(p, self.palette())
+        p.end()
+        self._pix = pix
+        self.sync()
+
+    def sync(self) -> None:
+        """Show only while part of the graph is out of view; redraw the frame."""
+        if self._pix is None:
+            return
+        vis = self.view.mapToScene(self.view.viewport().rect()).boundingRect()
+        whole = vis.contains(self.view.canvas.boundingRect().adjusted(30, 30, -30, -30))
+        self.setVisible(not whole)
+        self.update()
+
+    def _to_scene(self, pt: QPointF) -> QPointF:
+        rect = self.view.canvas.boundingRect()
+        return (pt - self._offset) / self._scale + rect.topLeft()
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        if self._pix is None:
+            return
+        p = QPainter(self)
+        bg = self.palette().color(QPalette.ColorRole.Window)
+        bg.setAlpha(225)
+        p.fillRect(self.rect(), bg)
+        p.drawPixmap(0, 0, self._pix)
+        vis = self.view.mapToScene(self.view.viewport().rect()).boundingRect()
+        rect = self.view.canvas.boundingRect()
+        tl = (vis.topLeft() - rect.topLeft()) * self._scale + self._offset
+        frame = QRectF(tl, vis.size() * self._scale).intersected(QRectF(self.rect()))
+        hl = self.palette().color(QPalette.ColorRole.Highlight)
+        fill = QColor(hl)
+        fill.setAlpha(45)
+        p.setPen(QPen(hl, 1.5))
+        p.setBrush(fill)
+        p.drawRect(frame.adjusted(0.5, 0.5, -0.5, -0.5))
+        p.setBrush(Qt.BrushStyle.NoBrush)
+        p.setPen(QPen(self.palette().color(QPalette.ColorRole.Mid)))
+        p.drawRect(QRectF(self.rect()).adjusted(0.5, 0.5, -0.5, -0.5))
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:
+        self.view.centerOn(self._to_scene(event.position()))
+        event.accept()
+
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:
+        self.view.centerOn(self._to_scene(event.position()))
+        event.accept()
+
+
+class Legend(QWidget):
+    """Colour ramp with the overlay's label and range."""
+
+    def __init__(self, view: GraphView) -> None:
+        super().__init__(view)
+        self.resize(210, 52)
+        self.label = ""
+        self.lo = 0.0
+        self.hi = 1.0
+        self.log = False
+
+    def set_range(self, label: str, norm: colors.Normalizer) -> None:
+        """Show a label and the value range of the ramp."""
+        self.label, self.lo, self.hi, self.log = label, norm.lo, norm.hi, norm.log
+        self.update()
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        p = QPainter(self)
+        bg = self.palette().color(QPalette.ColorRole.Window)
+        bg.setAlpha(235)
+        p.fillRect(self.rect(), bg)
+        p.setPen(self.palette().color(QPalette.ColorRole.Mid))
+        p.drawRect(self.rect().adjusted(0, 0, -1, -1))
+        p.setPen(self.palette().color(QPalette.ColorRole.WindowText))
+        title = self.label + ("  (log scale)" if self.log else "")
+        p.drawText(QRectF(8, 2, self.width() - 16, 16), Qt.AlignmentFlag.AlignLeft, title)
+        grad = QLinearGradient(8, 0, self.width() - 8, 0)
+        for k in range(5):
+            grad.setColorAt(k / 4, colors.ramp_color(k / 4))
+        p.fillRect(QRectF(8, 20, self.width() - 16, 12), grad)
+        p.setPen(self.palette().color(QPalette.ColorRole.WindowText))
+        p.drawText(QRectF(8, 33, 90, 16), Qt.AlignmentFlag.AlignLeft, f"{self.lo:.3g}")
+        p.drawText(QRectF(self.width() - 98, 33, 90, 16), Qt.AlignmentFlag.AlignRight,
+                   f"{self.hi:.3g}")

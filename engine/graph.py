@@ -1,0 +1,624 @@
+"""GraphModel: an ONNX graph read for browsing — nodes, tensors, module groups, subgraphs.
+
+Built to open large exports fast: only what every view needs (op type, names, edges, module
+path) is read eagerly; attributes, shapes, stack traces and initializer values are read from
+the protobuf when asked for. External data is never loaded until one tensor's values are.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# onnx.TensorProto.DataType numbers -> numpy-style names (a table beats a protobuf lookup).
+_DTYPES = {
+    1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64",
+    8: "string", 9: "bool", 10: "float16", 11: "float64", 12: "uint32", 13: "uint64",
+    14: "complex64", 15: "complex128", 16: "bfloat16", 17: "float8e4m3fn", 18: "float8e4m3fnuz",
+    19: "float8e5m2", 20: "float8e5m2fnuz", 21: "uint4", 22: "int4", 23: "float4e2m1",
+}
+_SUBGRAPH_TYPES = (5, 10)  # AttributeProto.GRAPH, GRAPHS
+_SCOPE_ITEM = re.compile(r"'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"")
+# The dynamo exporter files nodes made by its own passes under this pseudo module.
+_NO_MODULE = "_empty_nn_module_stack_from_metadata_hook"
+_SCOPES_KEY = "pkg.torch.onnx.name_scopes"
+_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
+
+Shape = list[int | str | None]
+
+
+@contextmanager
+def no_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while building many small objects: the objects
+    built here hold no cycles worth collecting, and collections triggered by the sheer number
+    of allocations cost a third of the build time on a 20k-node graph."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def dtype_name(elem_type: int) -> str:
+    """The numpy-style name of an ONNX element type ("float32", "int64", ...)."""
+    return _DTYPES.get(elem_type, f"type{elem_type}")
+
+
+def format_shape(shape: Shape | None) -> str:
+    """A shape as the view prints it: ``batch×seq×768``; ``?`` for unknown."""
+    if shape is None:
+        return "?"
+    if not shape:
+        return "scalar"
+    return "×".join("?" if d is None else str(d) for d in shape)
+
+
+def _parse_list(text: str) -> list[str]:
+    """Parse the exporter's ``"['', 'h.0', 'layer_norm']"`` without ast (4k nodes add up)."""
+    return [a if a else b for a, b in _SCOPE_ITEM.findall(text)]
+
+
+@dataclass
+class TensorInfo:
+    """One value of the graph: its type, where it comes from and where it goes."""
+
+    name: str
+    dtype: str
+    shape: Shape | None
+    kind: str  # "input" | "output" | "initializer" | "value" | "outer"
+    producer: int | None
+    consumers: list[int]
+    is_initializer: bool = False
+
+
+@dataclass
+class Group:
+    """A module of the model: a box that collapses to one node in the view."""
+
+    id: str  # "" for the whole graph; "h.0/h.0.attn" style paths below it
+    name: str  # short label ("attn")
+    qualname: str  # the module's qualified name ("h.0.attn")
+    class_name: str = ""
+    parent: str | None = None
+    children: list[str] = field(default_factory=list)
+    nodes: list[int] = field(default_factory=list)
+    depth: int = 0
+
+
+class Node:
+    """One ONNX node; the protobuf stays behind it for details read on demand."""
+
+    __slots__ = ("_attrs", "_meta", "domain", "group", "index", "inputs", "name", "op_type",
+                 "outputs", "proto")
+
+    def __init__(self, index: int, proto: Any) -> None:
+        self.index = index
+        self.proto = proto
+        self.name: str = proto.name
+        self.op_type: str = proto.op_type
+        self.domain: str = proto.domain
+        self.inputs: list[str] = list(proto.input)
+        self.outputs: list[str] = list(proto.output)
+        self.group = ""
+        self._attrs: dict[str, str] | None = None
+        self._meta: dict[str, str] | None = None
+
+    @property
+    def label(self) -> str:
+        """The name shown for the node: its ONNX name, or op type and index when unnamed."""
+        return self.name or f"{self.op_type}_{self.index}"
+
+    @property
+    def metadata(self) -> dict[str, str]:
+        """The node's metadata_props (exporter annotations) as a dict."""
+        if self._meta is None:
+            self._meta = {p.key: p.value for p in self.proto.metadata_props}
+        return self._meta
+
+    @property
+    def attributes(self) -> dict[str, str]:
+        """Attributes formatted for reading (tensors summarised, subgraphs named)."""
+        if self._attrs is None:
+            self._attrs = {a.name: _format_attribute(a) for a in self.proto.attribute}
+        return self._attrs
+
+    @property
+    def subgraph_attributes(self) -> list[str]:
+        """Names of attributes holding subgraphs (``then_branch``, ``body``, ``branches[0]``)."""
+        names: list[str] = []
+        for a in self.proto.attribute:
+            if a.type == 5:
+                names.append(a.name)
+            elif a.type == 10:
+                names.extend(f"{a.name}[{i}]" for i in range(len(a.graphs)))
+        return names
+
+    @property
+    def stack_trace(self) -> str:
+        """The Python stack that made this node (dynamo exports), or ""."""
+        return self.metadata.get("pkg.torch.onnx.stack_trace", "")
+
+    @property
+    def source(self) -> str | None:
+        """``file:line`` of the user's code that made the node: the innermost frame outside
+        torch and site-packages, else the innermost frame."""
+        frames = _FRAME.findall(self.stack_trace)
+        if not frames:
+            return None
+        for path, line, _func in reversed(frames):
+            p = path.replace("\\", "/")
+            if "site-packages/" not in p and "/torch/" not in p and not p.startswith("torch/"):
+                return f"{path}:{line}"
+        path, line, _func = frames[-1]
+        return f"{path}:{line}"
+
+
+def _format_attribute(a: Any) -> str:
+    t = a.type
+    if t == 1:
+        return f"{a.f:g}"
+    if t == 2:
+        return str(a.i)
+    if t == 3:
+        return repr(a.s.decode("utf-8", "replace"))
+    if t == 4:
+        dims = "×".join(str(d) for d in a.t.dims) or "scalar"
+        return f"tensor {dtype_name(a.t.data_type)}[{dims}]" + _small_tensor_values(a.t)
+    if t == 5:
+        return f"graph {a.g.name or a.name} ({len(a.g.node)} nodes)"
+    if t == 6:
+        return "[" + ", ".join(f"{f:g}" for f in a.floats) + "]"
+    if t == 7:
+        return "[" + ", ".join(str(i) for i in a.ints) + "]"
+    if t == 8:
+        return "[" + ", ".join(repr(s.decode("utf-8", "replace")) for s in a.strings) + "]"
+    if t == 10:
+        return f"{len(a.graphs)} graphs"
+    if t == 13:
+        return f"type {a.tp}"
+    return f"<attribute type {t}>"
+
+
+def _small_tensor_values(t: Any) -> str:
+    """Values of a constant small enough to read in a table (≤ 16 elements)."""
+    n = 1
+    for d in t.dims:
+        n *= d
+    if n > 16 or t.data_location == 1:
+        return ""
+    try:
+        from onnx import numpy_helper
+
+        values = numpy_helper.to_array(t).ravel().tolist()
+    except Exception:  # an odd dtype must not break the properties panel
+        return ""
+    return " = " + (str(values[0]) if not t.dims else str(values))
+
+
+def _shape_of(value_info: Any) -> tuple[str, Shape | None]:
+    tt = value_info.type.tensor_type
+    if not value_info.type.HasField("tensor_type"):
+        which = value_info.type.WhichOneof("value")
+        return (which or "?"), None
+    dtype = dtype_name(tt.elem_type)
+    if not tt.HasField("shape"):
+        return dtype, None
+    dims: Shape = []
+    for d in tt.shape.dim:
+        if d.HasField("dim_value"):
+            dims.append(d.dim_value)
+        elif d.HasField("dim_param"):
+            dims.append(d.dim_param)
+        else:
+            dims.append(None)
+    return dtype, dims
+
+
+class GraphModel:
+    """A browsable ONNX graph (the main graph, a subgraph of If/Loop/Scan, or a function)."""
+
+    def __init__(self, graph: Any, *, path: Path | None = None, title: str = "",
+                 parent: GraphModel | None = None,
+                 functions: dict[tuple[str, str], Any] | None = None,
+                 opset_imports: dict[str, int] | None = None, model: Any = None,
+                 is_function: bool = False) -> None:
+        self.proto = graph
+        self.model_proto = model
+        self.path = path
+        self.parent = parent
+        self.title = title or graph.name or "graph"
+        self.functions: dict[tuple[str, str], Any] = functions or {}
+        self.opset_imports: dict[str, int] = opset_imports or {}
+        self.is_function = is_function
+        self.nodes: list[Node] = [Node(i, n) for i, n in enumerate(graph.node)]
+        self.producer: dict[str, int] = {}
+        self.consumers: dict[str, list[int]] = {}
+        for node in self.nodes:
+            for out in node.outputs:
+                if out:
+                    self.producer[out] = node.index
+            for inp in node.inputs:
+                if inp:
+                    self.consumers.setdefault(inp, []).append(node.index)
+        if is_function:
+            self.initializers: dict[str, Any] = {}
+            self.inputs: list[str] = list(graph.input)
+            self.outputs: list[str] = list(graph.output)
+            self._value_info: dict[str, Any] = {}
+        else:
+            self.initializers = {t.name: t for t in graph.initializer}
+            self.inputs = [v.name for v in graph.input if v.name not in self.initializers]
+            self.outputs = [v.name for v in graph.output]
+            self._value_info = {v.name: v for v in graph.value_info}
+            for v in graph.input:
+                self._value_info[v.name] = v
+            for v in graph.output:
+                self._value_info[v.name] = v
+        # Values used here but made nowhere in this graph come from an enclosing graph.
+        known = set(self.producer) | set(self.initializers) | set(self.inputs)
+        self.outer_inputs = [n for n in self.consumers if n not in known]
+        self._subgraphs: dict[tuple[int, str], GraphModel] = {}
+        self.groups: dict[str, Group] = {}
+        self._build_groups()
+
+    # ---------------------------------------------------------------- loading
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> GraphModel:
+        """Read an ``.onnx`` file (not its external data) and infer missing shapes.
+
+        Raises ``ValueError`` with a readable sentence for a file that is not an ONNX model.
+        """
+        import onnx
+
+        p = Path(path)
+        try:
+            model = onnx.load(str(p), load_external_data=False)
+        except FileNotFoundError:
+            raise
+        except Exception as exc:
+            raise ValueError(f"{p.name} is not a readable ONNX model ({exc}).") from exc
+        if not model.graph.node and not model.graph.input:
+            raise ValueError(f"{p.name} holds no ONNX graph.")
+        return cls.from_model(model, path=p)
+
+    @classmethod
+    def from_model(cls, model: Any, path: Path | None = None) -> GraphModel:
+        """Build from a ModelProto; shape inference runs only when value types are missing."""
+        graph = model.graph
+        made = sum(len(n.output) for n in graph.node)
+        typed = len(graph.value_info) + len(graph.output)
+        # Dynamo exports carry types for every value; inference would only cost time there.
+        if made and typed < 0.9 * made:
+            try:
+                import onnx
+
+                model = onnx.shape_inference.infer_shapes(model, strict_mode=False)
+            except Exception:  # a custom op without a schema: keep the shapes we have
+                pass
+        functions = {(f.domain, f.name): f for f in model.functions}
+        opsets = {o.domain or "ai.onnx": o.version for o in model.opset_import}
+        title = path.stem if path else (model.graph.name or "graph")
+        with no_gc():
+            return cls(model.graph, path=path, title=title, functions=functions,
+                       opset_imports=opsets, model=model)
+
+    # ---------------------------------------------------------------- groups
+    def _build_groups(self) -> None:
+        root = Group(id="", name=self.title, qualname="")
+        self.groups = {"": root}
+        dynamo = any(p.key == _SCOPES_KEY for n in self.proto.node[:50] for p in n.metadata_props)
+        unplaced: list[Node] = []
+        # Nodes of one module share the scope text up to their own name: parse it once.
+        cache: dict[str, str] = {}
+        for node in self.nodes:
+            if dynamo:
+                text = ""
+                for p in node.proto.metadata_props:
+                    if p.key == _SCOPES_KEY:
+                        text = p.value
+                        break
+                if not text:
+                    unplaced.append(node)
+                    continue
+                prefix = text[: text.rfind(",")]
+                gid = cache.get(prefix)
+                if gid is None:
+                    gid = cache[prefix] = self._ensure_group(self._dynamo_path(node, text))
+            else:
+                name = node.name
+                if not name:
+                    unplaced.append(node)
+                    continue
+                prefix = name[: name.rfind("/") + 1]
+                gid = cache.get(prefix)
+                if gid is None:
+                    gid = cache[prefix] = self._ensure_group(self._torchscript_path(name))
+            node.group = gid
+            self.groups[gid].nodes.append(node.index)
+        # Nodes the exporter left without a scope (e.g. a Split made by a rewrite) join the
+        # deepest module that all their neighbours share.
+        for node in unplaced:
+            node.group = self._common_neighbour_group(node)
+            self.groups[node.group].nodes.append(node.index)
+
+    def _dynamo_path(self, node: Node, scopes_text: str) -> list[tuple[str, str, str, str]]:
+        """Module steps (id part, short name, qualified name, class) of a dynamo node."""
+        classes_text = next((p.value for p in node.proto.metadata_props
+                             if p.key == "pkg.torch.onnx.class_hierarchy"), "")
+        scopes = _parse_list(scopes_text)
+        if not scopes or scopes[0] == _NO_MODULE:
+            return []
+        classes = _parse_list(classes_text)
+        if classes and not self.groups[""].class_name:
+            self.groups[""].class_name = classes[0]
+        out = []
+        prev = ""
+        for i, qual in enumerate(scopes[1:-1], start=1):
+            short = qual[len(prev) + 1:] if prev and qual.startswith(prev + ".") else qual
+            cls_name = classes[i] if i < len(classes) else ""
+            out.append((qual, short, qual, cls_name))
+            prev = qual
+        return out
+
+    @staticmethod
+    def _torchscript_path(name: str) -> list[tuple[str, str, str, str]]:
+        """Module steps of a TorchScript node name ``/h.0/attn/MatMul``."""
+        if not name.startswith("/"):
+            return []
+        parts = name.split("/")[1:-1]
+        return [(part, part, ".".join(parts[: i + 1]), "") for i, part in enumerate(parts)]
+
+    def _ensure_group(self, path: list[tuple[str, str, str, str]]) -> str:
+        gid = ""
+        for part, short, qual, cls_name in path:
+            parent = gid
+            gid = f"{gid}/{part}" if gid else part
+            if gid not in self.groups:
+                self.groups[gid] = Group(id=gid, name=short, qualname=qual, class_name=cls_name,
+                                         parent=parent, depth=self.groups[parent].depth + 1)
+                self.groups[parent].children.append(gid)
+        return gid
+
+    def _common_neighbour_group(self, node: Node) -> str:
+        paths = []
+        for inp in node.inputs:
+            src = self.producer.get(inp)
+            if src is not None and self.nodes[src].group:
+                paths.append(self.nodes[src].group.split("/"))
+        for out in node.outputs:
+            for c in self.consumers.get(out, ()):
+                if self.nodes[c].group:
+                    paths.append(self.nodes[c].group.split("/"))
+        if not paths:
+            return ""
+        common = paths[0]
+        for p in paths[1:]:
+            i = 0
+            while i < len(common) and i < len(p) and common[i] == p[i]:
+                i += 1
+            common = common[:i]
+        gid = "/".join(common)
+        return gid if gid in self.groups else ""
+
+    def group_of_module(self, qualname: str) -> Group | None:
+        """The group of a submodule by its qualified name (``"h.0.attn"``)."""
+        for g in self.groups.values():
+            if g.qualname == qualname:
+                return g
+        return None
+
+    def group_nodes(self, gid: str) -> Iterator[int]:
+        """Every node inside a group, its subgroups included."""
+        stack = [gid]
+        while stack:
+            g = self.groups[stack.pop()]
+            yield from g.nodes
+            stack.extend(g.children)
+
+    def ancestors(self, gid: str) -> list[str]:
+        """Group ids from the root's child down to ``gid`` itself (root excluded)."""
+        out = []
+        while gid:
+            out.append(gid)
+            gid = self.groups[gid].parent or ""
+        return out[::-1]
+
+    # ---------------------------------------------------------------- tensors
+    def tensor(self, name: str) -> TensorInfo:
+        """Type and connections of one value (a ``KeyError`` when the graph has no such name)."""
+        init = self.initializers.get(name)
+        shape: Shape | None
+        if init is not None:
+            dtype, shape = dtype_name(init.data_type), list(init.dims)
+        elif name in self._value_info:
+            dtype, shape = _shape_of(self._value_info[name])
+        elif name in self.producer or name in self.consumers:
+            dtype, shape = "?", None
+        else:
+            raise KeyError(name)
+        if name in self.inputs:
+            kind = "input"
+        elif name in self.outputs:
+            kind = "output"
+        elif init is not None:
+            kind = "initializer"
+        elif name in self.producer:
+            kind = "value"
+        else:
+            kind = "outer"
+        return TensorInfo(name=name, dtype=dtype, shape=shape, kind=kind,
+                          producer=self.producer.get(name),
+                          consumers=list(self.consumers.get(name, ())),
+                          is_initializer=init is not None)
+
+    def shape(self, name: str) -> Shape | None:
+        """The shape of a value, or None when unknown (cheap; used for edge labels)."""
+        init = self.initializers.get(name)
+        if init is not None:
+            return list(init.dims)
+        vi = self._value_info.get(name)
+        return _shape_of(vi)[1] if vi is not None else None
+
+    def initializer_array(self, name: str) -> Any:
+        """The values of an initializer as a numpy array (reads external data now)."""
+        from onnx import numpy_helper
+
+        t = self.initializers[name]
+        root_path = self._root().path
+        base = str(root_path.parent) if root_path is not None else ""
+        return numpy_helper.to_array(t, base_dir=base)
+
+    def _root(self) -> GraphModel:
+        g = self
+        while g.parent is not None:
+            g = g.parent
+        return g
+
+    # ---------------------------------------------------------------- subgraphs
+    def subgraph(self, node_index: int, attribute: str) -> GraphModel:
+        """The subgraph in a node attribute (``"body"``, ``"then_branch"``, ``"branches[1]"``)."""
+        key = (node_index, attribute)
+        if key not in self._subgraphs:
+            node = self.nodes[node_index]
+            base, _, idx = attribute.partition("[")
+            attr = next(a for a in node.proto.attribute if a.name == base)
+            g = attr.graphs[int(idx.rstrip("]"))] if idx else attr.g
+            self._subgraphs[key] = GraphModel(
+                g, path=self.path, title=f"{node.label}.{attribute}", parent=self,
+                functions=self.functions, opset_imports=self.opset_imports)
+        return self._subgraphs[key]
+
+    def function_of(self, node_index: int) -> tuple[str, str] | None:
+        """The (domain, name) of the local function a node calls, if it calls one."""
+        node = self.nodes[node_index]
+        key = (node.domain, node.op_type)
+        return key if key in self.functions else None
+
+    def function_graph(self, key: tuple[str, str]) -> GraphModel:
+        """A local function's body as a graph."""
+        cache_key = (-1, f"{key[0]}::{key[1]}")
+        if cache_key not in self._subgraphs:
+            self._subgraphs[cache_key] = GraphModel(
+                self.functions[key], path=self.path, title=f"function {key[1]}", parent=self,
+                functions=self.functions, opset_imports=self.opset_imports, is_function=True)
+        return self._subgraphs[cache_key]
+
+    def has_subgraphs(self, node_index: int) -> bool:
+        """True when a node can be opened (control-flow body or local function)."""
+        node = self.nodes[node_index]
+        return bool(self.function_of(node_index)) or any(
+            a.type in _SUBGRAPH_TYPES for a in node.proto.attribute)
+
+    # ---------------------------------------------------------------- search
+    def search(self, text: str) -> list[int]:
+        """Indices of nodes matching ``text`` (case-insensitive), in graph order.
+
+        A query that is exactly an op type ("softmax") finds the nodes of that type; any
+        other query finds nodes whose name, op type or an input/output name contains it.
+        """
+        q = text.strip().lower()
+        if not q:
+            return []
+        exact, other = [], []
+        for n in self.nodes:
+            if n.op_type.lower() == q:
+                exact.append(n.index)
+            elif (q in n.name.lower() or q in n.op_type.lower()
+                  or any(q in t.lower() for t in n.outputs)
+                  or any(q in t.lower() for t in n.inputs)):
+                other.append(n.index)
+        return exact or other
+
+    def node_by_name(self, name: str) -> int | None:
+        """Index of the node with this ONNX name."""
+        for n in self.nodes:
+            if n.name == name:
+                return n.index
+        return None
+
+    def breadcrumb(self) -> list[GraphModel]:
+        """This graph and its enclosing graphs, outermost first."""
+        out = []
+        g: GraphModel | None = self
+        while g is not None:
+            out.append(g)
+            g = g.parent
+        return out[::-1]
+
+
+# Ops that, fed only by constants and shapes, compute shapes or masks rather than activations.
+_SHAPE_OPS = frozenset({
+    "Shape", "Size", "Constant", "ConstantOfShape", "Gather", "GatherElements", "Unsqueeze",
+    "Squeeze", "Concat", "Slice", "Cast", "CastLike", "Add", "Sub", "Mul", "Div", "Mod", "Floor",
+    "Ceil", "Neg", "Abs", "Min", "Max", "Equal", "Less", "LessOrEqual", "Greater",
+    "GreaterOrEqual", "Where", "Not", "And", "Or", "Range", "Reshape", "Identity", "Expand",
+    "ReduceProd", "ReduceSum", "ReduceMax", "ReduceMin", "Sqrt", "Sum", "Tile", "Trilu",
+    "Transpose", "Flatten",
+})
+# Single-tensor ops that exporters put on weights (a TorchScript export shares a weight
+# through Identity, a folded transpose shows up as Transpose of an initializer).
+_WEIGHT_OPS = frozenset({"Identity", "Cast", "Transpose", "Reshape", "Unsqueeze", "Squeeze",
+                         "Flatten", "DequantizeLinear"})
+_SMALL_INITIALIZER = 64  # elements; larger initializers are weights, not shape constants
+
+
+def auxiliary_nodes(model: GraphModel) -> dict[int, int]:
+    """Nodes that only compute shapes or constants, mapped to the visible node they feed.
+
+    A dynamic-shape export computes every Reshape target from ``Shape`` of the input; drawn
+    as nodes, those chains become edges that span the whole graph. Folded into their first
+    real consumer they are still listed (properties panel, search), but not laid out.
+    """
+    static: set[str] = set()  # shape-like values
+    const: set[str] = set(model.initializers)  # any value computed from constants only
+    for name, init in model.initializers.items():
+        n = 1
+        for d in init.dims:
+            n *= d
+        if n <= _SMALL_INITIALIZER:
+            static.add(name)
+    graph_outputs = set(model.outputs)
+    aux: list[int] = []
+    for node in model.nodes:
+        if node.domain not in ("", "ai.onnx"):
+            continue
+        if any(o in graph_outputs for o in node.outputs):
+            continue
+        op = node.op_type
+        if op in _SHAPE_OPS and (op in ("Shape", "Size")
+                                 or all(i in static for i in node.inputs if i)):
+            aux.append(node.index)
+            static.update(o for o in node.outputs if o)
+            const.update(o for o in node.outputs if o)
+        elif op in _WEIGHT_OPS and all(i in const for i in node.inputs if i):
+            aux.append(node.index)
+            const.update(o for o in node.outputs if o)
+    owner: dict[int, int] = {}
+    aux_set = set(aux)
+    # Consumers come later in a (topologically sorted) ONNX graph: walk backwards so each
+    # consumer already knows its owner.
+    for i in reversed(aux):
+        found = -1
+        for out in model.nodes[i].outputs:
+            for c in model.consumers.get(out, ()):
+                if c not in aux_set:
+                    found = c
+                elif c in owner:
+                    found = owner[c]
+                if found >= 0:
+                    break
+            if found >= 0:
+                break
+        if found >= 0:
+            owner[i] = found
+        else:
+            aux_set.discard(i)  # feeds nothing visible: keep it on screen
+    return owner

@@ -1,0 +1,280 @@
+"""The Graph tab driven like a user would: real exports, real widgets, offscreen."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QPointF, Qt
+from PySide6.QtGui import QColor, QImage, QPalette
+
+from app.graph import GraphBrowser, time_first_paint
+from tests.engine.test_graph import exports  # noqa: F401 - session fixture
+
+
+@pytest.fixture
+def browser(qtbot) -> GraphBrowser:  # type: ignore[no-untyped-def]
+    b = GraphBrowser()
+    qtbot.addWidget(b)
+    b.resize(1100, 700)
+    b.show()
+    qtbot.waitExposed(b)
+    return b
+
+
+def _box_point(b: GraphBrowser, key: str):  # type: ignore[no-untyped-def]
+    sc = b.canvas.scene_data
+    assert sc is not None and key in sc.index, key
+    box = sc.boxes[sc.index[key]]
+    b.view.centerOn(QPointF(box.x + box.w / 2, box.y + box.h / 2))
+    return b.view.mapFromScene(QPointF(box.x + box.w / 2, box.y + 8))
+
+
+def test_load_shows_collapsed_modules(browser: GraphBrowser, exports) -> None:  # noqa: F811
+    assert browser.load_file(exports["dynamo"])
+    sc = browser.canvas.scene_data
+    assert sc is not None
+    assert {"g:embed", "g:blocks.0", "g:blocks.1", "g:head", "i:x", "o:y"} <= set(sc.index)
+    assert not browser.crumbs.isVisible()
+    text = browser.properties.text()
+    assert f"{len(browser.model.nodes)} nodes" in text  # type: ignore[union-attr]
+    assert "Inputs" in text and "x" in text
+
+
+def test_search_by_op_type_and_name(browser: GraphBrowser, exports, qtbot) -> None:  # noqa: F811
+    browser.load_file(exports["dynamo"])
+    assert browser.find_nodes("Softmax") == 2
+    model = browser.model
+    assert model is not None
+    sel = browser.canvas.scene_data.boxes[browser.canvas.selected]  # type: ignore[union-attr]
+    assert sel.label == "Softmax"
+    first = sel.key
+    assert browser.hit_label.text() == "1 / 2"
+    # Centred: the hit is inside the visible part of the view.
+    visible = browser.view.mapToScene(browser.view.viewport().rect()).boundingRect()
+    assert visible.contains(QPointF(sel.x + sel.w / 2, sel.y + sel.h / 2))
+    browser.find_next()
+    second = browser.canvas.scene_data.boxes[browser.canvas.selected]  # type: ignore[union-attr]
+    assert second.label == "Softmax" and second.key != first
+    browser.find_previous()
+    assert browser.selected_key == first
+    # By node name, typed in the search field and confirmed with Enter.
+    target = next(n for n in model.nodes if n.op_type == "Gelu")
+    browser.search.clear()
+    qtbot.keyClicks(browser.search, target.name)
+    qtbot.keyClick(browser.search, Qt.Key.Key_Return)
+    assert browser.selected_key == f"n{target.index}"
+    assert "Gelu" in browser.properties.text()
+    assert browser.find_nodes("no-such-node-or-tensor") == 0
+    assert browser.hit_label.text() == "no match"
+
+
+def test_properties_show_attributes_shapes_source(browser: GraphBrowser, exports) -> None:  # noqa: F811
+    browser.load_file(exports["dynamic"])
+    model = browser.model
+    assert model is not None
+    sm = next(n for n in model.nodes if n.op_type == "Softmax")
+    browser.select_node(sm.index)
+    text = browser.properties.text()
+    assert "Attributes" in text and "axis" in text and "-1" in text
+    assert "float32[batch×seq×seq]" in text
+    assert "test_graph.py" in text  # the source line of the user's code
+    assert "blocks.0.attn" in text
+    # A group: its class and op mix.
+    browser.select_group("blocks.0/blocks.0.attn")
+    text = browser.properties.text()
+    assert "Attn" in text and "Softmax" in text
+    # A weight: statistics and a histogram.
+    weight = next(n for n, t in model.initializers.items() if len(t.dims) == 2)
+    browser.properties.show_tensor(weight)
+    text = browser.properties.text()
+    assert "initializer" in text and "mean" in text and "std" in text
+    assert browser.properties.has_histogram()
+    browser.properties.show_node(sm.index)
+    assert not browser.properties.has_histogram()
+
+
+def test_double_click_expands_and_collapses(browser: GraphBrowser, exports, qtbot) -> None:  # noqa: F811
+    browser.load_file(exports["dynamo"])
+    n_before = len(browser.canvas.scene_data.boxes)  # type: ignore[union-attr]
+    qtbot.mouseDClick(browser.view.viewport(), Qt.MouseButton.LeftButton,
+                      pos=_box_point(browser, "g:blocks.0"))
+    sc = browser.canvas.scene_data
+    assert sc is not None and sc.boxes[sc.index["g:blocks.0"]].expanded
+    assert len(sc.boxes) > n_before and "g:blocks.0/blocks.0.attn" in sc.index
+    qtbot.mouseDClick(browser.view.viewport(), Qt.MouseButton.LeftButton,
+                      pos=_box_point(browser, "g:blocks.0"))
+    sc = browser.canvas.scene_data
+    assert sc is not None and not sc.boxes[sc.index["g:blocks.0"]].expanded
+    assert len(sc.boxes) == n_before
+    browser.expand_all()
+    assert len(browser.canvas.scene_data.boxes) > n_before  # type: ignore[union-attr]
+    browser.collapse_to_depth(0)
+    assert len(browser.canvas.scene_data.boxes) == n_before  # type: ignore[union-attr]
+
+
+def test_click_selects_and_double_click_activates(browser: GraphBrowser, exports, qtbot) -> None:  # noqa: F811
+    browser.load_file(exports["torchscript"])
+    browser.expand_all()
+    model = browser.model
+    assert model is not None
+    sm = next(n for n in model.nodes if n.op_type == "Softmax")
+    pos = _box_point(browser, f"n{sm.index}")
+    qtbot.mouseClick(browser.view.viewport(), Qt.MouseButton.LeftButton, pos=pos)
+    assert browser.selected_key == f"n{sm.index}"
+    with qtbot.waitSignal(browser.nodeActivated) as sig:
+        qtbot.mouseDClick(browser.view.viewport(), Qt.MouseButton.LeftButton, pos=pos)
+    assert sig.args == [sm.name]
+
+
+def test_loop_subgraph_opens_with_breadcrumb(browser: GraphBrowser, exports, qtbot) -> None:  # noqa: F811
+    browser.load_file(exports["loop"])
+    root = browser.model
+    assert root is not None
+    loop = next(n for n in root.nodes if n.op_type == "Loop")
+    key = browser.layout_state.visible_key(f"n{loop.index}")  # type: ignore[union-attr]
+    qtbot.mouseDClick(browser.view.viewport(), Qt.MouseButton.LeftButton,
+                      pos=_box_point(browser, key))
+    assert browser.model is not root and browser.model.parent is root  # type: ignore[union-attr]
+    assert browser.breadcrumb() == [root.title, f"{loop.label}.body"]
+    assert browser.crumbs.isVisible()
+    assert any(b.label == "Add" for b in browser.canvas.scene_data.boxes)  # type: ignore[union-attr]
+    # Back through the breadcrumb's first button.
+    assert [b.text() for b in browser.crumb_buttons] == browser.breadcrumb()
+    qtbot.mouseClick(browser.crumb_buttons[0], Qt.MouseButton.LeftButton)
+    assert browser.model is root and not browser.crumbs.isVisible()
+    # And through the properties panel's link.
+    browser.select_node(loop.index)
+    assert "open body" in browser.properties.text()
+    browser._link(f"sub:{loop.index}:body")
+    assert browser.model is not root
+
+
+def test_export_png_and_svg(browser: GraphBrowser, exports, tmp_path: Path) -> None:  # noqa: F811
+    browser.load_file(exports["dynamo"])
+    browser.toggle_group("blocks.0")
+    png, svg = tmp_path / "g.png", tmp_path / "g.svg"
+    browser.export_png(png)
+    img = QImage(str(png))
+    assert not img.isNull() and img.width() > 100 and img.height() > 100
+    # Not a blank picture: several colours were painted.
+    colours = {img.pixel(x, y) for x in range(0, img.width(), 7) for y in range(0, img.height(), 7)}
+    assert len(colours) > 5
+    browser.export_svg(svg)
+    root = ET.parse(svg).getroot()
+    assert root.tag.endswith("svg")
+    text = svg.read_text(encoding="utf-8")
+    assert "Softmax" in text or "attn" in text
+    assert "<path" in text or "<polyline" in text
+
+
+def test_overlay_colours_nodes_and_shows_legend(browser: GraphBrowser, exports) -> None:  # noqa: F811
+    browser.load_file(exports["dynamo"])
+    browser.expand_all()
+    model = browser.model
+    assert model is not None
+    sm = next(n for n in model.nodes if n.op_type == "Softmax")
+    gelu = next(n for n in model.nodes if n.op_type == "Gelu")
+    sc = browser.canvas.scene_data
+    assert sc is not None
+    i_sm, i_gelu = sc.index[f"n{sm.index}"], sc.index[f"n{gelu.index}"]
+    default = QColor(browser.canvas._fills[i_sm])
+    browser.set_overlay({sm.name: 1e-2, gelu.name: 1e-6}, "max abs diff")
+    assert browser.view.legend.isVisible()
+    hot, cold = browser.canvas._fills[i_sm], browser.canvas._fills[i_gelu]
+    assert hot != cold and hot != default
+    browser.select_node(sm.index)
+    assert "max abs diff" in browser.properties.text()
+    # A collapsed group takes its largest value.
+    browser.collapse_to_depth(0)
+    sc = browser.canvas.scene_data
+    assert sc is not None
+    assert browser.canvas._fills[sc.index["g:blocks.0"]] == hot
+    browser.clear_overlay()
+    assert not browser.view.legend.isVisible()
+
+
+def test_bad_file_reports_why(browser: GraphBrowser, tmp_path: Path, qtbot) -> None:
+    bad = tmp_path / "broken.onnx"
+    bad.write_bytes(b"\x00\x01 not onnx")
+    with qtbot.waitSignal(browser.loadFailed) as sig:
+        assert browser.load_file(bad) is False
+    assert "broken.onnx" in sig.args[0]
+    assert "Cannot show the graph" in browser.properties.text()
+    with qtbot.waitSignal(browser.loadFailed):
+        assert browser.load_file(tmp_path / "missing.onnx") is False
+
+
+def test_time_first_paint_and_zoom_keys(browser: GraphBrowser, exports, qtbot) -> None:  # noqa: F811
+    seconds, nodes = time_first_paint(browser, exports["dynamic"])
+    assert nodes == len(browser.model.nodes) and 0 < seconds < 60  # type: ignore[union-attr]
+    browser.view.setFocus()
+    s0 = browser.view.scale_factor()
+    qtbot.keyClick(browser.view, Qt.Key.Key_Plus)
+    assert browser.view.scale_factor() > s0
+    qtbot.keyClick(browser.view, Qt.Key.Key_Minus)
+    qtbot.keyClick(browser.view, Qt.Key.Key_Minus)
+    assert browser.view.scale_factor() < s0
+    assert time_first_paint(browser, Path("nowhere.onnx"))[1] == 0
+    # A hidden browser (a tab not on screen) is painted offscreen, not waited for.
+    hidden = GraphBrowser()
+    qtbot.addWidget(hidden)
+    seconds, nodes = time_first_paint(hidden, exports["dynamo"])
+    assert nodes > 0 and seconds < 5
+
+
+def test_follows_dark_palette(browser: GraphBrowser, exports) -> None:  # noqa: F811
+    browser.load_file(exports["dynamo"])
+    light = [QColor(c).lightness() for c in browser.canvas._fills]
+    pal = QPalette(browser.palette())
+    pal.setColor(QPalette.ColorRole.Window, QColor(30, 30, 30))
+    pal.setColor(QPalette.ColorRole.Base, QColor(20, 20, 20))
+    pal.setColor(QPalette.ColorRole.Text, QColor(230, 230, 230))
+    browser.setPalette(pal)
+    dark = [QColor(c).lightness() for c in browser.canvas._fills]
+    assert sum(dark) < sum(light)
+    img = browser.view.grab().toImage()
+    assert QColor(img.pixel(5, 5)).lightness() < 60
+
+
+def test_fold_toggle_shows_shape_nodes(browser: GraphBrowser, exports) -> None:  # noqa: F811
+    browser.load_file(exports["dynamic"])
+    model = browser.model
+    assert model is not None
+    shapes = [n.index for n in model.nodes if n.op_type == "Shape"]
+    browser.expand_all()
+    assert not any(f"n{i}" in browser.canvas.scene_data.index for i in shapes)  # type: ignore[union-attr]
+    # Searching a folded node selects the node it feeds and shows the folded node's details.
+    browser.find_nodes("Shape")
+    assert browser.selected_key == browser.layout_state.node_key(shapes[0])  # type: ignore[union-attr]
+    assert browser.properties.text().startswith("Shape")
+    browser.fold_action.setChecked(False)
+    browser.expand_all()
+    assert all(f"n{i}" in browser.canvas.scene_data.index for i in shapes)  # type: ignore[union-attr]
+
+
+def test_click_on_edge_and_tensor_search_show_tensor(browser: GraphBrowser, exports,  # noqa: F811
+                                                     qtbot) -> None:
+    browser.load_file(exports["dynamo"])
+    sc = browser.canvas.scene_data
+    assert sc is not None
+    src = sc.boxes[sc.index["g:blocks.0"]]
+    edge = next(e for e in sc.edges if abs(e.points[0][1] - (src.y + src.h)) < 0.5)
+    (x0, y0), (x1, y1) = max(zip(edge.points, edge.points[1:], strict=False),
+                             key=lambda s: abs(s[1][1] - s[0][1]))
+    browser.view.centerOn(QPointF(x0, (y0 + y1) / 2))
+    pos = browser.view.mapFromScene(QPointF((x0 + x1) / 2, (y0 + y1) / 2))
+    qtbot.mouseClick(browser.view.viewport(), Qt.MouseButton.LeftButton, pos=pos)
+    text = browser.properties.text()
+    assert text.startswith(edge.tensors[0]) and "Consumers" in text and "producer" in text
+    # Far from every edge and box: back to the graph summary.
+    qtbot.mouseClick(browser.view.viewport(), Qt.MouseButton.LeftButton,
+                     pos=browser.view.mapFromScene(QPointF(src.x - 300, src.y)))
+    assert "Most used ops" in browser.properties.text()
+    # Searching a tensor's exact name selects its producer and shows the tensor.
+    model = browser.model
+    assert model is not None
+    sm = next(n for n in model.nodes if n.op_type == "Softmax")
+    browser.find_nodes(sm.outputs[0])
+    assert browser.properties.text().startswith(sm.outputs[0])

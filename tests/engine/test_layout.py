@@ -1,0 +1,196 @@
+"""The layered, per-group layout on real exports and on hand-made graphs."""
+
+from __future__ import annotations
+
+from itertools import combinations, pairwise
+from pathlib import Path
+
+import pytest
+
+from engine.graph import GraphModel
+from engine.layout import Box, GraphLayout, LayeredLayout, Scene
+from tests.engine.test_graph import exports  # noqa: F401 - session fixture
+
+
+def _overlap(a: Box, b: Box) -> bool:
+    return a.x < b.x + b.w - 0.01 and b.x < a.x + a.w - 0.01 and \
+        a.y < b.y + b.h - 0.01 and b.y < a.y + a.h - 0.01
+
+
+def _inside(inner: Box, outer: Box) -> bool:
+    return (outer.x <= inner.x + 0.01 and inner.x + inner.w <= outer.x + outer.w + 0.01
+            and outer.y <= inner.y + 0.01 and inner.y + inner.h <= outer.y + outer.h + 0.01)
+
+
+def _check_geometry(lay: GraphLayout, scene: Scene) -> None:
+    """Siblings never overlap; children sit inside their expanded parent."""
+    by_parent: dict[str, list[Box]] = {}
+    for b in scene.boxes:
+        by_parent.setdefault(lay.parent_of[b.key], []).append(b)
+    for gid, boxes in by_parent.items():
+        for a, b in combinations(boxes, 2):
+            assert not _overlap(a, b), (gid, a.key, b.key)
+        if gid:
+            parent = scene.boxes[scene.index["g:" + gid]]
+            assert parent.expanded
+            for b in boxes:
+                assert _inside(b, parent), (b.key, gid)
+
+
+def test_collapsed_top_level(exports: dict[str, Path]) -> None:  # noqa: F811
+    g = GraphModel.load(exports["dynamo"])
+    lay = GraphLayout(g)
+    sc = lay.scene()
+    keys = {b.key for b in sc.boxes}
+    assert {"i:x", "o:y", "g:embed", "g:blocks.0", "g:blocks.1", "g:head"} <= keys
+    assert not any(k.startswith("g:blocks.0/") for k in keys)
+    assert all(not b.expanded for b in sc.boxes)
+    _check_geometry(lay, sc)
+    # The chain reads top to bottom: input above embed above the blocks above head.
+    y = {b.key: b.y for b in sc.boxes}
+    assert y["i:x"] < y["g:embed"] < y["g:blocks.0"] < y["g:blocks.1"] < y["g:head"] < y["o:y"]
+    # Every box is connected: one edge per step of the chain at least.
+    assert len(sc.edges) >= 5
+    for e in sc.edges:
+        if not e.reversed:
+            assert e.points[-1][1] > e.points[0][1]
+
+
+def test_expand_changes_scene_and_keeps_other_groups(exports: dict[str, Path]) -> None:  # noqa: F811
+    g = GraphModel.load(exports["dynamo"])
+    lay = GraphLayout(g)
+    before = lay.scene()
+    lay.expand("blocks.1")
+    lay.scene()
+    kept = lay._placement["blocks.1"]
+    lay.expand("blocks.0")
+    after = lay.scene()
+    assert len(after.boxes) > len(before.boxes)
+    assert after.boxes[after.index["g:blocks.0"]].expanded
+    assert "g:blocks.0/blocks.0.attn" in after.index
+    # Expanding blocks.0 re-laid out blocks.0 and the root, not its sibling.
+    assert lay._placement["blocks.1"] is kept
+    _check_geometry(lay, after)
+    # Entry edges of an expanded group start on its top border.
+    top = after.boxes[after.index["g:blocks.0"]].y
+    assert any(abs(e.points[0][1] - top) < 0.01 for e in after.edges)
+    lay.collapse("blocks.0")
+    again = lay.scene()
+    assert not again.boxes[again.index["g:blocks.0"]].expanded
+    assert "g:blocks.0/blocks.0.attn" not in again.index
+    assert "g:blocks.1/blocks.1.attn" in again.index
+    lay.collapse("")  # the whole graph never collapses
+    assert "" in lay.expanded
+
+
+def test_expand_all_and_collapse_to_depth(exports: dict[str, Path]) -> None:  # noqa: F811
+    g = GraphModel.load(exports["torchscript"])
+    lay = GraphLayout(g)
+    lay.expand_all()
+    full = lay.scene()
+    nodes = [b for b in full.boxes if b.kind == "node"]
+    assert len(nodes) == len(g.nodes) - len(lay.folded)
+    _check_geometry(lay, full)
+    lay.collapse_to_depth(1)
+    d1 = lay.scene()
+    assert d1.boxes[d1.index["g:blocks.0"]].expanded
+    assert not d1.boxes[d1.index["g:blocks.0/attn"]].expanded
+    lay.collapse_to_depth(0)
+    assert len(lay.scene().boxes) < len(d1.boxes) < len(full.boxes)
+
+
+def test_reveal_and_visible_key(exports: dict[str, Path]) -> None:  # noqa: F811
+    g = GraphModel.load(exports["dynamo"])
+    lay = GraphLayout(g)
+    sm = next(n.index for n in g.nodes if n.op_type == "Softmax")
+    key = lay.node_key(sm)
+    assert lay.visible_key(key) == "g:blocks.0"
+    lay.reveal(key)
+    sc = lay.scene()
+    assert key in sc.index and lay.visible_key(key) == key
+
+
+def test_folding_hides_shape_chains(exports: dict[str, Path]) -> None:  # noqa: F811
+    g = GraphModel.load(exports["dynamic"])
+    folded = GraphLayout(g)
+    folded.expand_all()
+    keys = set(folded.scene().index)
+    shapes = [n.index for n in g.nodes if n.op_type == "Shape"]
+    assert shapes and not any(f"n{i}" in keys for i in shapes)
+    # A folded node maps to the box of the node it feeds.
+    assert folded.node_key(shapes[0]) in keys
+    plain = GraphLayout(g, fold=False)
+    plain.expand_all()
+    assert all(f"n{i}" in plain.scene().index for i in shapes)
+
+
+def _chain_model(path: Path, n: int) -> Path:
+    """A flat chain of n Relu nodes with a skip edge: no module metadata at all."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Relu", [f"t{i}"], [f"t{i + 1}"], name=f"relu{i}") for i in range(n)]
+    nodes.append(helper.make_node("Add", [f"t{n}", "t0"], ["y"], name="skip"))
+    graph = helper.make_graph(nodes, "chain",
+                              [helper.make_tensor_value_info("t0", TensorProto.FLOAT, [1, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    onnx.save(helper.make_model(graph), path)
+    return path
+
+
+def test_large_group_is_split_into_sections(tmp_path: Path) -> None:
+    g = GraphModel.load(_chain_model(tmp_path / "chain.onnx", 1200))
+    lay = GraphLayout(g)
+    sc = lay.scene()
+    sections = [b for b in sc.boxes if b.kind == "section"]
+    assert len(sections) == 3  # 1201 nodes in sections of 500
+    assert len(sc.boxes) == len(sections) + 2  # plus the input and the output
+    lay.expand(sections[1].key[2:])
+    sc2 = lay.scene()
+    assert sum(1 for b in sc2.boxes if b.kind == "node") == 500
+    _check_geometry(lay, sc2)
+
+
+def test_small_graph_is_not_split(tmp_path: Path) -> None:
+    g = GraphModel.load(_chain_model(tmp_path / "chain.onnx", 30))
+    sc = GraphLayout(g).scene()
+    assert sum(1 for b in sc.boxes if b.kind == "node") == 31
+    # The skip edge goes around the chain: through dummies, so it does not cross a box.
+    skip = max(sc.edges, key=lambda e: len(e.points))
+    boxes = [b for b in sc.boxes if b.kind == "node"]
+    for (x0, y0), (x1, y1) in pairwise(skip.points):
+        if abs(x0 - x1) < 0.01:  # vertical runs: must not pass through a node
+            for b in boxes:
+                assert not (b.x < x0 < b.x + b.w and min(y0, y1) < b.y + b.h / 2 < max(y0, y1))
+
+
+@pytest.mark.parametrize("flip", [False, True])
+def test_core_layers_and_dummies(flip: bool) -> None:
+    # a -> b -> c -> d and a long edge a -> d; with flip, ranks disagree with one edge.
+    edges = [(0, 1), (1, 2), (2, 3), (0, 3)]
+    rank = [0.0, 1.0, 2.0, 3.0]
+    if flip:
+        edges.append((3, 1))  # a back edge: a cycle the layering must break
+    core = LayeredLayout(4, edges, rank)
+    assert core.layer[:4] == [0, 1, 2, 3]
+    long_chain = core.chains[3]
+    assert len(long_chain) == 4  # two dummies on a -> d
+    pl = core.place([(40.0, 20.0)] * 4)
+    ys = [p[1] for p in pl.pos]
+    assert ys == sorted(ys)
+    assert core.flipped[-1] is flip
+    for route in pl.routes:
+        assert route[0][1] <= route[-1][1]
+
+
+def test_core_fan_out_does_not_overlap() -> None:
+    edges = [(0, 1), (0, 2), (0, 3), (1, 4), (2, 4), (3, 4)]
+    core = LayeredLayout(5, edges, [float(i) for i in range(5)])
+    sizes = [(60.0, 20.0), (120.0, 30.0), (50.0, 20.0), (80.0, 20.0), (60.0, 20.0)]
+    pl = core.place(sizes)
+    spans = sorted((pl.pos[v][0], pl.pos[v][0] + sizes[v][0]) for v in (1, 2, 3))
+    for (_a0, a1), (b0, _b1) in pairwise(spans):
+        assert a1 <= b0
+    # The source sits above the middle of its fan, the sink below it.
+    mid = (spans[0][0] + spans[-1][1]) / 2
+    assert abs(pl.pos[0][0] + 30 - mid) < 40 and abs(pl.pos[4][0] + 30 - mid) < 40

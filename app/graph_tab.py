@@ -1,4 +1,4 @@
-"""The Graph tab: hosts the graph helper's GraphBrowser, imported only when first needed.
+"""The Graph tab: hosts the GraphBrowser, built only when first needed.
 
 app.graph pulls in onnx and pyqtgraph, which would slow the window's first paint, so the tab
 starts as a placeholder and builds the browser after the window is up (or on first use).
@@ -6,22 +6,24 @@ starts as a placeholder and builds the browser after the window is up (or on fir
 
 from __future__ import annotations
 
-import importlib
-import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+
+if TYPE_CHECKING:
+    from app.graph import GraphBrowser
+
+_EMPTY = ("The graph of the exported file appears here after an export, or open any .onnx "
+          "file (Ctrl+O).")
 
 
 class GraphTab(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.browser: Any = None
-        self.unavailable: str | None = None
-        self.placeholder = QLabel("The graph of the exported file appears here after an "
-                                  "export, or open any .onnx file (Ctrl+O).")
+        self.browser: GraphBrowser | None = None
+        self.placeholder = QLabel(_EMPTY)
         self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.placeholder.setWordWrap(True)
         self._layout = QVBoxLayout(self)
@@ -29,58 +31,52 @@ class GraphTab(QWidget):
         self._layout.addWidget(self.placeholder)
         self.loaded_path: Path | None = None
 
-    def ensure_browser(self) -> bool:
-        """Create the GraphBrowser if app.graph is available; False (with a reason) if not."""
-        if self.browser is not None:
-            return True
-        if self.unavailable is not None:
+    def ensure_browser(self) -> GraphBrowser:
+        """The GraphBrowser, created (and its heavy imports done) on first call."""
+        if self.browser is None:
+            from app.graph import GraphBrowser
+
+            self.browser = GraphBrowser(self)
+            self.browser.loadFailed.connect(self._show_failure)
+            self.browser.hide()
+            self._layout.addWidget(self.browser)
+        return self.browser
+
+    def load_file(self, path: Path) -> bool:
+        """Show the graph of `path`; False (and the reason in the tab) when it cannot."""
+        self.loaded_path = path
+        if not self.ensure_browser().load_file(str(path)):
             return False
-        try:
-            # importlib keeps mypy quiet while app.graph is still being written
-            browser_class = importlib.import_module("app.graph").GraphBrowser
-        except Exception as exc:  # not written yet, or a dependency missing
-            self.unavailable = f"The graph view is not available ({exc})."
-            return False
-        self.browser = browser_class(self)
-        self._layout.addWidget(self.browser)
-        self.placeholder.hide()
+        self._show_browser()
         return True
 
-    def load_file(self, path: Path) -> tuple[float | None, int | None]:
-        """Show the graph of `path`; returns (seconds, node count) or (None, None)."""
+    def time_load(self, path: Path) -> tuple[float, int]:
+        """Load `path` and wait for the first paint: (seconds, nodes), for --exit-after-paint."""
+        from app.graph import time_first_paint
+
         self.loaded_path = path
-        if not self.ensure_browser():
-            self.placeholder.setText(f"{path.name}: {self.unavailable}")
-            return None, None
-        started = time.perf_counter()
-        try:
-            self.browser.load_file(str(path))
-        except Exception as exc:
-            self.placeholder.setText(f"Could not show the graph of {path.name}: {exc}")
-            self.placeholder.show()
-            self.browser.hide()
-            return None, None
-        self.browser.show()
-        self.placeholder.hide()
-        return time.perf_counter() - started, self.node_count()
+        browser = self.ensure_browser()
+        self._show_browser()
+        return time_first_paint(browser, path)
 
     def node_count(self) -> int | None:
-        """Nodes in the shown graph, from whatever the browser exposes."""
-        if self.browser is None:
-            return None
-        for attr in ("node_count", "nodes"):
-            value = getattr(self.browser, attr, None)
-            value = value() if callable(value) else value
-            if isinstance(value, int):
-                return value
-        model = getattr(self.browser, "model", None)
-        nodes = getattr(model, "nodes", None)
-        return len(nodes) if nodes is not None else None
+        return self.browser.node_count() if self.browser is not None else None
 
     def clear(self) -> None:
         self.loaded_path = None
         if self.browser is not None:
             self.browser.hide()
-        self.placeholder.setText("The graph of the exported file appears here after an "
-                                 "export, or open any .onnx file (Ctrl+O).")
+        self.placeholder.setText(_EMPTY)
         self.placeholder.show()
+
+    def _show_browser(self) -> None:
+        assert self.browser is not None
+        self.browser.show()
+        self.placeholder.hide()
+
+    def _show_failure(self, reason: str) -> None:
+        name = self.loaded_path.name if self.loaded_path else "the file"
+        self.placeholder.setText(f"Could not show the graph of {name}: {reason}")
+        self.placeholder.show()
+        if self.browser is not None:
+            self.browser.hide()

@@ -45,12 +45,8 @@ def run(path: str | None = None, exit_after_paint: bool = False) -> int:
         graph_s: float | None = None
         nodes: int | None = None
         if file is not None and file.suffix.lower() != ".toml":
-            started = time.perf_counter()
-            window.open_path(file)
-            nodes = window.graph.node_count()
-            app.processEvents()
-            window.repaint()
-            graph_s = time.perf_counter() - started if window.graph.browser else None
+            window.tabs.setCurrentWidget(window.graph)
+            graph_s, nodes = window.graph.time_load(file)
         print(json.dumps({"window_s": round(window_s, 4),
                           "graph_s": round(graph_s, 4) if graph_s is not None else None,
                           "nodes": nodes}), flush=True)

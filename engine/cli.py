@@ -204,6 +204,8 @@ class Progress:
     def warning(self, item: dict[str, Any]) -> None:
         where = f"{item['source']}: " if item.get("source") else ""
         self._line(f"warning: {where}{item['category']}: {item['message'].splitlines()[0]}")
+        if item.get("hint"):
+            self._line(f"  what to change: {item['hint']}")
 
     def done(self) -> None:
         if self.tty:

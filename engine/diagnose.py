@@ -118,6 +118,41 @@ def scan_source(path: Path) -> list[dict[str, Any]]:
     return unique
 
 
+# ---------------------------------------------------------------------------- warning hints
+
+# What to change for the warnings exporters give most often (matched on the message start).
+_HINTS = (
+    ("Converting a tensor to a Python boolean",
+     "An `if` on a tensor value is frozen by tracing: use torch.where, torch.cond, or the "
+     "dynamo exporter, which captures such branches or says where it cannot."),
+    ("Converting a tensor to a Python",
+     "A tensor turned into a Python number is baked in as a constant: keep the value a tensor "
+     "(torch casts single-element tensors implicitly), e.g. x.reshape(y, -1)."),
+    ("Converting a tensor to a NumPy array",
+     "NumPy values become constants: do the computation with torch operators instead."),
+    ("torch.tensor results are registered as constants",
+     "A torch.tensor(...) built from Python values is fixed in the graph: derive it from the "
+     "inputs with torch operators if it should change."),
+    ("Iterating over a tensor",
+     "The loop count is fixed by the example input's size: use the scripted exporter for a "
+     "real loop, or vectorize the loop."),
+    ("Using len to get tensor shape",
+     "Use tensor.shape[0] instead of len(tensor) so the size stays symbolic."),
+    ("Exporting a model to ONNX with a batch_size other than 1",
+     "Export with batch size 1, or pass the initial states (h0/c0) as model inputs."),
+    ("Output nr",
+     "This output does not depend on the inputs in the trace; check it is what you expect."),
+)
+
+
+def hint_for(message: str) -> str:
+    """What to change for a known exporter or tracer warning ("" when there is no advice)."""
+    for start, hint in _HINTS:
+        if message.startswith(start):
+            return hint
+    return ""
+
+
 # ---------------------------------------------------------------------------- operators
 
 _TS_UNSUPPORTED = re.compile(r"Exporting the operator '([\w:.]+)' to ONNX opset version")

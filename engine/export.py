@@ -384,5 +384,8 @@ def _user_warnings(caught: list[warnings.WarningMessage], loaded: Any) -> list[d
         if key in seen:
             continue
         seen.add(key)
-        out.append({"category": w.category.__name__, "message": text.strip(), "source": source})
+        item = {"category": w.category.__name__, "message": text.strip(), "source": source}
+        if hint := diagnose.hint_for(item["message"]):
+            item["hint"] = hint
+        out.append(item)
     return out

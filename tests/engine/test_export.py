@@ -208,6 +208,7 @@ def test_pitfalls_in_the_source_become_warnings_with_lines(model_dir: Path) -> N
     assert tracer and all(w["source"].endswith(".py:" + w["source"].rsplit(":", 1)[1])
                           for w in tracer)
     assert any("tiny.py" in w["source"] for w in tracer)
+    assert all(w.get("hint") for w in tracer), tracer  # each says what to change
 
 
 @pytest.mark.parametrize("exporter", ["dynamo", "torchscript"])

@@ -12,6 +12,7 @@ import json
 import os
 import sys
 import time
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
@@ -164,7 +165,12 @@ def save_recipe_as(recipe: Recipe, path: Path) -> None:
     for spec in copy.inputs:
         if spec.file:
             spec.file = rel(spec.file)
-    recipes.save(copy, path)
+    try:
+        recipes.save(copy, path)
+    except OSError as exc:
+        raise StudioError("write", f"Cannot save the recipe to {path}: "
+                          f"{exc.strerror or exc}; choose another --save-recipe path.",
+                          exit_code=2) from None
 
 
 # ---------------------------------------------------------------------------- progress
@@ -326,6 +332,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except StudioError as err:
         _report_error(err, verbose)
         doc, code = _error_doc(err), err.exit_code
+    except Exception as exc:  # our own bug: still one sentence and the JSON line
+        err = StudioError("export", f"onnx-studio failed unexpectedly: {exc}.",
+                          "Run with --verbose and report the traceback.",
+                          details=traceback.format_exc())
+        _report_error(err, verbose)
+        doc, code = _error_doc(err), 1
     if want_json:
         sys.stdout.write(json.dumps(doc) + "\n")
     sys.stdout.flush()

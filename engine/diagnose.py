@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -91,8 +92,30 @@ class _ForwardScanner(ast.NodeVisitor):
 _OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//"}
 
 
-def scan_source(path: Path) -> list[dict[str, Any]]:
-    """Pitfall warnings (category ExportPitfall, source file:line) for a model's .py file."""
+def used_class_names(module: Any) -> set[str]:
+    """Class names of a module and all its submodules (scripted ones by their original name)."""
+    modules = module.modules() if hasattr(module, "modules") else [module]
+    return {getattr(m, "original_name", None) or type(m).__name__ for m in modules}
+
+
+def _with_bases(tree: ast.Module, wanted: set[str]) -> set[str]:
+    bases = {
+        node.name: {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "")
+                    for b in node.bases}
+        for node in ast.walk(tree) if isinstance(node, ast.ClassDef)
+    }
+    found, todo = set(), list(wanted)
+    while todo:
+        name = todo.pop()
+        if name in bases and name not in found:
+            found.add(name)
+            todo += bases[name]
+    return found
+
+
+def scan_source(path: Path, classes: set[str] | None = None) -> list[dict[str, Any]]:
+    """Pitfall warnings (category ExportPitfall, source file:line) for a model's .py file:
+    the `forward` of every class in `classes` and its bases (all classes when None)."""
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
@@ -101,13 +124,18 @@ def scan_source(path: Path) -> list[dict[str, Any]]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             numpy_names |= {a.asname or a.name for a in node.names if a.name == "numpy"}
+    wanted = None if classes is None else _with_bases(tree, classes)
     found: list[dict[str, Any]] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == "forward":
-            scanner = _ForwardScanner(path, numpy_names)
-            for stmt in node.body:
-                scanner.visit(stmt)
-            found += scanner.found
+    for cls in ast.walk(tree):
+        if not isinstance(cls, ast.ClassDef) or (wanted is not None and cls.name not in wanted):
+            continue
+        for node in cls.body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) \
+                    and node.name == "forward":
+                scanner = _ForwardScanner(path, numpy_names)
+                for stmt in node.body:
+                    scanner.visit(stmt)
+                found += scanner.found
     seen: set[tuple[str, str]] = set()
     unique = []
     for w in found:
@@ -169,30 +197,35 @@ def ops_named_in_error(message: str) -> list[str]:
 def unsupported_operators_torchscript(
     module: Any, args: tuple[Any, ...], opset: int, operator_export_type: str = "ONNX"
 ) -> list[str]:
-    """Every aten/custom operator in the traced graph with no symbolic at `opset`."""
-    import torch
-    from torch.onnx._internal.torchscript_exporter.registration import registry
+    """Every operator the TorchScript exporter leaves unconverted at `opset`.
 
-    if operator_export_type in ("ONNX_ATEN", "ONNX_ATEN_FALLBACK", "ONNX_FALLTHROUGH"):
-        return []  # these modes keep unconvertible operators instead of failing
-    if isinstance(module, torch.jit.ScriptModule | torch.jit.ScriptFunction):
-        graph = module.inlined_graph if hasattr(module, "inlined_graph") else module.graph
-    else:
-        with torch.no_grad():
-            traced = torch.jit.trace(module, args, check_trace=False, strict=False)
-        graph = traced.inlined_graph
+    The exporter stops at the first; exported again with ONNX_FALLTHROUGH it keeps each one as
+    an `org.pytorch.<namespace>` node instead, which is exactly its own verdict for all of them.
+    """
+    import io
+
+    import onnx
+    import torch
+
+    if operator_export_type != "ONNX":
+        return []  # the other modes keep unconvertible operators instead of failing
+    buffer = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module, args, buffer, dynamo=False, opset_version=opset,
+                          operator_export_type=torch.onnx.OperatorExportTypes.ONNX_FALLTHROUGH)
+    model = onnx.load_from_string(buffer.getvalue())
     missing: set[str] = set()
 
-    def walk(block: Any) -> None:
-        for node in block.nodes():
-            kind = node.kind()
-            namespace = kind.split("::")[0]
-            if namespace not in ("prim", "onnx") and not registry.is_registered_op(kind, opset):
-                missing.add(kind)
-            for sub in node.blocks():
-                walk(sub)
+    def walk(graph: Any) -> None:
+        for node in graph.node:
+            if node.domain.startswith("org.pytorch."):
+                missing.add(f"{node.domain.removeprefix('org.pytorch.')}::{node.op_type}")
+            for attr in node.attribute:
+                for sub in [attr.g, *attr.graphs] if attr.HasField("g") else attr.graphs:
+                    walk(sub)
 
-    walk(graph)
+    walk(model.graph)
     return sorted(missing)
 
 

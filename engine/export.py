@@ -56,7 +56,7 @@ def export(recipe: Recipe, events: Events | None = None, *, validate: bool | Non
         loaded = _export(recipe, events.part(*span), report)
     except StudioError as err:
         return report.fail(err)
-    except Exception as exc:  # a bug of ours or torch's: still a sentence, details attached
+    except (Exception, SystemExit) as exc:  # a bug of ours or torch's: still a sentence
         return report.fail(StudioError(
             "export", f"The export failed unexpectedly: {_first_line(exc)}.",
             "Open the details for the full traceback.", details=traceback.format_exc()))
@@ -77,6 +77,11 @@ def _validate_into(report: ExportReport, recipe: Recipe, loaded: Any, events: Ev
                                 plot_dir=plot_dir)
     except StudioError as err:
         report.fail(err)
+        return
+    except Exception as exc:
+        report.fail(StudioError(
+            "validation", f"Validation failed unexpectedly: {_first_line(exc)}.",
+            "Open the details for the full traceback.", details=traceback.format_exc()))
         return
     finally:
         report.seconds["validate"] = time.perf_counter() - started
@@ -111,7 +116,8 @@ def _export(recipe: Recipe, events: Events, report: ExportReport) -> Any:
     found = [{"category": "DynamicShape", "message": text, "source": ""}
              for text in inputs_mod.dynamic_size_warnings(recipe)]
     if loaded.source_file is not None:
-        found += diagnose.scan_source(Path(loaded.source_file))
+        found += diagnose.scan_source(Path(loaded.source_file),
+                                      diagnose.used_class_names(loaded.module))
     for item in found:
         report.warnings.append(item)
         events.warning(item)
@@ -260,7 +266,7 @@ def _dry_run(module: Any, args: tuple[Any, ...], recipe: Recipe) -> None:
     try:
         with torch.no_grad():
             result = module(*copies)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # sys.exit() in user code must not end us
         given = ", ".join(f"{s.name}{list(s.shape)}" for s in recipe.inputs) or "no inputs"
         raise StudioError(
             "inputs", f"The model's forward() fails on the example inputs ({given}): "
@@ -290,7 +296,7 @@ def _run_extensions(recipe: Recipe) -> dict[Any, Any]:
                               "export.extensions.")
         try:
             namespace = runpy.run_path(str(path), run_name=f"onnx_studio_extension_{path.stem}")
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:
             raise StudioError("source", f"Extension {path.name} failed to run: "
                               f"{_first_line(exc)}.", "Fix the extension file.",
                               details=traceback.format_exc()) from None

@@ -99,8 +99,8 @@ def make_inputs(recipe: Recipe, *, seed: int | None = None, sizes: dict[str, int
         if spec.fill == "file":
             tensor = _from_file(recipe, spec, where, dtype)
             for axis, name in spec.dynamic.items():
-                if name in sizes and _axis(axis, tensor.dim(), where) is not None \
-                        and tensor.shape[axis] != sizes[name]:
+                index = _axis(axis, tensor.dim(), where)
+                if name in sizes and index is not None and tensor.shape[index] != sizes[name]:
                     raise StudioError("inputs", f"{where} comes from a file, so its dimension "
                                       f"{name!r} cannot be resized to {sizes[name]}.",
                                       "Use a generated fill to try other sizes.")

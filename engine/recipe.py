@@ -260,11 +260,8 @@ def _coerce(raw: Any, annotation: str, where: str) -> Any:
                 axis = int(k)
             except (TypeError, ValueError):
                 raise RecipeError(f"{where}: axis {k!r} is not a whole number.") from None
-            if not isinstance(v, str) or not v.isidentifier():
-                raise RecipeError(
-                    f"{where}: axis {axis} needs a name made of letters, digits and _, "
-                    f"got {v!r}."
-                )
+            if not isinstance(v, str):
+                raise RecipeError(f"{where}: axis {axis} needs a name in quotes, got {v!r}.")
             out[axis] = v
         return out
     if base == "dict[str, int]":
@@ -287,6 +284,12 @@ def _choice(where: str, value: str, allowed: tuple[str, ...]) -> tuple[str, str]
     if value in allowed:
         return None
     return where, f"{value!r} is not allowed; use one of {', '.join(allowed)}."
+
+
+def _dim_name_problems(where: str, dynamic: dict[int, str]) -> list[tuple[str, str]]:
+    return [(where, f"axis {axis} needs a name made of letters, digits and _ (such as "
+             f"batch), got {name!r}.") for axis, name in dynamic.items()
+            if not isinstance(name, str) or not name.isidentifier()]
 
 
 def _check(recipe: Recipe) -> list[tuple[str, str]]:
@@ -320,6 +323,7 @@ def _check(recipe: Recipe) -> list[tuple[str, str]]:
             found.append((f"{where}.high", "fill is \"randint\" but no high bound is given."))
         if spec.low is not None and spec.high is not None and spec.low >= spec.high:
             found.append((f"{where}.low", f"low ({spec.low}) must be below high ({spec.high})."))
+        found += _dim_name_problems(f"{where}.dynamic", spec.dynamic)
         for axis in spec.dynamic:
             if spec.fill != "file" and not -len(spec.shape) <= axis < len(spec.shape):
                 found.append((f"{where}.dynamic", f"axis {axis} is beyond the input's rank "
@@ -334,6 +338,10 @@ def _check(recipe: Recipe) -> list[tuple[str, str]]:
             found.append((f"{where}.name", f"the name {out.name!r} is used twice; "
                           "inputs and outputs need distinct names."))
         out_names.add(out.name)
+        found += _dim_name_problems(f"{where}.dynamic", out.dynamic)
+        if any(axis < 0 for axis in out.dynamic):
+            found.append((f"{where}.dynamic", "output axes count from 0; write the axis "
+                          "number, not a negative index."))
     opts = recipe.export
     if not opts.output.strip():
         found.append(("export.output", "no output file; name an .onnx file."))

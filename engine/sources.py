@@ -68,7 +68,7 @@ class SourceDescription:
 
 
 @dataclass
-class _Source:
+class ParsedSource:
     kind: str  # one of KINDS, or "unknown"
     path: Path | None = None
     name: str = ""  # class/factory for python, example or torchvision model name
@@ -77,7 +77,7 @@ class _Source:
 _PY_SOURCE = re.compile(r"^(?P<path>.+\.py)(?::(?P<name>[^:/\\]*))?$")
 
 
-def _parse(source: str, base_dir: Path) -> _Source:
+def parse(source: str, base_dir: Path) -> ParsedSource:
     """Classify a source string without touching the file system beyond path joining."""
     text = source.strip()
     if not text:
@@ -86,20 +86,20 @@ def _parse(source: str, base_dir: Path) -> _Source:
                           "an example such as example:alexnet.")
     for prefix in ("example", "torchvision"):
         if text.startswith(prefix + ":"):
-            return _Source(prefix, None, text[len(prefix) + 1:].strip())
+            return ParsedSource(prefix, None, text[len(prefix) + 1:].strip())
     match = _PY_SOURCE.match(text)
     if match:
         name = (match["name"] or "").strip()
         if name and not name.isidentifier():
             raise StudioError("source", f"{name!r} is not a Python class or function name.",
                               "Write the source as file.py:Name, e.g. net.py:Net.")
-        return _Source("python", _resolve(match["path"], base_dir), name)
+        return ParsedSource("python", _resolve(match["path"], base_dir), name)
     path = _resolve(text, base_dir)
     suffix = path.suffix.lower()
     if suffix == ".pt2":
-        return _Source("exported_program", path)
+        return ParsedSource("exported_program", path)
     if suffix in PICKLE_SUFFIXES:
-        return _Source("torchscript_or_pickle", path)
+        return ParsedSource("torchscript_or_pickle", path)
     if suffix == ".onnx":
         raise StudioError("source", f"{path.name} is already an ONNX file; there is nothing "
                           "to export.", "Open it with `onnx-studio inspect` or the window, or "
@@ -127,7 +127,7 @@ def _must_exist(path: Path, what: str) -> None:
 def describe(source: str, base_dir: Path) -> SourceDescription:
     """What a source offers (candidate classes/factories, forward parameters); never raises."""
     try:
-        parsed = _parse(source, base_dir)
+        parsed = parse(source, base_dir)
     except StudioError as exc:
         return SourceDescription("unknown", error=exc.message)
     if parsed.kind == "example":
@@ -143,11 +143,11 @@ def describe(source: str, base_dir: Path) -> SourceDescription:
     if parsed.kind == "exported_program":
         return SourceDescription("exported_program", forward_params=_pt2_params(parsed.path))
     if parsed.kind == "torchscript_or_pickle":
-        return SourceDescription(_archive_kind(parsed.path))
+        return SourceDescription(archive_kind(parsed.path))
     return _describe_python(parsed.path, parsed.name)
 
 
-def _archive_kind(path: Path) -> str:
+def archive_kind(path: Path) -> str:
     """TorchScript archives carry compiled code (`code/`, `constants.pkl`); torch.save's don't."""
     try:
         with zipfile.ZipFile(path) as archive:
@@ -300,6 +300,16 @@ def _factory_forward(tree: ast.Module, name: str,
     return []
 
 
+def default_name(path: Path, candidates: list[Candidate]) -> str:
+    """The model a bare `file.py` source means: its only model class; else StudioError."""
+    classes = [c for c in candidates if c.kind == "class"]
+    if len(classes) != 1:
+        found = ", ".join(c.name for c in candidates) or "none"
+        raise StudioError("source", f"{path.name} does not say which model to use.",
+                          f"Write the source as {path.name}:Name; candidates: {found}.")
+    return classes[0].name
+
+
 def _first_line(doc: str | None) -> str:
     return (doc or "").strip().split("\n", 1)[0]
 
@@ -318,7 +328,7 @@ def load_model(recipe: Recipe, device: str = "cpu") -> LoadedModel:
 
     check_device(device)
     spec = recipe.model
-    parsed = _parse(spec.source, recipe.base_dir)
+    parsed = parse(spec.source, recipe.base_dir)
     if parsed.kind == "exported_program":
         loaded = _load_exported_program(parsed.path, spec.checkpoint)
     else:
@@ -353,7 +363,7 @@ def _seeded(seed: int) -> Iterator[None]:
         yield
 
 
-def _build(parsed: _Source, spec: ModelSpec) -> tuple[Any, Path | None, str]:
+def _build(parsed: ParsedSource, spec: ModelSpec) -> tuple[Any, Path | None, str]:
     """The module for every source kind except .pt2, with its source file and kind."""
     if parsed.kind == "python":
         assert parsed.path is not None
@@ -386,13 +396,7 @@ def _load_python(path: Path, name: str, kwargs: dict[str, Any]) -> Any:
     except (OSError, UnicodeDecodeError) as exc:
         raise StudioError("source", f"Cannot read {path}: {exc}.") from None
     candidates, _ = _candidates(tree)
-    if not name:
-        classes = [c for c in candidates if c.kind == "class"]
-        if len(classes) != 1:
-            found = ", ".join(c.name for c in candidates) or "none"
-            raise StudioError("source", f"{path.name} does not say which model to use.",
-                              f"Write the source as {path.name}:Name; candidates: {found}.")
-        name = classes[0].name
+    name = name or default_name(path, candidates)
     module = _import_file(path)
     obj = getattr(module, name, None)
     if obj is None:
@@ -431,7 +435,7 @@ def _call_user(obj: Any, kwargs: dict[str, Any], where: str, path: Path | None) 
                               f"{where} takes {_signature_text(signature)}.") from None
     try:
         return obj(**kwargs)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # sys.exit() in user code must not end us
         line = _user_line(path)
         raise StudioError("source", f"Building {where} raised {type(exc).__name__}: "
                           f"{_one_line(exc)}{line}.",

@@ -49,6 +49,25 @@ def check_output_path(path: Path) -> Path:
     return path
 
 
+def _remove_abandoned(target: Path) -> None:
+    """Delete temp folders beside `target` left by a process that no longer runs."""
+    for folder in target.parent.glob(f".{target.name}.*.tmp"):
+        pid_text = folder.name.removeprefix(f".{target.name}.").split(".")[0]
+        if not pid_text.isdigit() or _alive(int(pid_text)):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists but is not ours to signal
+        return True
+    return True
+
+
 class AtomicOnnxWrite:
     """Context manager: export into `temp_path`, call `finish()`, and the file is in place."""
 
@@ -66,8 +85,12 @@ class AtomicOnnxWrite:
     def __enter__(self) -> AtomicOnnxWrite:
         try:
             self.target.parent.mkdir(parents=True, exist_ok=True)
-            self.temp_dir = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.", suffix=".tmp",
-                                                  dir=self.target.parent))
+            _remove_abandoned(self.target)
+            # the pid in the name lets a later export tell an abandoned folder (its worker was
+            # killed by Cancel) from one that another live process is still writing
+            self.temp_dir = Path(tempfile.mkdtemp(
+                prefix=f".{self.target.name}.{os.getpid()}.", suffix=".tmp",
+                dir=self.target.parent))
         except OSError as exc:
             raise StudioError("write", f"Cannot create files in {self.target.parent}: "
                               f"{exc.strerror or exc}; choose another output folder.") from None
@@ -95,7 +118,7 @@ class AtomicOnnxWrite:
             self._resave(external=False)
         try:
             onnx.checker.check_model(str(path))
-        except (onnx.checker.ValidationError, Exception) as exc:
+        except Exception as exc:  # ValidationError, or a protobuf/IO error reading it back
             raise StudioError("export", f"The exported file fails onnx.checker: "
                               f"{str(exc).strip().splitlines()[0] if str(exc).strip() else exc}.",
                               "This is an exporter bug or a custom operator without a schema; "

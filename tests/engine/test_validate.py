@@ -727,3 +727,10 @@ def test_plot_sample_is_capped_and_evenly_spaced() -> None:
     assert np.array_equal(sample["reference"], ref[sample["index"]])
     assert np.array_equal(sample["candidate"], ref[sample["index"]] + 1)
     assert sample["hist_counts"].sum() == ref.size
+
+
+def test_int64_outputs_are_compared_exactly_beyond_float_precision() -> None:
+    from engine.validate_metrics import compare
+
+    metrics = compare(np.array([2**53 + 1, 7]), np.array([2**53, 7]), 0.0, 0.0)
+    assert metrics["passed"] is False and metrics["mismatched"] == 1

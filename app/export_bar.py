@@ -1,4 +1,5 @@
-"""The bar under the form: output file, why Export is disabled, progress, Export / Cancel."""
+"""The bar under the form: output file, why Export is disabled, progress, Export / Validate /
+Cancel (the progress bar and Cancel serve a validation job as well as an export)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ class ExportBar(QWidget):
     """States: idle (Export enabled unless there are problems), running, done, failed."""
 
     exportClicked = Signal()
+    validateClicked = Signal()
     cancelClicked = Signal()
     outputEdited = Signal(str)
     browseClicked = Signal()
@@ -52,9 +54,11 @@ class ExportBar(QWidget):
         self.export_button = QPushButton("Export")
         self.export_button.setDefault(True)
         self.export_button.setToolTip(EXPORT_TIP)
+        self.validate_button = QPushButton("Validate")
+        self.validate_button.setEnabled(False)
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setEnabled(False)
-        self.cancel_button.setToolTip("Stop the export now (Esc); the form is kept")
+        self.cancel_button.setToolTip("Stop the export or validation now (Esc); the form is kept")
         self.timer = QTimer(self)
         self.timer.setInterval(100)
         self.timer.timeout.connect(self._tick)
@@ -74,6 +78,7 @@ class ExportBar(QWidget):
         row.addWidget(self.progress, 1)
         row.addWidget(self.elapsed)
         row.addWidget(self.export_button)
+        row.addWidget(self.validate_button)
         row.addWidget(self.cancel_button)
         layout.addLayout(row)
         layout.addWidget(self.stage)
@@ -82,6 +87,7 @@ class ExportBar(QWidget):
             lambda: self.outputEdited.emit(self.output.text().strip()))
         self.output_browse.clicked.connect(self.browseClicked)
         self.export_button.clicked.connect(self.exportClicked)
+        self.validate_button.clicked.connect(self.validateClicked)
         self.cancel_button.clicked.connect(self.cancelClicked)
 
     def set_output(self, text: str) -> None:
@@ -115,6 +121,7 @@ class ExportBar(QWidget):
         self.timer.start()
         self._tick()
         self.export_button.setEnabled(False)
+        self.validate_button.setEnabled(False)
         self.cancel_button.setEnabled(True)
 
     def set_progress(self, fraction: float, stage: str) -> None:
@@ -124,8 +131,9 @@ class ExportBar(QWidget):
     def seconds(self) -> float:
         return time.perf_counter() - self._started_at
 
-    def finish(self, ok: bool, text: str) -> None:
-        """Stop the clock; `text` goes under the bar ("Done in 3.1 s." or why it failed)."""
+    def finish(self, ok: bool, text: str, failed_format: str = "Not exported") -> None:
+        """Stop the clock; `text` goes under the bar ("Done in 3.1 s." or why it failed) and
+        `failed_format` in the bar when it failed."""
         self.running = False
         self.timer.stop()
         self._tick()
@@ -133,7 +141,7 @@ class ExportBar(QWidget):
         if ok:
             self.progress.setValue(1000)
         else:
-            self.progress.setFormat("Not exported")
+            self.progress.setFormat(failed_format)
             self.progress.setValue(0)
         self.stage.setText(text)
 

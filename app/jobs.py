@@ -28,6 +28,8 @@ from PySide6.QtCore import QObject, QThread, Signal
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 JobCallback = Callable[[dict[str, Any]], None]
+# Jobs that run for seconds or more (the user waits on them, Cancel ends them), by their names
+LONG_JOBS = {"export": "export", "validate": "validation"}
 _RUNNERS: weakref.WeakSet[JobRunner] = weakref.WeakSet()
 
 
@@ -295,20 +297,33 @@ class JobRunner(QObject):
         self._worker.send({**request, "id": job_id})
         return job_id
 
+    def export(self, recipe_toml: str, base_dir: Path, callback: JobCallback) -> int:
+        """Export (and validate, if the recipe says so) in the worker."""
+        return self.submit({"job": "export", "recipe": recipe_toml, "base_dir": str(base_dir)},
+                           callback)
+
+    def validate(self, recipe_toml: str, base_dir: Path, onnx: Path, callback: JobCallback
+                 ) -> int:
+        """Validate an existing .onnx file against the recipe's model with its [validate]."""
+        return self.submit({"job": "validate", "recipe": recipe_toml, "base_dir": str(base_dir),
+                            "onnx": str(onnx)}, callback)
+
     def busy(self) -> bool:
-        return any(kind == "export" for kind, _ in self._jobs.values())
+        return any(kind in LONG_JOBS for kind, _ in self._jobs.values())
 
     def cancel(self) -> None:
         """End every running job now (the worker is killed) and start a fresh worker."""
         self._retire()
-        self._fail_all("cancelled", "The export was cancelled; the form is unchanged.", "")
+        self._fail_all("cancelled", "The {job} was cancelled; the form is unchanged.", "")
         self.start()
 
     def _fail_all(self, kind: str, message: str, hint: str) -> None:
+        """Fail every pending job; `{job}` in `message` becomes the job's name."""
         jobs, self._jobs = self._jobs, {}
-        for job_id, (_, callback) in jobs.items():
+        for job_id, (job, callback) in jobs.items():
+            text = message.replace("{job}", LONG_JOBS.get(job, "job"))
             callback({"id": job_id, "type": "error", "details": "", "error": {
-                "kind": kind, "message": message, "hint": hint, "unsupported_ops": []}})
+                "kind": kind, "message": text, "hint": hint, "unsupported_ops": []}})
 
     def _on_message(self, worker: WorkerProcess, message: dict[str, Any]) -> None:
         if worker is not self._worker:

@@ -1,4 +1,5 @@
-"""The Options group: exporter, opset, export type, training, folding, data, device, extras."""
+"""The Options group: exporter, opset, export type, training, folding, data, device, extras,
+and the [validate] settings (tolerances, random draws, other sizes, per-node comparison)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
+    QSizePolicy,
     QSpinBox,
     QWidget,
 )
@@ -39,8 +41,14 @@ FALLBACK_CAPABILITIES: dict[str, Any] = {
 }
 
 
+def format_float(value: float) -> str:
+    """1e-05 -> '1e-05', 0.001 -> '0.001', 0.0 -> '0': short, and parsed back exactly."""
+    return repr(float(value)).removesuffix(".0") if value == int(value) and abs(value) < 1e15 \
+        else repr(float(value))
+
+
 class OptionsForm(QGroupBox):
-    """A view of `recipe.export` (and `recipe.validate.enabled`)."""
+    """A view of `recipe.export` and `recipe.validate` (providers aside)."""
 
     changed = Signal()
 
@@ -72,7 +80,28 @@ class OptionsForm(QGroupBox):
         self.params = QCheckBox("Export parameters")
         self.keep_inits = QCheckBox("Initializers as inputs")
         self.optimize = QCheckBox("Optimize graph")
-        self.validate = QCheckBox("Validate with ONNX Runtime")
+        self.validate = QCheckBox("After each export")
+        self.validate.setToolTip("Run ONNX Runtime against PyTorch right after the export "
+                                 "(validate.enabled); Validate (Ctrl+Shift+V) runs it any time")
+        self.dynamic_sizes = QCheckBox("Other sizes")
+        self.dynamic_sizes.setToolTip("Also run every dynamic axis at a smaller and a larger "
+                                      "size (validate.dynamic_sizes)")
+        self.intermediates = QCheckBox("Per node")
+        self.intermediates.setToolTip("Compare every intermediate value, to find the first node "
+                                      "that diverges (dynamo exports; validate.intermediates)")
+        self.rtol = QLineEdit()
+        self.atol = QLineEdit()
+        for edit, what in ((self.rtol, "Relative"), (self.atol, "Absolute")):
+            edit.setMaximumWidth(80)
+            edit.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+            edit.setToolTip(f"{what} tolerance: an element passes when |onnx - torch| <= "
+                            "atol + rtol * |torch|")
+        self.random_trials = QSpinBox()
+        self.random_trials.setRange(0, 1000)
+        self.random_trials.setToolTip("Fresh random inputs tried besides the export inputs "
+                                      "(validate.random_trials)")
+        self._tips: dict[QWidget, str] = {
+            w: w.toolTip() for w in (self.rtol, self.atol, self.random_trials)}
         self.custom_opsets = QLineEdit()
         self.custom_opsets.setPlaceholderText("custom_domain = 1")
         self.extensions = QLineEdit()
@@ -98,8 +127,7 @@ class OptionsForm(QGroupBox):
             grid.addWidget(wb, row, 3)
         grid.addWidget(self.opset_warning, 3, 0, 1, 4)
         checks = QGridLayout()
-        for i, box in enumerate((self.folding, self.params, self.keep_inits, self.optimize,
-                                 self.validate)):
+        for i, box in enumerate((self.folding, self.params, self.keep_inits, self.optimize)):
             checks.addWidget(box, i // 3, i % 3)
         grid.addLayout(checks, 4, 0, 1, 4)
         grid.addWidget(QLabel("Custom opsets"), 5, 0)
@@ -111,15 +139,36 @@ class OptionsForm(QGroupBox):
         row_layout.addWidget(self.extensions_browse)
         grid.addWidget(QLabel("Extensions"), 6, 0)
         grid.addLayout(row_layout, 6, 1, 1, 3)
+        # [validate] in two compact rows, so the form still fits a 768-pixel-high screen
+        grid.addWidget(QLabel("Validation"), 7, 0)
+        checks_row = QHBoxLayout()
+        for box in (self.validate, self.dynamic_sizes, self.intermediates):
+            checks_row.addWidget(box)
+        checks_row.addStretch(1)
+        grid.addLayout(checks_row, 7, 1, 1, 3)
+        numbers = QHBoxLayout()
+        for text, widget in (("rtol", self.rtol), ("atol", self.atol),
+                             ("Random draws", self.random_trials)):
+            label = QLabel(text)
+            label.setBuddy(widget)
+            numbers.addWidget(label)
+            numbers.addWidget(widget)
+            numbers.addSpacing(8)
+        numbers.addStretch(1)
+        grid.addLayout(numbers, 8, 1, 1, 3)
         grid.setColumnStretch(1, 1)
         grid.setColumnStretch(3, 1)
 
         for combo in (self.exporter, self.opset, self.export_type, self.training, self.external,
                       self.device):
             combo.currentIndexChanged.connect(self._edited)
-        for box in (self.folding, self.params, self.keep_inits, self.optimize, self.validate):
+        for box in (self.folding, self.params, self.keep_inits, self.optimize, self.validate,
+                    self.dynamic_sizes, self.intermediates):
             box.toggled.connect(self._edited)
         self.seed.valueChanged.connect(self._edited)
+        self.random_trials.valueChanged.connect(self._edited)
+        self.rtol.editingFinished.connect(self._edited)
+        self.atol.editingFinished.connect(self._edited)
         self.custom_opsets.editingFinished.connect(self._edited)
         self.extensions.editingFinished.connect(self._edited)
         self.extensions_browse.clicked.connect(self._add_extension)
@@ -156,7 +205,15 @@ class OptionsForm(QGroupBox):
             self.params.setChecked(opts.export_params)
             self.keep_inits.setChecked(opts.keep_initializers_as_inputs)
             self.optimize.setChecked(opts.optimize)
-            self.validate.setChecked(self.recipe.validate.enabled)
+            checks = self.recipe.validate
+            self.validate.setChecked(checks.enabled)
+            self.dynamic_sizes.setChecked(checks.dynamic_sizes)
+            self.intermediates.setChecked(checks.intermediates)
+            self.random_trials.setValue(checks.random_trials)
+            for edit, key, value in ((self.rtol, "validate.rtol", checks.rtol),
+                                     (self.atol, "validate.atol", checks.atol)):
+                if key not in self.parse_errors:
+                    edit.setText(format_float(value))
             self.seed.setValue(opts.seed)
             if "export.custom_opsets" not in self.parse_errors:
                 self.custom_opsets.setText(format_table(dict(opts.custom_opsets)))
@@ -230,7 +287,7 @@ class OptionsForm(QGroupBox):
         opts.keep_initializers_as_inputs = self.keep_inits.isChecked()
         opts.optimize = self.optimize.isChecked()
         opts.seed = self.seed.value()
-        self.recipe.validate.enabled = self.validate.isChecked()
+        self._edited_validate()
         try:
             table = parse_table(self.custom_opsets.text())
             if not all(isinstance(v, int) and not isinstance(v, bool) for v in table.values()):
@@ -245,6 +302,24 @@ class OptionsForm(QGroupBox):
         else:
             self._update_enabled()
         self.changed.emit()
+
+    def _edited_validate(self) -> None:
+        checks = self.recipe.validate
+        checks.enabled = self.validate.isChecked()
+        checks.dynamic_sizes = self.dynamic_sizes.isChecked()
+        checks.intermediates = self.intermediates.isChecked()
+        checks.random_trials = self.random_trials.value()
+        for edit, key in ((self.rtol, "rtol"), (self.atol, "atol")):
+            try:
+                value = float(edit.text().strip())
+                if value != value or value in (float("inf"), float("-inf")):
+                    raise ValueError
+            except ValueError:
+                self.parse_errors[f"validate.{key}"] = (
+                    f"{key} must be a number such as 1e-3 (not {edit.text().strip()!r}).")
+                continue
+            self.parse_errors.pop(f"validate.{key}", None)
+            setattr(checks, key, value)
 
     def _add_extension(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Extension", str(self.recipe.base_dir),
@@ -261,3 +336,9 @@ class OptionsForm(QGroupBox):
                             (self.custom_opsets, "export.custom_opsets"),
                             (self.extensions, "export.extensions")):
             marks.mark(widget, problems.get(key), self.dark)
+        checks: tuple[tuple[QWidget, str], ...] = (
+            (self.rtol, "validate.rtol"), (self.atol, "validate.atol"),
+            (self.random_trials, "validate.random_trials"))
+        for check, key in checks:
+            # these keep their explanation as the tooltip when nothing is wrong
+            marks.mark(check, problems.get(key), self.dark, self._tips[check])

@@ -1,4 +1,4 @@
-"""MainWindow: the form side bound to one Recipe, the result tabs, and the export job."""
+"""MainWindow: the form side bound to one Recipe, the result tabs, the export and validate jobs."""
 
 from __future__ import annotations
 
@@ -47,6 +47,8 @@ from app.recipes import (
 )
 from app.results import LogView, PythonView, SourceViewer, SummaryView, WarningsView, resolve_source
 from app.tensor_tables import InputsTable, OutputsTable
+from app.validation_jobs import ValidationJobs
+from app.validation_tab import ValidationTab
 from engine import recipe as recipes
 from engine.errors import StudioError
 from engine.recipe import Recipe
@@ -54,10 +56,11 @@ from engine.recipe import Recipe
 TITLE = "ONNX Export Studio"
 OPEN_FILTER = ("All supported (*.toml *.py *.pt2 *.pt *.pth *.onnx);;Recipes (*.toml);;"
                "Models (*.py *.pt2 *.pt *.pth);;ONNX files (*.onnx);;All files (*)")
-TABS = ("Summary", "Warnings", "Graph", "Python", "Log")
+TABS = ("Summary", "Warnings", "Validation", "Graph", "Python", "Log")
 
 
-GRAPH_MODULES = ("numpy", "onnx", "engine.graph", "engine.layout", "app.graph")
+# pyqtgraph too: the Validation tab's parity plots need it as soon as a result arrives
+GRAPH_MODULES = ("numpy", "onnx", "engine.graph", "engine.layout", "app.graph", "pyqtgraph")
 
 
 def preload_graph_modules() -> threading.Thread:
@@ -103,6 +106,7 @@ class MainWindow(QMainWindow):
     """The form (a view of `self.recipe`) on the left, results on the right."""
 
     exportFinished = Signal(object)  # the final worker message (result or error)
+    validationFinished = Signal(object)  # the final message of a validate job
 
     def __init__(self, settings: settings_mod.Settings | None = None,
                  settings_notice: str | None = None, start_worker: bool = True) -> None:
@@ -113,6 +117,7 @@ class MainWindow(QMainWindow):
         self.problems: dict[str, str] = {}
         self.dark = False
         self.export_job: int | None = None
+        self.validation_jobs = ValidationJobs(self)
         self.last_message: dict[str, Any] | None = None
         self._saved_toml = ""
         self._python_dirty = True
@@ -187,6 +192,7 @@ class MainWindow(QMainWindow):
         self.output, self.problem_label = bar.output, bar.problem_label
         self.progress, self.stage, self.elapsed = bar.progress, bar.stage, bar.elapsed
         self.export_button, self.cancel_button = bar.export_button, bar.cancel_button
+        self.validate_button = bar.validate_button
 
         self.form_side = QWidget()
         side = QVBoxLayout(self.form_side)
@@ -199,20 +205,25 @@ class MainWindow(QMainWindow):
         bar.outputEdited.connect(self._output_edited)
         bar.browseClicked.connect(self._browse_output)
         bar.exportClicked.connect(self.start_export)
+        bar.validateClicked.connect(self.start_validation)
         bar.cancelClicked.connect(self.cancel_export)
 
     def _build_results(self) -> None:
         self.summary = SummaryView()
         self.warnings = WarningsView()
+        self.validation = ValidationTab()
         self.graph = GraphTab()
         self.python = PythonView()
         self.log = LogView()
         self.tabs = QTabWidget()
-        for widget, name in zip((self.summary, self.warnings, self.graph, self.python, self.log),
-                                TABS, strict=True):
+        for widget, name in zip((self.summary, self.warnings, self.validation, self.graph,
+                                 self.python, self.log), TABS, strict=True):
             self.tabs.addTab(widget, name)
         self.tabs.currentChanged.connect(self._tab_changed)
         self.warnings.sourceRequested.connect(self.open_source)
+        self.validation.validateRequested.connect(self.start_validation)
+        self.validation.showOnGraph.connect(self.show_errors_on_graph)
+        self.validation.clearGraph.connect(lambda: self.validation_jobs.clear_graph())
 
     def _action(self, menu: Any, text: str, slot: Any, shortcut: Any = None) -> QAction:
         action = QAction(text, self)
@@ -237,6 +248,8 @@ class MainWindow(QMainWindow):
         run = bar.addMenu("&Export")
         self.export_action = self._action(run, "&Export", self.start_export,
                                           ["Ctrl+E", "Ctrl+Return"])
+        self.validate_action = self._action(run, "&Validate with ONNX Runtime",
+                                            self.start_validation, "Ctrl+Shift+V")
         self.cancel_action = self._action(run, "&Cancel", self.cancel_export, "Esc")
         self._action(run, "Copy Python script", self.python.copy, "Ctrl+Shift+C")
         view = bar.addMenu("&View")
@@ -297,6 +310,24 @@ class MainWindow(QMainWindow):
             form.mark(problems)
         self.export_bar.show_problems(problems)
         self.export_action.setEnabled(self.export_button.isEnabled())
+        self.validation_jobs.update_enabled()
+
+    # ----------------------------------------------------------------- validate (validation_jobs)
+
+    @property
+    def validate_job(self) -> int | None:
+        return self.validation_jobs.job
+
+    def validation_target(self) -> Path | None:
+        """The file Validate would check now (None: nothing to validate)."""
+        return self.validation_jobs.target()[0]
+
+    def start_validation(self) -> int | None:
+        """Validate the last export with the form's [validate] settings (Ctrl+Shift+V)."""
+        return self.validation_jobs.start()
+
+    def show_errors_on_graph(self, values: dict[str, float], label: str, node: str = "") -> bool:
+        return self.validation_jobs.show_on_graph(values, label, node)
 
     def export_disabled_reason(self) -> str:
         return "" if self.export_button.isEnabled() else self.problem_label.text()
@@ -531,7 +562,7 @@ class MainWindow(QMainWindow):
         """Send the recipe to the worker; returns the job id (None when Export is disabled)."""
         self._output_edited()
         self.revalidate()
-        if self.export_job is not None or self.problems:
+        if self.export_job is not None or self.validate_job is not None or self.problems:
             return None
         self.summary.show_running(str(self.recipe.output_path),
                                   self.runner.ready_info is not None)
@@ -541,15 +572,21 @@ class MainWindow(QMainWindow):
         self.log.add(f"=== Export started {time.strftime('%H:%M:%S')}: "
                      f"{self.recipe.model.source} -> {self.recipe.output_path}")
         self.export_bar.start(self.runner.ready_info is not None)
-        request = {"job": "export", "recipe": self.recipe.to_toml(),
-                   "base_dir": str(self.recipe.base_dir)}
-        self.export_job = self.runner.submit(request, self._export_event)
+        if self.recipe.validate.enabled:
+            self.validation.show_running(str(self.recipe.output_path),
+                                         self.runner.ready_info is not None)
+            self.validation.add_stage("Exporting first")
+        else:
+            self.validation.show_empty()  # results of the file about to be replaced
+        self.export_job = self.runner.export(self.recipe.to_toml(), self.recipe.base_dir,
+                                             self._export_event)
         self.revalidate()
         self.tabs.setCurrentWidget(self.summary)
         return self.export_job
 
     def cancel_export(self) -> None:
-        if self.export_job is not None:
+        """Cancel the running export or validation (Esc)."""
+        if self.export_job is not None or self.validate_job is not None:
             self.runner.cancel()
 
     def _export_event(self, message: dict[str, Any]) -> None:
@@ -558,6 +595,8 @@ class MainWindow(QMainWindow):
             self.export_bar.set_progress(float(message.get("fraction", 0)),
                                          str(message.get("stage", "")))
             self.summary.add_stage(str(message.get("stage", "")))
+            if self.recipe.validate.enabled and self.validation.result is None:
+                self.validation.add_stage(str(message.get("stage", "")))
         elif kind == "log":
             self.log.add(str(message.get("line", "")))
         elif kind == "warning":
@@ -576,6 +615,7 @@ class MainWindow(QMainWindow):
                 self.warnings.clear()
                 for item in report["warnings"]:
                     self.warnings.add(item)
+            self.validation_jobs.export_done(message, report)
             if report.get("ok"):
                 self.export_bar.finish(True, f"Done in {seconds:.1f} s.")
                 self.summary.show_report(report, message.get("extra") or {})
@@ -586,9 +626,13 @@ class MainWindow(QMainWindow):
             else:
                 error = report.get("error") or {"kind": "export", "message": "Export failed."}
                 self._show_failure(error, str(message.get("details") or ""), report)
+                if report.get("validation"):  # exported, but it computes something else
+                    self.tabs.setCurrentWidget(self.validation)
         else:
             self._show_failure(message.get("error") or {}, str(message.get("details") or ""),
                                None)
+            if self.recipe.validate.enabled:
+                self.validation.show_empty()
         self._count_warnings()
         self.revalidate()
         self.exportFinished.emit(message)
@@ -600,9 +644,14 @@ class MainWindow(QMainWindow):
 
     def _show_failure(self, error: dict[str, Any], details: str,
                       report: dict[str, Any] | None) -> None:
-        title = {"cancelled": "Cancelled", "worker_crashed": "The worker crashed"}.get(
-            str(error.get("kind")), "Export failed")
-        self.export_bar.finish(False, f"{title}; the Summary tab says why.")
+        if error.get("kind") == "validation" and report and report.get("validation"):
+            # the file was written; it computes something else than the model
+            self.export_bar.finish(False, "Exported, but the validation failed; the "
+                                          "Validation tab shows where.", "Validation failed")
+        else:
+            title = {"cancelled": "Cancelled", "worker_crashed": "The worker crashed"}.get(
+                str(error.get("kind")), "Export failed")
+            self.export_bar.finish(False, f"{title}; the Summary tab says why.")
         self.summary.show_error(error, details, report)
         self.tabs.setCurrentWidget(self.summary)
         self.log.add(f"=== {error.get('kind', 'error')}: {error.get('message', '')}")
@@ -656,8 +705,9 @@ class MainWindow(QMainWindow):
             "Ctrl+O  open a recipe, model or .onnx file",
             "Ctrl+S / Ctrl+Shift+S  save the recipe (as)",
             "Ctrl+E or Ctrl+Enter  export",
-            "Esc  cancel the export",
-            "Ctrl+1 … Ctrl+5  Summary, Warnings, Graph, Python, Log",
+            "Ctrl+Shift+V  validate the exported file with ONNX Runtime",
+            "Esc  cancel the export or validation",
+            "Ctrl+1 … Ctrl+6  Summary, Warnings, Validation, Graph, Python, Log",
             "Ctrl+Shift+C  copy the Python script",
             "Ctrl+Q  quit",
         ]))

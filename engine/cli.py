@@ -333,11 +333,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         _report_error(err, verbose)
         doc, code = _error_doc(err), err.exit_code
     except Exception as exc:  # our own bug: still one sentence and the JSON line
-        err = StudioError("export", f"onnx-studio failed unexpectedly: {exc}.",
+        bug = StudioError("export", f"onnx-studio failed unexpectedly: {exc}.",
                           "Run with --verbose and report the traceback.",
                           details=traceback.format_exc())
-        _report_error(err, verbose)
-        doc, code = _error_doc(err), 1
+        _report_error(bug, verbose)
+        doc, code = _error_doc(bug), 1
     if want_json:
         sys.stdout.write(json.dumps(doc) + "\n")
     sys.stdout.flush()

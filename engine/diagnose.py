@@ -212,7 +212,7 @@ def unsupported_operators_torchscript(
     buffer = io.BytesIO()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(module, args, buffer, dynamo=False, opset_version=opset,
+        torch.onnx.export(module, args, buffer, dynamo=False, opset_version=opset,  # type: ignore[arg-type]
                           operator_export_type=torch.onnx.OperatorExportTypes.ONNX_FALLTHROUGH)
     model = onnx.load_from_string(buffer.getvalue())
     missing: set[str] = set()

@@ -132,6 +132,10 @@ def _export(recipe: Recipe, events: Events, report: ExportReport) -> Any:
     with AtomicOnnxWrite(target) as write, _captured(events.part(0.15, 0.85), report, loaded):
         if opts.exporter == "dynamo":
             _export_dynamo(recipe, model, args, write.temp_path, translation_table)
+            for note in _name_output_dims(write.temp_path, recipe):
+                item = {"category": "DynamicShape", "message": note, "source": ""}
+                report.warnings.append(item)
+                events.warning(item)
         else:
             _export_torchscript(recipe, model, args, write.temp_path,
                                 fixed_mode=loaded.kind == "exported_program")
@@ -179,6 +183,43 @@ def _export_dynamo(recipe: Recipe, model: Any, args: tuple[Any, ...], path: Path
     # "never" and "auto" let ONNXProgram decide by size (external above 2 GB); the writer then
     # enforces "never" or turns "always" into external data.
     program.save(str(path), external_data=True if opts.external_data == "always" else None)
+
+
+def _name_output_dims(path: Path, recipe: Recipe) -> list[str]:
+    """Give a dynamo export's output axes the recipe's names (dynamo names them after the
+    inputs' dimensions or s0, s1...); returns sentences for the axes it cannot name."""
+    wanted = {o.name: o.dynamic for o in recipe.outputs if o.dynamic}
+    if not wanted:
+        return []
+    import onnx
+
+    model = onnx.load(str(path), load_external_data=False)
+    graph = model.graph
+    input_dims = {d.dim_param for v in graph.input for d in v.type.tensor_type.shape.dim}
+    renames: dict[str, str] = {}
+    notes = []
+    for out in graph.output:
+        dims = out.type.tensor_type.shape.dim
+        for axis, name in sorted(wanted.get(out.name, {}).items()):
+            if axis >= len(dims):
+                notes.append(f"Output {out.name!r} has no axis {axis}; fix its dynamic axes.")
+            elif dims[axis].HasField("dim_value"):
+                notes.append(f"Output {out.name!r} axis {axis} ({name!r}) came out fixed at "
+                             f"{dims[axis].dim_value}: the exporter found it does not vary; "
+                             "check the input axes it should follow are dynamic.")
+            elif dims[axis].dim_param in input_dims and dims[axis].dim_param != name:
+                notes.append(f"Output {out.name!r} axis {axis} is the input dimension "
+                             f"{dims[axis].dim_param!r}, so the file keeps that name; use "
+                             f"{dims[axis].dim_param!r} for it in the recipe too.")
+            elif dims[axis].dim_param != name:
+                renames[dims[axis].dim_param] = name
+    if renames:
+        for value in [*graph.output, *graph.value_info]:
+            for dim in value.type.tensor_type.shape.dim:
+                if dim.dim_param in renames:
+                    dim.dim_param = renames[dim.dim_param]
+        onnx.save(model, str(path))  # external data references are kept as they are
+    return notes
 
 
 def _export_torchscript(recipe: Recipe, model: Any, args: tuple[Any, ...], path: Path,

@@ -5,6 +5,8 @@ cancel, so nothing here needs to be interruptible. The protocol, one JSON object
 
 request  {"id": 7, "job": "export", "recipe": "<TOML text>", "base_dir": "/dir",
           "validate": null | true | false}
+         {"id": 12, "job": "validate", "recipe": "<TOML text>", "base_dir": "/dir",
+          "onnx": "/dir/out/model.onnx"}           (onnx: default the recipe's output)
          {"id": 8, "job": "describe", "source": "net.py", "base_dir": "/dir"}
          {"id": 9, "job": "devices"}            {"id": 10, "job": "ping"}
 events   {"type": "ready", "pid": 123, "torch": "2.13.0", "import_s": 2.1}   (once, no id)
@@ -12,6 +14,7 @@ events   {"type": "ready", "pid": 123, "torch": "2.13.0", "import_s": 2.1}   (on
          {"id": 7, "type": "log", "line": "..."}
          {"id": 7, "type": "warning", "category": "...", "message": "...", "source": "f.py:3"}
          {"id": 7, "type": "result", "report": {...}, "job_dir": "/cache/jobs/123-7"}
+         {"id": 12, "type": "result", "validation": {...}, "onnx": "...", "job_dir": "..."}
          {"id": 7, "type": "error", "error": {"kind", "message", "hint", "unsupported_ops"},
           "details": "traceback"}
 
@@ -118,6 +121,26 @@ def job_export(request: dict[str, Any], send: Callable[[dict[str, Any]], None]) 
     }
 
 
+def job_validate(request: dict[str, Any], send: Callable[[dict[str, Any]], None]
+                 ) -> dict[str, Any]:
+    """Validate an existing .onnx file against the recipe's model; plot data in the job folder.
+
+    A validation that disagrees is a result with `validation.ok` false; a request that cannot
+    be run at all (no file, unreadable recipe, missing provider) is a StudioError -> `error`.
+    """
+    from engine import recipe as recipes
+    from engine.validate import validate  # lazy: imports torch and onnxruntime inside
+
+    base_dir = Path(request.get("base_dir") or Path.cwd())
+    recipe = recipes.loads(request["recipe"], base_dir=base_dir, name="recipe")
+    onnx = recipe.resolve(request["onnx"]) if request.get("onnx") else recipe.output_path
+    job_dir = _job_dir(request.get("id"))
+    events = _events(send)
+    events.progress(0.0, "Starting")
+    result = validate(recipe, onnx, events, plot_dir=job_dir)
+    return {"type": "result", "validation": result, "onnx": str(onnx), "job_dir": str(job_dir)}
+
+
 def job_describe(request: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
     import dataclasses
 
@@ -190,6 +213,7 @@ def job_ping(request: dict[str, Any], send: Callable[[dict[str, Any]], None]) ->
 
 JOBS: dict[str, Callable[[dict[str, Any], Callable[[dict[str, Any]], None]], dict[str, Any]]] = {
     "export": job_export,
+    "validate": job_validate,
     "describe": job_describe,
     "devices": job_devices,
     "ping": job_ping,

@@ -1,4 +1,5 @@
-"""Fixtures for the window tests: an output folder per test, models that export slowly."""
+"""Fixtures for the window tests: an output folder per test, models that export slowly, and a
+window with a real worker shared by a test module."""
 
 from __future__ import annotations
 
@@ -6,6 +7,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from app import settings as settings_mod
+from app.window import MainWindow
 
 SLOW_MODEL = '''
 import subprocess
@@ -43,3 +47,20 @@ def write_slow_model(folder: Path) -> Path:
     path = folder / "slow_net.py"
     path.write_text(SLOW_MODEL, encoding="utf-8")
     return path
+
+
+@pytest.fixture(scope="module")
+def live_window(qapp, tmp_path_factory: pytest.TempPathFactory) -> Iterator[MainWindow]:
+    """One shown window (and so one warm worker) for a whole test module."""
+    root = tmp_path_factory.mktemp("window")
+    patch = pytest.MonkeyPatch()
+    # The worker inherits these at start, so its job folders stay in the temp tree.
+    patch.setenv("ONNX_STUDIO_CACHE_DIR", str(root / "cache"))
+    patch.setenv("ONNX_STUDIO_CONFIG_DIR", str(root / "config"))
+    patch.setenv("ONNX_STUDIO_OUTPUT_DIR", str(root / "out"))
+    w = MainWindow(settings_mod.Settings(), None, start_worker=True)
+    w.load_initial(None)
+    w.show()
+    yield w
+    w.close()
+    patch.undo()

@@ -1,10 +1,12 @@
 """Screenshots of the window's main states for the README (not a test).
 
     xvfb-run -s "-screen 0 1366x768x24" env QT_QPA_PLATFORM=xcb \\
-        python tests/app/screenshots.py resources/screenshots
+        python tests/app/screenshots.py resources/screenshots [--only validation,...]
 
-Writes window_empty.png, window_running.png, window_success.png and window_failure.png at
-1366x768, grabbing the screen so what a user sees (menus, status bar) is what is saved.
+Writes window_empty.png, window_running.png, window_success.png, window_graph.png,
+window_validation.png, window_validation_failed.png and window_failure.png at 1366x768,
+grabbing the screen so what a user sees (menus, status bar) is what is saved. `--only`
+saves just the states named.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 
-def main(out_dir: Path) -> int:
+def main(out_dir: Path, only: set[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="shots_"))
     os.environ.setdefault("ONNX_STUDIO_CONFIG_DIR", str(tmp / "config"))
     os.environ.setdefault("ONNX_STUDIO_CACHE_DIR", str(tmp / "cache"))
@@ -43,6 +45,8 @@ def main(out_dir: Path) -> int:
             app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 20)
 
     def shoot(name: str) -> None:
+        if only and name not in only:
+            return
         pump(0.3)
         screen = app.primaryScreen()
         image = screen.grabWindow(0, 0, 0, 1366, 768)
@@ -63,6 +67,34 @@ def main(out_dir: Path) -> int:
     shoot("success")
     window.tabs.setCurrentWidget(window.graph)
     shoot("graph")
+
+    # one click on Validate, per-node numbers on: the tab shows outputs, trials and plots
+    validated: list[dict] = []
+    window.validationFinished.connect(validated.append)
+    window.options_form.intermediates.setChecked(True)
+    window.start_validation()
+    pump(120, lambda: bool(validated))
+    pump(1.0)
+    window.tabs.setCurrentWidget(window.validation)
+    shoot("validation")
+
+    # a traced .item() is baked into the file: right for the export inputs only
+    (tmp / "baked.py").write_text(
+        "import torch\n\n\nclass Baked(torch.nn.Module):\n    def forward(self, x):\n"
+        "        return x * x.mean().item()\n", encoding="utf-8")
+    from engine import recipe as recipes
+
+    window.set_recipe(recipes.loads(
+        'version = 1\n[model]\nsource = "baked.py:Baked"\n[[inputs]]\nname = "x"\n'
+        'shape = [64, 32]\n[[outputs]]\nname = "y"\n[export]\noutput = "baked.onnx"\n'
+        'exporter = "torchscript"\n[validate]\nenabled = true\nrandom_trials = 2\n',
+        base_dir=tmp))
+    done.clear()
+    window.start_export()
+    pump(120, lambda: bool(done))
+    window.validation.sections.setCurrentWidget(window.validation.plots)
+    pump(1.0)
+    shoot("validation_failed")
     window.tabs.setCurrentWidget(window.summary)
 
     done.clear()
@@ -75,4 +107,10 @@ def main(out_dir: Path) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(Path(sys.argv[1] if len(sys.argv) > 1 else "resources/screenshots")))
+    args = sys.argv[1:]
+    chosen = None
+    if "--only" in args:
+        at = args.index("--only")
+        chosen = set(args[at + 1].split(","))
+        del args[at:at + 2]
+    raise SystemExit(main(Path(args[0] if args else "resources/screenshots"), chosen))

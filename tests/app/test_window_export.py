@@ -10,13 +10,11 @@ import html
 import os
 import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
 
-from app import settings as settings_mod
 from app.window import MainWindow
 from engine import recipe as recipes
 from tests.app.conftest import write_slow_model
@@ -25,19 +23,8 @@ EXPORT_TIMEOUT_MS = 180_000
 
 
 @pytest.fixture(scope="module")
-def window(qapp, tmp_path_factory: pytest.TempPathFactory) -> Iterator[MainWindow]:
-    root = tmp_path_factory.mktemp("window")
-    patch = pytest.MonkeyPatch()
-    # The worker inherits these at start, so its job folders stay in the temp tree.
-    patch.setenv("ONNX_STUDIO_CACHE_DIR", str(root / "cache"))
-    patch.setenv("ONNX_STUDIO_CONFIG_DIR", str(root / "config"))
-    patch.setenv("ONNX_STUDIO_OUTPUT_DIR", str(root / "out"))
-    w = MainWindow(settings_mod.Settings(), None, start_worker=True)
-    w.load_initial(None)
-    w.show()
-    yield w
-    w.close()
-    patch.undo()
+def window(live_window: MainWindow) -> MainWindow:
+    return live_window
 
 
 def pid_alive(pid: int) -> bool:

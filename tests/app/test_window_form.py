@@ -222,7 +222,7 @@ def test_python_tab_shows_a_script(window: MainWindow) -> None:
 
 def test_keyboard_shortcut_switches_tabs(window: MainWindow, qtbot) -> None:
     window.activateWindow()
-    qtbot.keyClick(window, Qt.Key.Key_5, Qt.KeyboardModifier.ControlModifier)
+    qtbot.keyClick(window, Qt.Key.Key_6, Qt.KeyboardModifier.ControlModifier)
     assert window.tabs.currentWidget() is window.log
 
 

@@ -55,3 +55,13 @@ def write_models(folder: Path) -> Path:
     path = folder / "tiny.py"
     path.write_text(TINY_NET)
     return path
+
+
+SHAPES_NET = '''
+import torch
+
+
+class Shapes(torch.nn.Module):
+    def forward(self, x):
+        return x.reshape(-1), x.sum(0)
+'''

@@ -281,3 +281,52 @@ def test_validate_a_missing_model_is_a_wrong_request(
                                                          exporter="torchscript"))
     code, doc = run_json(capsys, "validate", str(folder / "absent.onnx"), "--recipe", str(path))
     assert_request_error(code, doc, "source", "absent.onnx")
+
+
+def test_sys_exit_in_the_model_is_a_source_error_with_json(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (folder / "bye.py").write_text(
+        "import sys, torch\nclass Bye(torch.nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        sys.exit(0)\n")
+    code, doc = run_json(capsys, "export", str(folder / "bye.py") + ":Bye", "-o",
+                         str(folder / "bye.onnx"), "--input", "x=1x4")
+    assert_request_error(code, doc, "source", "SystemExit")
+    assert not (folder / "bye.onnx").exists()
+
+
+def test_save_recipe_into_a_missing_folder(folder: Path, capsys: pytest.CaptureFixture[str]
+                                           ) -> None:
+    code, doc = run_json(capsys, "export", str(folder / "tiny.py") + ":TinyNet", "-o",
+                         str(folder / "s.onnx"), "--input", "x=1x4", "--save-recipe",
+                         str(folder / "no" / "such" / "r.toml"))
+    assert_request_error(code, doc, "write", "r.toml", "--save-recipe")
+
+
+def test_a_dimension_name_that_is_not_a_name(folder: Path, capsys: pytest.CaptureFixture[str]
+                                             ) -> None:
+    code, doc = run_json(capsys, "export", str(folder / "tiny.py") + ":TinyNet", "-o",
+                         str(folder / "d.onnx"), "--input", "x=1x4", "--dynamic", "x:0=bat-ch")
+    assert_request_error(code, doc, "recipe", "bat-ch", "inputs[0].dynamic")
+
+
+def test_a_file_input_with_an_axis_beyond_its_rank(folder: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    import numpy as np
+
+    np.save(folder / "x.npy", np.ones((2, 4), np.float32))
+    path = write_recipe(folder, "file_axis.toml", """
+version = 1
+[model]
+source = "tiny.py:TinyNet"
+[[inputs]]
+name = "x"
+fill = "file"
+file = "x.npy"
+dynamic = { 5 = "batch" }
+[export]
+output = "fa.onnx"
+exporter = "torchscript"
+""")
+    code, doc = run_json(capsys, "export", "--recipe", str(path))
+    assert_request_error(code, doc, "inputs", "axis 5", "rank 2")

@@ -253,3 +253,21 @@ def test_pitfalls_of_classes_the_model_does_not_use_are_not_reported(model_dir: 
     report = export(recipe)
     assert report.ok
     assert [w for w in report.warnings if w["category"] == "ExportPitfall"] == []
+
+
+def test_dynamo_output_axes_get_the_recipe_names_or_a_warning(tmp_path: Path) -> None:
+    from tests.engine.models import SHAPES_NET
+
+    (tmp_path / "shapes.py").write_text(SHAPES_NET)
+    recipe = make_recipe(tmp_path, source="shapes.py:Shapes", output="shapes.onnx")
+    recipe.inputs = [recipes.InputSpec(name="x", shape=[3, 4], dynamic={0: "batch"})]
+    recipe.outputs = [recipes.OutputSpec(name="flat", dynamic={0: "n"}),
+                      recipes.OutputSpec(name="total", dynamic={0: "k"})]
+    report = export(recipe)
+    assert report.ok, report.error and report.error.message
+    assert report.graph is not None
+    assert [o["shape"] for o in report.graph["outputs"]] == [["n"], [4]]
+    fixed = [w["message"] for w in report.warnings if w["category"] == "DynamicShape"]
+    assert len(fixed) == 1 and "'total' axis 0" in fixed[0] and "fixed at 4" in fixed[0]
+    (flat, _) = run_ort(recipe.output_path, x=np.ones((5, 4), np.float32))
+    assert flat.shape == (20,)

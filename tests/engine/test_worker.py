@@ -163,3 +163,65 @@ def test_unreadable_recipe_is_an_error_event(worker: Worker, model_dir: Path) ->
     assert error["type"] == "error"
     assert error["error"]["kind"] == "recipe"
     assert "TOML" in error["error"]["message"]
+
+
+VALIDATE_RECIPE = ('version = 1\n[model]\nsource = "net.py:Net"\n'
+                   '[[inputs]]\nname = "x"\nshape = [2, 4]\ndynamic = { 0 = "batch" }\n'
+                   '[[outputs]]\nname = "y"\ndynamic = { 0 = "batch" }\n'
+                   '[export]\noutput = "v/net.onnx"\n[validate]\nrandom_trials = 1\n')
+
+
+def test_validate_job_checks_an_existing_file(worker: Worker, model_dir: Path) -> None:
+    exported = worker.run({"job": "export", "recipe": VALIDATE_RECIPE,
+                           "base_dir": str(model_dir)})[-1]
+    assert exported["report"]["ok"] and exported["report"]["validation"] is None
+    events = worker.run({"job": "validate", "recipe": VALIDATE_RECIPE,
+                         "base_dir": str(model_dir), "onnx": "v/net.onnx"})
+    kinds = [e["type"] for e in events]
+    assert kinds[-1] == "result" and kinds.count("result") == 1 and "progress" in kinds
+    result = events[-1]
+    assert Path(result["onnx"]) == model_dir / "v" / "net.onnx", "relative to base_dir"
+    validation = result["validation"]
+    assert validation["ok"], validation
+    assert [o["name"] for o in validation["outputs"]] == ["y"]
+    assert [t["kind"] for t in validation["trials"]] == [
+        "export-inputs", "random", "dynamic-size", "dynamic-size"]
+    # the plot data is in the job's folder, not beside the user's file
+    job_dir = Path(result["job_dir"])
+    assert job_dir.parent == worker.cache / "jobs"
+    assert Path(validation["plots"]) == job_dir / "validation.npz"
+    assert (job_dir / "validation.npz").is_file()
+    assert not list((model_dir / "v").glob("*.npz"))
+
+
+def test_validate_job_reports_disagreement_as_a_result(worker: Worker, model_dir: Path) -> None:
+    # traced, x.mean().item() is baked into the file: right only for the export inputs
+    (model_dir / "baked.py").write_text(
+        "import torch\n\n\nclass Baked(torch.nn.Module):\n    def forward(self, x):\n"
+        "        return x * x.mean().item()\n", encoding="utf-8")
+    recipe = ('version = 1\n[model]\nsource = "baked.py:Baked"\n[[inputs]]\nname = "x"\n'
+              'shape = [3, 4]\n[export]\noutput = "v/baked.onnx"\nexporter = "torchscript"\n'
+              '[validate]\nrandom_trials = 1\n')
+    assert worker.run({"job": "export", "recipe": recipe,
+                       "base_dir": str(model_dir)})[-1]["report"]["ok"]
+    result = worker.run({"job": "validate", "recipe": recipe,  # onnx: the recipe's output
+                         "base_dir": str(model_dir)})[-1]
+    assert result["type"] == "result"
+    validation = result["validation"]
+    assert validation["ok"] is False
+    assert [t["ok"] for t in validation["trials"]] == [True, False]
+    assert validation["outputs"][0]["max_abs_diff"] > 0
+    assert validation["message"].startswith("1 of 2 trials failed; first: random draw")
+
+
+def test_validate_job_without_a_file_is_an_error_event(worker: Worker,
+                                                       model_dir: Path) -> None:
+    (error,) = [e for e in worker.run({"job": "validate", "recipe": VALIDATE_RECIPE,
+                                       "base_dir": str(model_dir), "onnx": "missing.onnx"})
+                if e["type"] in ("result", "error")]
+    assert error["type"] == "error"
+    assert error["error"]["kind"] == "validation"
+    assert "missing.onnx" in error["error"]["message"] and error["error"]["hint"]
+    (bad,) = worker.run({"job": "validate", "recipe": "[model\n", "base_dir": str(model_dir)})
+    assert bad["type"] == "error" and bad["error"]["kind"] == "recipe"
+    assert worker.run({"job": "ping"})[-1]["pong"] is True

@@ -1,0 +1,131 @@
+"""Per-node errors of a validation (`intermediates`): worst first, the first divergent marked.
+
+"Show on graph" asks the window to colour the Graph tab's nodes by their max abs diff and to
+centre the chosen node (or the first divergent one).
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QFont
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+
+from app.validation_common import (
+    add_row,
+    make_table,
+    number,
+    paint_verdict,
+    rows,
+    sort_key,
+    verdict_color,
+)
+
+HEADERS = ["Node", "Value", "max abs", "max rel", "mismatched", "Result"]
+NO_INTERMEDIATES = ("Per-node numbers were not computed. Turn on Options ▸ Validation ▸ "
+                    "<b>Per node</b> and validate again (dynamo exports) to see where inside "
+                    "the graph ONNX Runtime starts to differ.")
+
+
+class NodesPanel(QWidget):
+    """The table of compared nodes and the buttons that put their errors on the graph."""
+
+    # (values by ONNX node name, label, node to centre or "")
+    showOnGraph = Signal(object, str, str)
+    clearGraph = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.nodes: dict[str, dict[str, Any]] = {}
+        self.first: str | None = None
+        self.summary = QLabel()
+        self.summary.setWordWrap(True)
+        self.table = make_table(HEADERS, stretch=0)
+        self.table.setSortingEnabled(True)
+        self.show_button = QPushButton("Show on graph")
+        self.show_button.setToolTip("Colour the Graph tab's nodes by max abs diff and centre "
+                                    "the selected node (or the first divergent one)")
+        self.clear_button = QPushButton("Clear graph colours")
+        row = QHBoxLayout()
+        row.addWidget(self.summary, 1)
+        row.addWidget(self.show_button)
+        row.addWidget(self.clear_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addLayout(row)
+        layout.addWidget(self.table, 1)
+        self.show_button.clicked.connect(self.show_on_graph)
+        self.clear_button.clicked.connect(self.clearGraph)
+        self.table.itemDoubleClicked.connect(lambda *_: self.show_on_graph())
+        self.set_intermediates(None, False)
+
+    def set_intermediates(self, data: dict[str, Any] | None, dark: bool) -> None:
+        """Fill from the validation's `intermediates` (None: they were not asked for)."""
+        self.table.setSortingEnabled(False)
+        self.table.clear()
+        self.nodes = dict((data or {}).get("nodes") or {})
+        self.first = (data or {}).get("first_divergent")
+        usable = bool(self.nodes)
+        self.show_button.setEnabled(usable)
+        self.clear_button.setEnabled(usable)
+        self.table.setVisible(usable)
+        if data is None:
+            self.summary.setText(NO_INTERMEDIATES)
+            return
+        if not usable:
+            reason = data.get("message") or "no node could be compared"
+            self.summary.setText(f"No per-node numbers: {html.escape(str(reason))} "
+                                 "(see Warnings).")
+            return
+        failed = sum(1 for n in self.nodes.values() if not n.get("passed"))
+        if self.first:
+            color = verdict_color(False, dark)
+            self.summary.setText(
+                f"<b style='color:{color}'>First divergent node: {html.escape(self.first)}"
+                f"</b> (in graph order); {failed} of {len(self.nodes)} compared nodes are "
+                "outside the tolerance.")
+        else:
+            self.summary.setText(f"All {len(self.nodes)} compared nodes agree within the "
+                                 "tolerance; the largest differences are at the top.")
+        for name, entry in self.nodes.items():
+            passed = bool(entry.get("passed"))
+            result = "✔" if passed else "✘"
+            if name == self.first:
+                result = "✘ first divergent"
+            item = add_row(
+                self.table,
+                [name, str(entry.get("value", "")), number(entry.get("max_abs_diff")),
+                 number(entry.get("max_rel_diff")), number(entry.get("mismatched")), result],
+                {2: sort_key(entry.get("max_abs_diff")), 3: sort_key(entry.get("max_rel_diff")),
+                 4: sort_key(entry.get("mismatched"))},
+                tooltip=str(entry.get("message") or ""))
+            paint_verdict(item, 5, passed, dark, whole_row=name == self.first)
+            if name == self.first:
+                font = QFont(item.font(0))
+                font.setBold(True)
+                for column in range(len(HEADERS)):
+                    item.setFont(column, font)
+        self.table.setSortingEnabled(True)
+        self.table.sortByColumn(2, Qt.SortOrder.DescendingOrder)
+        self.table.scrollToTop()
+
+    def row_names(self) -> list[str]:
+        """Node names in the table's current order (tests ask)."""
+        return [item.text(0) for item in rows(self.table)]
+
+    def overlay_values(self) -> dict[str, float]:
+        """max abs diff per node; a node whose shapes differ counts as the worst one."""
+        finite = [float(n["max_abs_diff"]) for n in self.nodes.values()
+                  if n.get("max_abs_diff") is not None]
+        worst = max(finite, default=1.0)
+        return {name: float(n["max_abs_diff"]) if n.get("max_abs_diff") is not None else worst
+                for name, n in self.nodes.items()}
+
+    def show_on_graph(self) -> None:
+        if not self.nodes:
+            return
+        chosen = self.table.selectedItems()  # the user's pick, else the first divergent node
+        node = chosen[0].text(0) if chosen else (self.first or "")
+        self.showOnGraph.emit(self.overlay_values(), "max abs diff", node)

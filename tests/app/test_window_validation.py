@@ -1,0 +1,276 @@
+"""The Validation tab with a real worker: after an export, one click on an existing file, a
+failing validation, per-node errors on the graph, and cancel."""
+
+from __future__ import annotations
+
+import html
+import time
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+
+from app.validation_common import texts
+from app.window import MainWindow
+from engine import recipe as recipes
+from tests.app.conftest import write_slow_model
+from tests.app.test_window_export import export_and_wait
+
+JOB_TIMEOUT_MS = 180_000
+BAKED = ("import torch\n\n\nclass Baked(torch.nn.Module):\n    def forward(self, x):\n"
+         "        return x * x.mean().item()\n")
+
+
+@pytest.fixture(scope="module")
+def window(live_window: MainWindow) -> MainWindow:
+    return live_window
+
+
+def set_check(box, on: bool) -> None:
+    if box.isChecked() != on:
+        box.click()
+
+
+def set_text(edit, text: str) -> None:
+    edit.setText(text)
+    edit.editingFinished.emit()
+
+
+def validate_and_wait(window: MainWindow, qtbot, how: str = "button") -> dict:
+    assert window.validate_button.isEnabled(), window.validate_button.toolTip()
+    with qtbot.waitSignal(window.validationFinished, timeout=JOB_TIMEOUT_MS) as blocker:
+        if how == "shortcut":
+            window.activateWindow()
+            qtbot.keyClick(window, Qt.Key.Key_V, Qt.KeyboardModifier.ControlModifier
+                           | Qt.KeyboardModifier.ShiftModifier)
+        else:
+            qtbot.mouseClick(window.validation.validate_button, Qt.MouseButton.LeftButton)
+    return blocker.args[0]
+
+
+def test_export_with_validation_fills_the_tab_and_the_graph(window: MainWindow, qtbot) -> None:
+    window.load_default_recipe()
+    form = window.options_form
+    set_check(form.validate, True)
+    set_check(form.intermediates, True)
+    assert window.recipe.validate.enabled and window.recipe.validate.intermediates
+    message = export_and_wait(window, qtbot)
+    report = message["report"]
+    assert report["ok"], report
+    validation = report["validation"]
+    tab = window.validation
+
+    assert "Validation passed" in tab.verdict.text()
+    assert f"rtol {validation['rtol']}, atol {validation['atol']}" in tab.facts.text()
+    (row,) = texts(tab.outputs)
+    worst = validation["outputs"][0]
+    assert row[:2] == ["logits", "float32"] and row[-1] == "✔ pass"
+    assert row[2] == f"{worst['max_abs_diff']:.2e}", "max abs diff, as computed"
+    assert row[5].startswith(("0.99999", "1.00000")) and row[7] == "agree"
+
+    trials = texts(tab.trials.table)
+    assert len(trials) == len(validation["trials"]) == 6
+    assert [r[0] for r in trials][:2] == ["export inputs", "random draw"]
+    assert any(r[0].startswith("other size (batch=") and "batch=" in r[2] for r in trials)
+    assert all(r[3] == "✔ pass" for r in trials)
+    tab.trials.select(5)
+    assert texts(tab.trials.outputs)[0][0] == "logits", "a trial's own numbers"
+
+    window.tabs.setCurrentWidget(tab)
+    tab.sections.setCurrentWidget(tab.plots)
+    qtbot.waitUntil(lambda: tab.plots.drawn_items()["scatter_points"] > 0, timeout=10_000)
+    from engine.validate_metrics import load_plots
+
+    data = load_plots(Path(validation["plots"]))["logits"]
+    drawn = tab.plots.drawn_items()
+    assert drawn == {"scatter_points": data["index"].size, "identity_lines": 1,
+                     "histogram_bins": data["hist_counts"].size}
+    assert data["trial"] in tab.plots.note.text()
+    # the plots follow a light/dark switch
+    light = tab.plots.scatter.backgroundBrush().color().lightness()
+    window.set_theme("dark")
+    qtbot.waitUntil(lambda: tab.plots.scatter.backgroundBrush().color().lightness() < 128,
+                    timeout=5000)
+    assert light >= 128 or window.dark
+    window.set_theme("light")
+    qtbot.waitUntil(lambda: tab.plots.scatter.backgroundBrush().color().lightness() >= 128,
+                    timeout=5000)
+    assert tab.plots.drawn_items() == drawn
+
+    nodes = validation["intermediates"]["nodes"]
+    assert nodes and tab.sections.tabText(tab.sections.indexOf(tab.nodes)) == \
+        f"Nodes ({len(nodes)})"
+    names = tab.nodes.row_names()
+    assert set(names) == set(nodes)
+    errors = [nodes[n]["max_abs_diff"] for n in names]
+    assert errors == sorted(errors, reverse=True), "worst node first"
+
+    tab.sections.setCurrentWidget(tab.nodes)
+    tab.nodes.table.setCurrentItem(tab.nodes.table.topLevelItem(0))
+    qtbot.mouseClick(tab.nodes.show_button, Qt.MouseButton.LeftButton)
+    assert window.tabs.currentWidget() is window.graph
+    browser = window.graph.browser
+    assert browser is not None and browser.overlay_label == "max abs diff"
+    assert browser.overlay == {n: e["max_abs_diff"] for n, e in nodes.items()}
+    index = browser.model.node_by_name(names[0])
+    assert index is not None and browser.selected_key is not None, "the node is centred"
+    qtbot.mouseClick(tab.nodes.clear_button, Qt.MouseButton.LeftButton)
+    assert browser.overlay is None
+
+
+def test_one_click_validate_an_existing_export(window: MainWindow, qtbot) -> None:
+    window.load_default_recipe()
+    set_check(window.options_form.validate, False)
+    set_check(window.options_form.intermediates, False)
+    message = export_and_wait(window, qtbot)
+    assert message["report"]["ok"] and message["report"]["validation"] is None
+    tab = window.validation
+    assert "Not validated yet" in tab.verdict.text()
+
+    result = validate_and_wait(window, qtbot, how="shortcut")
+    assert result["type"] == "result", result
+    assert Path(result["onnx"]) == window.recipe.output_path
+    validation = result["validation"]
+    assert validation["ok"], validation
+    assert window.tabs.currentWidget() is tab
+    assert "Validation passed" in tab.verdict.text()
+    assert window.progress.format() == "Validated" and "passed" in window.stage.text()
+    assert len(texts(tab.trials.table)) == len(validation["trials"])
+    assert "Per node" in tab.nodes.summary.text(), "says how to get per-node numbers"
+    assert window.export_button.isEnabled() and not window.cancel_button.isEnabled()
+
+    # the form's [validate] settings go with the job: no tolerance at all fails
+    set_text(window.options_form.rtol, "0")
+    set_text(window.options_form.atol, "0")
+    assert (window.recipe.validate.rtol, window.recipe.validate.atol) == (0.0, 0.0)
+    result = validate_and_wait(window, qtbot)
+    validation = result["validation"]
+    assert validation["ok"] is False and validation["atol"] == 0
+    assert "Validation failed" in tab.verdict.text()
+    assert tab.message.text() == validation["message"] and "trials failed" in tab.message.text()
+    (row,) = texts(tab.outputs)
+    assert row[-1] == "✘ fail" and row[6] != "0", "mismatched elements are counted"
+    assert all(r[3] == "✘ fail" for r in texts(tab.trials.table))
+    assert tab.sections.currentWidget() is tab.trials, "a failure opens on its trials"
+    first = validation["trials"][0]["message"]
+    assert first.startswith("export inputs: ")
+    detail = tab.trials.detail.text()
+    assert "Export inputs" in detail and html.escape(first.split(": ", 1)[1]) in detail
+    assert texts(tab.trials.table)[0][5] == first.split(": ", 1)[1], "label not repeated"
+    assert window.progress.format() == "Validation failed"
+
+
+def test_baked_value_fails_the_export_validation(window: MainWindow, qtbot,
+                                                 tmp_path: Path) -> None:
+    (tmp_path / "baked.py").write_text(BAKED, encoding="utf-8")
+    window.set_recipe(recipes.loads(
+        'version = 1\n[model]\nsource = "baked.py:Baked"\n[[inputs]]\nname = "x"\n'
+        'shape = [3, 4]\n[export]\noutput = "baked.onnx"\nexporter = "torchscript"\n'
+        '[validate]\nenabled = true\nrandom_trials = 2\n', base_dir=tmp_path))
+    message = export_and_wait(window, qtbot)
+    report = message["report"]
+    assert report["ok"] is False and report["error"]["kind"] == "validation"
+    assert (tmp_path / "baked.onnx").is_file(), "exported; it computes something else"
+    tab = window.validation
+    assert window.tabs.currentWidget() is tab
+    assert "Validation failed" in tab.verdict.text()
+    assert tab.message.text().startswith("2 of 3 trials failed; first: random draw")
+    results = [r[3] for r in texts(tab.trials.table)]
+    assert results == ["✔ pass", "✘ fail", "✘ fail"]
+    assert "Random draw</b>, seed 1" in tab.trials.detail.text(), "the first failed trial"
+    # the one-click Validate now checks this file again, with the same outcome
+    result = validate_and_wait(window, qtbot)
+    assert Path(result["onnx"]) == tmp_path / "baked.onnx"
+    assert result["validation"]["ok"] is False
+
+
+def test_validate_needs_a_file_and_says_so(window: MainWindow, tmp_path: Path) -> None:
+    (tmp_path / "baked.py").write_text(BAKED, encoding="utf-8")
+    window.set_recipe(recipes.loads(
+        'version = 1\n[model]\nsource = "baked.py:Baked"\n[[inputs]]\nname = "x"\n'
+        'shape = [3, 4]\n[export]\noutput = "never.onnx"\n', base_dir=tmp_path))
+    assert not window.validate_button.isEnabled()
+    assert not window.validate_action.isEnabled()
+    assert "export first" in window.validate_button.toolTip()
+    assert window.start_validation() is None
+    set_text(window.options_form.rtol, "tight")
+    assert "validate.rtol" in window.problems
+    assert "number" in window.options_form.rtol.toolTip()
+    set_text(window.options_form.rtol, "1e-4")
+    assert window.recipe.validate.rtol == 1e-4 and "validate.rtol" not in window.problems
+
+
+def test_cancel_a_validation(window: MainWindow, qtbot, tmp_path: Path) -> None:
+    import onnx
+    from onnx import TensorProto, helper
+
+    write_slow_model(tmp_path)
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8  # what every onnxruntime reads
+    onnx.save(model, str(tmp_path / "slow.onnx"))
+    window.set_recipe(recipes.loads(
+        'version = 1\n[model]\nsource = "slow_net.py:Slow"\n[[inputs]]\nname = "x"\n'
+        'shape = [1, 4]\n[export]\noutput = "slow.onnx"\n', base_dir=tmp_path))
+    qtbot.waitUntil(lambda: window.runner.ready_info is not None, timeout=60_000)
+    assert window.start_validation() is not None
+    assert window.cancel_button.isEnabled() and not window.export_button.isEnabled()
+    # inside the model's constructor (it sleeps): the reference model is being built
+    child = tmp_path / "slow_net.child"
+    qtbot.waitUntil(lambda: child.exists() or window.validate_job is None, timeout=60_000)
+    assert window.validate_job is not None, window.validation.message.text()
+    started = time.perf_counter()
+    with qtbot.waitSignal(window.validationFinished, timeout=1000) as blocker:
+        qtbot.mouseClick(window.cancel_button, Qt.MouseButton.LeftButton)
+    assert time.perf_counter() - started < 1.0
+    error = blocker.args[0]["error"]
+    assert error["kind"] == "cancelled" and "validation was cancelled" in error["message"]
+    assert "Validation cancelled" in window.validation.verdict.text()
+    assert window.export_button.isEnabled() and window.validate_button.isEnabled()
+
+
+def test_first_divergent_node_is_marked_and_missing_plots_said(qtbot, tmp_path: Path) -> None:
+    """The tab alone, fed a validation object as the engine writes it (no worker needed)."""
+    from app.validation_tab import ValidationTab
+
+    tab = ValidationTab()
+    qtbot.addWidget(tab)
+    node = {"passed": True, "mismatched": 0, "value": "v"}
+    validation = {
+        "ok": False, "message": "1 of 1 trials failed; first: export inputs: output 'y': ...",
+        "rtol": 0.001, "atol": 1e-05, "warnings": [],
+        "outputs": [{"name": "y", "passed": False, "max_abs_diff": 0.5, "dtype": "float32",
+                     "nan_mismatch": 2, "inf_mismatch": 0, "mismatched": 3,
+                     "mismatched_fraction": 0.75, "cosine_similarity": 0.9}],
+        "trials": [{"kind": "export-inputs", "seed": 0, "sizes": {}, "ok": False,
+                    "message": "export inputs: output 'y': 3 of 4 elements differ",
+                    "outputs": [], "seconds": 0.01}],
+        "intermediates": {"first_divergent": "node_b", "compared": 3, "nodes": {
+            "node_a": {**node, "max_abs_diff": 1e-7, "max_rel_diff": 1e-6},
+            "node_b": {**node, "passed": False, "max_abs_diff": 0.25, "max_rel_diff": 0.1},
+            "node_c": {"passed": False, "max_abs_diff": None, "max_rel_diff": None,
+                       "message": "shape [2] in ONNX, [3] in PyTorch"}}},
+        "plots": str(tmp_path / "gone.npz"),
+    }
+    tab.show_result(validation, str(tmp_path / "m.onnx"))
+    (row,) = texts(tab.outputs)
+    assert row[6] == "3 (75.0%)" and row[7] == "differ: NaN ×2" and row[-1] == "✘ fail"
+    assert "First divergent node: node_b" in tab.nodes.summary.text()
+    assert tab.nodes.row_names() == ["node_c", "node_b", "node_a"], "worst (no shape) first"
+    item = tab.nodes.table.topLevelItem(1)
+    assert item.text(5) == "✘ first divergent" and item.font(0).bold()
+    assert item.background(0).color().name() != tab.nodes.table.topLevelItem(2).background(
+        0).color().name(), "the first divergent row is tinted"
+    assert tab.nodes.overlay_values() == {"node_a": 1e-7, "node_b": 0.25, "node_c": 0.25}
+    with qtbot.waitSignal(tab.showOnGraph) as blocker:
+        tab.nodes.show_button.click()
+    assert blocker.args[1:] == ["max abs diff", "node_b"], "no pick: the first divergent"
+    assert "gone.npz is missing" in tab.plots.message.text()
+
+    tab.show_error({"kind": "validation", "message": "ONNX Runtime cannot load m.onnx",
+                    "hint": "Check the opset."}, "traceback text")
+    assert "could not run" in tab.verdict.text()
+    assert "Check the opset." in tab.message.text()
+    assert not tab.body.isVisibleTo(tab) and tab.details_button.isVisibleTo(tab)

@@ -235,7 +235,7 @@ def _export_torchscript(recipe: Recipe, model: Any, args: tuple[Any, ...], path:
         "train": torch.onnx.TrainingMode.TRAINING,
     }["preserve" if fixed_mode else opts.training]  # ep.module() refuses train()/eval()
     operator_export_type = getattr(torch.onnx.OperatorExportTypes, opts.operator_export_type)
-    opset = opts.opset or _torchscript_default_opset()
+    opset = opts.opset or torchscript_default_opset()
     try:
         torch.onnx.export(
             model, args, str(path), dynamo=False,
@@ -255,7 +255,8 @@ def _export_torchscript(recipe: Recipe, model: Any, args: tuple[Any, ...], path:
             model, args, opset, opts.operator_export_type)) from None
 
 
-def _torchscript_default_opset() -> int:
+def torchscript_default_opset() -> int:
+    """The opset the TorchScript exporter writes when the recipe names none."""
     from torch.onnx import _constants
 
     return min(_constants.ONNX_DEFAULT_OPSET, _constants.ONNX_TORCHSCRIPT_EXPORTER_MAX_OPSET)

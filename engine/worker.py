@@ -151,35 +151,6 @@ def job_describe(request: dict[str, Any], send: Callable[[dict[str, Any]], None]
     return {"type": "result", "description": dataclasses.asdict(description)}
 
 
-def ort_max_opset() -> int | None:
-    """Highest default-domain opset the installed onnxruntime loads (probed, a few ms)."""
-    try:
-        import onnx
-        import onnxruntime as ort
-        from onnx import TensorProto, helper
-    except ImportError:
-        return None
-    best = None
-    options = ort.SessionOptions()
-    options.log_severity_level = 4  # the probe's failures are expected; keep stderr quiet
-    for version in range(7, onnx.defs.onnx_opset_version() + 1):
-        graph = helper.make_graph(
-            [helper.make_node("Identity", ["x"], ["y"])], "probe",
-            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
-            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
-        )
-        model = helper.make_model(
-            graph, opset_imports=[helper.make_opsetid("", version)], ir_version=8
-        )
-        try:
-            ort.InferenceSession(model.SerializeToString(), options,
-                                 providers=["CPUExecutionProvider"])
-        except Exception:
-            break
-        best = version
-    return best
-
-
 def job_devices(request: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
     import torch
 
@@ -191,6 +162,9 @@ def job_devices(request: dict[str, Any], send: Callable[[dict[str, Any]], None])
         devices.append("mps")
     from torch.onnx import _constants
 
+    from engine.export import torchscript_default_opset
+    from engine.validate import ort_max_opset
+
     ts_max = getattr(_constants, "ONNX_TORCHSCRIPT_EXPORTER_MAX_OPSET", 20)
     return {
         "type": "result",
@@ -201,7 +175,7 @@ def job_devices(request: dict[str, Any], send: Callable[[dict[str, Any]], None])
             "torchscript": [int(_constants.ONNX_MIN_OPSET), int(ts_max)],
         },
         "default_opset": {"dynamo": int(_constants.ONNX_DEFAULT_OPSET),
-                          "torchscript": int(_constants.ONNX_DEFAULT_OPSET)},
+                          "torchscript": torchscript_default_opset()},
         "ort_max_opset": ort_max_opset(),
         "torch": torch.__version__,
     }
@@ -228,6 +202,9 @@ def handle(request: dict[str, Any], channel: Channel) -> None:
         channel.send({"id": job_id, **message})
 
     job = JOBS.get(str(request.get("job")))
+    if request.get("job") in ("export", "validate"):
+        # their warnings.catch_warnings() is process-wide: let the warm-up's imports finish
+        _WARM_UP.join()
     if job is None:
         send({"type": "error", "error": {
             "kind": "recipe", "message": f"Unknown job {request.get('job')!r}; the worker runs "
@@ -261,7 +238,7 @@ def _clean_old_job_folders() -> None:
             continue
 
 
-def _warm_up() -> None:
+def _warm_up_imports() -> None:
     """Import what every export needs now, while the user is still filling in the form."""
     for name in ("engine.export", "engine.sources", "engine.inputs", "onnx", "onnxscript",
                  "torch.export"):
@@ -269,6 +246,9 @@ def _warm_up() -> None:
             __import__(name)
         except Exception:  # a missing piece is reported by the job that needs it
             continue
+
+
+_WARM_UP = threading.Thread(target=_warm_up_imports, name="warm-up", daemon=True)
 
 
 def main() -> int:
@@ -289,7 +269,7 @@ def main() -> int:
                   "torch": torch.__version__, "import_s": round(time.perf_counter() - started, 3)})
     _clean_old_job_folders()
     # Warm up on a thread so a describe or devices job is answered at once meanwhile.
-    threading.Thread(target=_warm_up, name="warm-up", daemon=True).start()
+    _WARM_UP.start()
     for raw in sys.stdin:
         raw = raw.strip()
         if not raw:

@@ -182,7 +182,12 @@ def _export_dynamo(recipe: Recipe, model: Any, args: tuple[Any, ...], path: Path
     assert program is not None
     # "never" and "auto" let ONNXProgram decide by size (external above 2 GB); the writer then
     # enforces "never" or turns "always" into external data.
-    program.save(str(path), external_data=True if opts.external_data == "always" else None)
+    try:
+        program.save(str(path), external_data=True if opts.external_data == "always" else None)
+    except OSError as exc:
+        raise StudioError("write", f"Cannot write the ONNX file into {path.parent.parent}: "
+                          f"{exc.strerror or exc}; free some space or choose another "
+                          "folder.") from None
 
 
 def _name_output_dims(path: Path, recipe: Recipe) -> list[str]:

@@ -20,8 +20,9 @@ from typing import Any
 _DTYPES = {
     1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64",
     8: "string", 9: "bool", 10: "float16", 11: "float64", 12: "uint32", 13: "uint64",
-    14: "complex64", 15: "complex128", 16: "bfloat16", 17: "float8e4m3fn", 18: "float8e4m3fnuz",
-    19: "float8e5m2", 20: "float8e5m2fnuz", 21: "uint4", 22: "int4", 23: "float4e2m1",
+    14: "complex64", 15: "complex128", 16: "bfloat16", 17: "float8_e4m3fn",
+    18: "float8_e4m3fnuz", 19: "float8_e5m2", 20: "float8_e5m2fnuz", 21: "uint4", 22: "int4",
+    23: "float4_e2m1",
 }
 _SUBGRAPH_TYPES = (5, 10)  # AttributeProto.GRAPH, GRAPHS
 _SCOPE_ITEM = re.compile(r"'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"")
@@ -48,7 +49,8 @@ def no_gc() -> Iterator[None]:
 
 
 def dtype_name(elem_type: int) -> str:
-    """The numpy-style name of an ONNX element type ("float32", "int64", ...)."""
+    """The torch-style name of an ONNX element type ("float32", "int64", "float8_e5m2"...),
+    as recipes write dtypes; used by the graph view and the CLI's JSON alike."""
     return _DTYPES.get(elem_type, f"type{elem_type}")
 
 

@@ -6,16 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import StudioError
-
-
-def dtype_name(elem_type: int) -> str:
-    """ONNX element type -> torch/numpy style name ("float32", "int64", "bool", ...)."""
-    import onnx
-
-    try:
-        return str(onnx.helper.tensor_dtype_to_np_dtype(elem_type).name)
-    except Exception:  # bfloat16, float8 and friends have no plain NumPy dtype
-        return str(onnx.TensorProto.DataType.Name(elem_type)).lower()
+from engine.graph import dtype_name
 
 
 def _value_info(value: Any) -> dict[str, Any]:

@@ -19,6 +19,15 @@ KINDS = {
 }
 
 
+def one_line(exc: BaseException, limit: int = 300) -> str:
+    """An exception as one short line for a sentence: its first non-empty line, no final '.'."""
+    for line in str(exc).splitlines():
+        line = line.strip().rstrip(".")
+        if line:
+            return line if len(line) <= limit else line[: limit - 3] + "..."
+    return type(exc).__name__
+
+
 class StudioError(Exception):
     """A failure the user can act on: one sentence, a hint, and the details behind a toggle."""
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from engine import diagnose
-from engine.errors import StudioError
+from engine.errors import StudioError, one_line
 from engine.events import Events
 from engine.recipe import Recipe
 from engine.report import ExportReport
@@ -58,7 +58,7 @@ def export(recipe: Recipe, events: Events | None = None, *, validate: bool | Non
         return report.fail(err)
     except (Exception, SystemExit) as exc:  # a bug of ours or torch's: still a sentence
         return report.fail(StudioError(
-            "export", f"The export failed unexpectedly: {_first_line(exc)}.",
+            "export", f"The export failed unexpectedly: {one_line(exc)}.",
             "Open the details for the full traceback.", details=traceback.format_exc()))
     report.ok = True
     if validate:
@@ -80,7 +80,7 @@ def _validate_into(report: ExportReport, recipe: Recipe, loaded: Any, events: Ev
         return
     except Exception as exc:
         report.fail(StudioError(
-            "validation", f"Validation failed unexpectedly: {_first_line(exc)}.",
+            "validation", f"Validation failed unexpectedly: {one_line(exc)}.",
             "Open the details for the full traceback.", details=traceback.format_exc()))
         return
     finally:
@@ -290,17 +290,8 @@ def _classify(exc: BaseException, recipe: Recipe, find_all: Any) -> StudioError:
         if exporter == "dynamo"
         else "Check the inputs match forward(), or try exporter = \"dynamo\"."
     )
-    return StudioError("export", f"The {exporter} export failed: {_first_line(exc)}.", hint,
+    return StudioError("export", f"The {exporter} export failed: {one_line(exc)}.", hint,
                        details=details)
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    for line in text.splitlines():
-        line = line.strip()
-        if line:
-            return line.rstrip(".")[:300]
-    return type(exc).__name__
 
 
 def _dry_run(module: Any, args: tuple[Any, ...], recipe: Recipe) -> None:
@@ -317,7 +308,7 @@ def _dry_run(module: Any, args: tuple[Any, ...], recipe: Recipe) -> None:
         given = ", ".join(f"{s.name}{list(s.shape)}" for s in recipe.inputs) or "no inputs"
         raise StudioError(
             "inputs", f"The model's forward() fails on the example inputs ({given}): "
-            f"{_first_line(exc)}.",
+            f"{one_line(exc)}.",
             "Check the number, order, shapes and dtypes of the inputs against forward().",
             details=traceback.format_exc()) from None
     count = len(torch.utils._pytree.tree_leaves(result))
@@ -345,7 +336,7 @@ def _run_extensions(recipe: Recipe) -> dict[Any, Any]:
             namespace = runpy.run_path(str(path), run_name=f"onnx_studio_extension_{path.stem}")
         except (Exception, SystemExit) as exc:
             raise StudioError("source", f"Extension {path.name} failed to run: "
-                              f"{_first_line(exc)}.", "Fix the extension file.",
+                              f"{one_line(exc)}.", "Fix the extension file.",
                               details=traceback.format_exc()) from None
         table.update(namespace.get("custom_translation_table", {}) or {})
     return table

@@ -22,10 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from engine.errors import StudioError
+from engine.errors import StudioError, one_line
 from engine.events import Events
 from engine.recipe import Recipe
 from engine.validate_metrics import PlotKeeper, compare, worst
+from engine.validate_metrics import validation_warning as _warning
 
 OPTIMIZATION_LEVELS = ("disable", "basic", "extended", "all")
 # Domains of the standard operator sets; onnxruntime's own (com.microsoft, ...) are asked
@@ -143,7 +144,7 @@ def read_onnx(path: Path) -> Any:
         return onnx.load(str(path), load_external_data=False)
     except Exception as exc:
         raise StudioError("validation", f"{path.name} is not a readable ONNX file "
-                          f"({_one_line(exc)}).",
+                          f"({one_line(exc)}).",
                           "Export it again; the file may be truncated or not an ONNX model."
                           ) from None
 
@@ -415,7 +416,7 @@ class _Runner:
             out["message"] = f"{trial.label}: {err.message}"
         except Exception as exc:  # outputs of a kind we cannot compare: a failed trial, not a crash
             out["ok"] = False
-            out["message"] = f"{trial.label}: the outputs could not be compared ({_one_line(exc)})"
+            out["message"] = f"{trial.label}: the outputs could not be compared ({one_line(exc)})"
             out["details"] = traceback.format_exc()
         out["seconds"] = round(time.perf_counter() - started, 4)
         return out
@@ -444,7 +445,7 @@ class _Runner:
                 expected = flatten_outputs(self.module(*(t.clone() for t in tensors)))
         except Exception as exc:
             out["message"] = (f"The PyTorch model itself failed {trial.label}: "
-                              f"{_one_line(exc)}; these sizes cannot be checked.")
+                              f"{one_line(exc)}; these sizes cannot be checked.")
             return
         names, arrays = _flatten_onnx(self.output_names, got)
         problems = []
@@ -583,13 +584,8 @@ def _plot_path(onnx_path: Path, plot_dir: Path | None) -> Path:
 # ---------------------------------------------------------------------------- text
 
 
-def _warning(message: str) -> dict[str, Any]:
-    return {"category": "ValidationWarning", "message": message, "source": ""}
 
 
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if len(text) <= 300 else text[:297] + "..."
 
 
 _ORT_PREFIX = re.compile(r"^\[ONNXRuntimeError\] : \d+ : \w+ : ")

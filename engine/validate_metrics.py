@@ -27,6 +27,11 @@ def _finite(value: float) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
+def validation_warning(message: str) -> dict[str, Any]:
+    """A warning of the validation, shaped like the export's warnings."""
+    return {"category": "ValidationWarning", "message": message, "source": ""}
+
+
 def compare(reference: np.ndarray, candidate: np.ndarray, rtol: float, atol: float
             ) -> dict[str, Any]:
     """Metrics of `candidate` against `reference` for one output of one trial.

@@ -17,8 +17,10 @@ from typing import Any
 
 import numpy as np
 
+from engine.errors import one_line
 from engine.recipe import Recipe
 from engine.validate_metrics import REL_EPS
+from engine.validate_metrics import validation_warning as _warning
 
 _FX_NODE = re.compile(r"^%(\S+) : .*?call_function\[target=([^\]]+)\]")
 _MAX_INLINE_BYTES = 1_800_000_000  # a protobuf must stay under 2 GB to be handed to ORT
@@ -50,8 +52,8 @@ def compare_nodes(
         fx_values, fx_targets = _fx_values(recipe, loaded, inputs)
     except Exception as exc:
         warn(_warning(f"Intermediate values were not compared: capturing the model again "
-                      f"failed ({_one_line(exc)})."))
-        return {**empty, "message": f"capture failed: {_one_line(exc)}"}
+                      f"failed ({one_line(exc)})."))
+        return {**empty, "message": f"capture failed: {one_line(exc)}"}
 
     graph_outputs = {o.name for o in proto.graph.output}
     matched = []  # (value name, onnx node name, fx name) in graph order
@@ -71,8 +73,8 @@ def compare_nodes(
                           session_options)
     except Exception as exc:
         warn(_warning(f"Intermediate values were not compared: ONNX Runtime could not compute "
-                      f"them ({_one_line(exc)})."))
-        return {**empty, "message": f"onnxruntime failed: {_one_line(exc)}"}
+                      f"them ({one_line(exc)})."))
+        return {**empty, "message": f"onnxruntime failed: {one_line(exc)}"}
     rtol, atol = recipe.validate.rtol, recipe.validate.atol
     nodes: dict[str, dict[str, Any]] = {}
     first = None
@@ -186,10 +188,5 @@ def _node_metrics(ref: np.ndarray, cand: np.ndarray, rtol: float, atol: float
             "mismatched": outside}
 
 
-def _warning(message: str) -> dict[str, Any]:
-    return {"category": "ValidationWarning", "message": message, "source": ""}
 
 
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if len(text) <= 300 else text[:297] + "..."

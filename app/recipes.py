@@ -177,12 +177,12 @@ def file_problems(recipe: Recipe) -> list[tuple[str, str]]:
 
 def needs_trust(recipe: Recipe) -> bool:
     """True when the source is a pickled whole module the user has not yet trusted."""
-    from engine.codegen import is_torchscript_archive
+    from engine.sources import archive_kind
 
     src = source_file(recipe)
     if recipe.model.trust_pickle or src is None or src.suffix.lower() not in PICKLE_SUFFIXES:
         return False
-    return src.is_file() and not is_torchscript_archive(src)
+    return src.is_file() and archive_kind(src) == "pickle"
 
 
 def format_table(values: dict[str, object]) -> str:

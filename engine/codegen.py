@@ -1,21 +1,29 @@
 """Recipe -> a standalone Python script that makes the same export with `torch.onnx.export`.
 
 The script is what a user would have written by hand; the window shows it in the Python tab so
-an export made by clicking can move into a build script. Only the `example:` source needs this
-package at run time. No torch import here: the GUI calls this function.
+an export made by clicking can move into a build script. It follows the studio step by step:
+sources are classified by `engine.sources` (the same parsing `load_model` uses), models are
+built under the recipe's seed and put in eval mode as `load_model` does, and inputs are drawn
+from a generator seeded like `engine.inputs.make_inputs`, so the script's model and inputs are
+the studio's. Only the `example:` source needs this package at run time.
+No torch import here: the GUI calls this module (sources' parsing half is torch-free).
 """
 
 from __future__ import annotations
 
-import zipfile
+import keyword
 from pathlib import Path
 from typing import Any
 
-from engine.recipe import InputSpec, OutputSpec, Recipe
+from engine import inputs as inputs_mod
+from engine import sources
+from engine.errors import StudioError
+from engine.recipe import InputSpec, Recipe
 
 _TRAINING = {"eval": "EVAL", "preserve": "PRESERVE", "train": "TRAINING"}
 _DTYPE_ALIASES = {"float": "float32", "double": "float64", "half": "float16",
                   "short": "int16", "int": "int32", "long": "int64"}
+_INT_DTYPES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}
 
 
 def _py(value: Any) -> str:
@@ -23,211 +31,353 @@ def _py(value: Any) -> str:
     return repr(value)
 
 
+def _dtype_name(name: str) -> str:
+    return _DTYPE_ALIASES.get(name, name)
+
+
 def _dtype(name: str) -> str:
-    return f"torch.{_DTYPE_ALIASES.get(name, name)}"
+    return f"torch.{_dtype_name(name)}"
 
 
-def is_torchscript_archive(path: Path) -> bool:
-    """TorchScript archives are zips with a code/ folder; a pickled module has none."""
+def _path_expr(recipe: Recipe, path: str | Path) -> str:
+    """`str(BASE / 'rel')` for paths inside the recipe's folder, the absolute path otherwise."""
+    p = Path(path)
+    if not p.is_absolute():
+        p = recipe.resolve(p)  # also expands ~
     try:
-        with zipfile.ZipFile(path) as archive:
-            names = archive.namelist()
-    except zipfile.BadZipFile:
-        return False  # the legacy torch.save format is a bare pickle
-    except OSError:
-        return True  # unreadable here: torch.jit.load gives the clearer error
-    return any("/code/" in n or n.endswith("/constants.pkl") for n in names)
+        rel = p.resolve().relative_to(recipe.base_dir.resolve())
+    except ValueError:
+        return _py(str(p))
+    return f"str(BASE / {_py(rel.as_posix())})"
 
 
-def _path_expr(recipe: Recipe, path: str) -> str:
-    p = Path(path).expanduser()
-    return _py(str(p)) if p.is_absolute() else f"str(BASE / {_py(path)})"
-
-
-def _model_lines(recipe: Recipe) -> tuple[list[str], list[str]]:
-    """(imports, lines) that bind `model` to the recipe's module."""
-    spec = recipe.model
-    source = spec.source.strip()
-    imports: list[str] = []
-    lines: list[str] = []
-    if source.startswith("example:"):
-        name = source.split(":", 1)[1]
-        imports.append("from engine.examples import EXAMPLES  # ONNX Export Studio's examples")
-        lines.append(f"model = EXAMPLES[{_py(name)}].build()")
-    elif source.startswith("torchvision:"):
-        name = source.split(":", 1)[1]
-        imports.append("import torchvision")
-        kwargs = {"weights": None, **spec.kwargs}
-        lines.append(f"model = torchvision.models.get_model({_py(name)}, **{_py(kwargs)})")
-    elif source.endswith(".pt2"):
-        lines.append(f"model = torch.export.load({_path_expr(recipe, source)}).module()")
-    elif source.endswith((".pt", ".pth")) and ":" not in Path(source).name:
-        if is_torchscript_archive(recipe.resolve(source)):
-            lines.append(f"model = torch.jit.load({_path_expr(recipe, source)}, "
-                         "map_location='cpu')")
-        else:
-            lines.append("# A pickled whole module runs code from the file: load only files "
-                         "you trust.")
-            lines.append(f"model = torch.load({_path_expr(recipe, source)}, map_location='cpu', "
-                         "weights_only=False)")
+def _call(func: str, kwargs: dict[str, Any], *args: str) -> str:
+    """`func(*args, a=1, b='x')`, or `func(*args, **{...})` when a key is not a Python name."""
+    if all(k.isidentifier() and not keyword.iskeyword(k) for k in kwargs):
+        parts = [*args, *(f"{k}={_py(v)}" for k, v in kwargs.items())]
     else:
-        file, _, name = source.rpartition(":")
-        if not file:  # "net.py" without a name: the sources module picks the only class
-            file, name = source, "Model"
-        imports.append("import importlib.util")
-        lines += [
-            f"spec = importlib.util.spec_from_file_location('user_model', "
-            f"{_path_expr(recipe, file)})",
-            "module = importlib.util.module_from_spec(spec)",
-            "spec.loader.exec_module(module)",
-            f"model = module.{name}(**{_py(spec.kwargs)})" if spec.kwargs
-            else f"model = module.{name}()",
-        ]
-    if spec.checkpoint:
-        ckpt = _path_expr(recipe, spec.checkpoint)
-        if spec.checkpoint.endswith(".safetensors"):
-            imports.append("from safetensors.torch import load_file")
-            lines.append(f"state = load_file({ckpt})")
+        parts = [*args, f"**{_py(kwargs)}"]
+    return f"{func}({', '.join(parts)})"
+
+
+# ---------------------------------------------------------------------------- the model
+
+
+def _model_lines(recipe: Recipe) -> tuple[list[str], list[str], str, str]:
+    """(imports, lines, name, kind): the lines bind `name` to what torch.onnx.export gets;
+    kind is the source's kind as engine.sources names it."""
+    spec = recipe.model
+    parsed = sources.parse(spec.source, recipe.base_dir)  # StudioError for a malformed source
+    if parsed.kind == "exported_program":
+        return _program_lines(recipe, parsed)
+    seed = recipe.export.seed
+    imports: list[str] = []
+    lines = [f"torch.manual_seed({seed})  # the studio builds the model under the recipe's "
+             "seed: same weights"]
+    kind = parsed.kind
+    if kind == "example":
+        imports.append("from engine.examples import EXAMPLES  # ONNX Export Studio's examples")
+        lines.append("model = " + _call(f"EXAMPLES[{_py(parsed.name)}].build", spec.kwargs))
+    elif kind == "torchvision":
+        imports.append("import torchvision")
+        lines += _torchvision_lines(parsed.name, spec.kwargs)
+    elif kind == "python":
+        imports += ["import importlib.util", "import sys"]
+        lines += _python_lines(recipe, parsed)
+    else:  # a saved module: .pt/.pth/.pkl/.bin, TorchScript or pickled
+        assert parsed.path is not None
+        kind = sources.describe(spec.source, recipe.base_dir).kind
+        if spec.kwargs:
+            raise StudioError("source", f"model.kwargs only apply to Python sources, but "
+                              f"{parsed.path.name} is a saved module.",
+                              "Remove model.kwargs from the recipe.")
+        path = _path_expr(recipe, parsed.path)
+        if kind == "torchscript":
+            lines.append(f"model = torch.jit.load({path}, map_location='cpu')")
         else:
-            lines.append(f"state = torch.load({ckpt}, map_location='cpu', weights_only=True)")
-            lines.append("state = state.get('state_dict', state)")
-        lines.append("model.load_state_dict(state)")
-    mode = recipe.export.training
-    lines.append("model.train()" if mode == "train" else "model.eval()" if mode == "eval"
-                 else "# training = preserve: the module keeps the mode it was loaded in")
-    if spec.script:
+            if not spec.trust_pickle:
+                raise StudioError("source", f"{parsed.path.name} is a pickled model and "
+                                  "loading it runs code from the file, so it needs "
+                                  "trust_pickle = true.",
+                                  "Set trust_pickle = true in [model] only if you trust "
+                                  "this file.")
+            lines += ["# A pickled whole module runs code from the file (trust_pickle = true): "
+                      "load only files you trust.",
+                      f"model = torch.load({path}, map_location='cpu', weights_only=False)"]
+    if spec.checkpoint:
+        lines += _checkpoint_lines(recipe, spec.checkpoint)
+        if spec.checkpoint.lower().endswith(".safetensors"):
+            imports.append("from safetensors.torch import load_file")
+    lines.append("model.eval()  # the studio loads every model in eval mode")
+    if spec.script and kind != "torchscript":
         lines.append("model = torch.jit.script(model)")
     if recipe.export.device != "cpu":
         lines.append(f"model = model.to({_py(recipe.export.device)})")
-    return imports, lines
+    # engine.export sets the mode last: train(True) for "train", nothing for "preserve" (so
+    # the eval mode above stays), train(False) again for "eval".
+    if recipe.export.training == "train":
+        lines.append("model.train()  # training = \"train\"")
+    elif recipe.export.training == "preserve":
+        lines.append("# training = \"preserve\": the model keeps the eval mode it was "
+                     "loaded in")
+    return imports, lines, "model", kind
+
+
+def _program_lines(recipe: Recipe,
+                   parsed: sources.ParsedSource) -> tuple[list[str], list[str], str, str]:
+    """A .pt2: dynamo exports the ExportedProgram itself, TorchScript traces its .module()."""
+    assert parsed.path is not None
+    if recipe.model.checkpoint:
+        raise StudioError("source", "A checkpoint cannot be applied to an ExportedProgram; its "
+                          "weights are inside the .pt2.", "Remove model.checkpoint.")
+    lines = [f"program = torch.export.load({_path_expr(recipe, parsed.path)})",
+             "# An ExportedProgram keeps the mode it was captured in: no eval()/train()",
+             "# (its .module() refuses them)."]
+    if recipe.export.exporter == "dynamo":
+        return [], lines, "program", parsed.kind
+    lines.append("model = program.module()")
+    if recipe.export.device != "cpu":
+        lines.append(f"model = model.to({_py(recipe.export.device)})")
+    return [], lines, "model", parsed.kind
+
+
+def _python_lines(recipe: Recipe, parsed: sources.ParsedSource) -> list[str]:
+    """Import the user's file as the studio does and build the named class or factory."""
+    assert parsed.path is not None
+    desc = sources.describe(recipe.model.source, recipe.base_dir)
+    name = parsed.name
+    if not name:  # "net.py": the same rule load_model applies (the file's only model class)
+        if desc.error and not desc.candidates:
+            raise StudioError("source", desc.error)
+        name = sources.default_name(parsed.path, desc.candidates)
+    lines = [
+        f"model_file = Path({_path_expr(recipe, parsed.path)})",
+        "# The file's folder goes on sys.path so its own imports (sibling files) resolve.",
+        "sys.path.insert(0, str(model_file.parent))",
+        "spec = importlib.util.spec_from_file_location('user_model', model_file)",
+        "user_model = importlib.util.module_from_spec(spec)",
+        "sys.modules['user_model'] = user_model  # pickling and TorchScript look modules up here",
+        "spec.loader.exec_module(user_model)",
+    ]
+    if name in {c.name for c in desc.candidates}:  # a class or a factory function
+        lines.append("model = " + _call(f"user_model.{name}", recipe.model.kwargs))
+    else:  # no def/class of that name (or unreadable here): decide at run time, as load_model
+        lines += [f"model = user_model.{name}",
+                  "if not isinstance(model, torch.nn.Module):  # a module instance is used as is",
+                  "    model = " + _call("model", recipe.model.kwargs)]
+    return lines
+
+
+def _torchvision_lines(name: str, kwargs: dict[str, Any]) -> list[str]:
+    return [
+        "# Pretrained weights only when already downloaded: the studio never downloads.",
+        "try:",
+        f"    weights = torchvision.models.get_model_weights({_py(name)}).DEFAULT",
+        "except Exception:",
+        "    weights = None",
+        "if weights is not None and not (Path(torch.hub.get_dir()) / 'checkpoints'",
+        "                                / Path(weights.url).name).is_file():",
+        "    weights = None",
+        "model = " + _call("torchvision.models.get_model", kwargs, _py(name),
+                           "weights=weights"),
+    ]
+
+
+def _checkpoint_lines(recipe: Recipe, checkpoint: str) -> list[str]:
+    """Load a state_dict the way sources._apply_checkpoint does (weights only)."""
+    path = _path_expr(recipe, checkpoint)
+    load = (f"state = load_file({path}, device='cpu')"
+            if checkpoint.lower().endswith(".safetensors")
+            else f"state = torch.load({path}, map_location='cpu', weights_only=True)")
+    return [
+        load,
+        "for key in ('state_dict', 'model_state_dict', 'model'):  # common trainer layouts",
+        "    if isinstance(state.get(key), dict):",
+        "        state = state[key]",
+        "        break",
+        "if state and all(k.startswith('module.') for k in state) \\",
+        "        and not set(model.state_dict()) & set(state):  # saved by DataParallel",
+        "    state = {k[len('module.'):]: v for k, v in state.items()}",
+        "model.load_state_dict(state, strict=True)",
+    ]
+
+
+# ---------------------------------------------------------------------------- the inputs
+
+
+def _input_expr(recipe: Recipe, spec: InputSpec) -> tuple[str, str]:
+    """(expression, import) drawing one input exactly as engine.inputs._fill does."""
+    shape = _py(list(spec.shape))
+    name = _dtype_name(spec.dtype)
+    dt = f"torch.{name}"
+    fill = spec.fill
+    if fill == "file":
+        if not spec.file:
+            raise StudioError("inputs", f"{spec.name}: fill \"file\" needs file = \"x.npy\" "
+                              "or \".pt\".")
+        path = _path_expr(recipe, spec.file)
+        if spec.file.lower().endswith(".npy"):
+            return (f"torch.from_numpy(np.ascontiguousarray(np.load({path}, "
+                    f"allow_pickle=False))).to({dt})", "import numpy as np")
+        return f"torch.load({path}, map_location='cpu', weights_only=True).to({dt})", ""
+    is_int = name in _INT_DTYPES
+    if name == "bool" and fill in ("randn", "rand", "randint"):
+        return f"torch.randint(0, 2, {shape}, generator=generator).bool()", ""
+    if fill == "randint" or (fill in ("randn", "rand") and is_int):
+        # Integers are drawn from low..high-1 (default 0..10) whatever the fill says.
+        low = int(inputs_mod.DEFAULT_INT_LOW if spec.low is None else spec.low)
+        high = int(inputs_mod.DEFAULT_INT_HIGH if spec.high is None else spec.high)
+        drawn = f"torch.randint({low}, {high}, {shape}, generator=generator"
+        return (f"{drawn}, dtype={dt})" if is_int
+                else f"{drawn}, dtype=torch.int64).to({dt})"), ""
+    if fill in ("randn", "rand"):
+        wide = "torch.complex128" if name.startswith("complex") else "torch.float64"
+        cast = "" if wide == dt else f".to({dt})"
+        if fill == "randn":
+            return f"torch.randn({shape}, generator=generator, dtype={wide}){cast}", ""
+        low_f = 0.0 if spec.low is None else float(spec.low)
+        high_f = 1.0 if spec.high is None else float(spec.high)
+        drawn = f"torch.rand({shape}, generator=generator, dtype={wide})"
+        if (low_f, high_f) != (0.0, 1.0):
+            drawn = f"({_py(low_f)} + {_py(high_f - low_f)} * {drawn})"
+        return f"{drawn}{cast}", ""
+    if fill in ("zeros", "ones"):
+        return f"torch.{fill}({shape}, dtype={dt})", ""
+    if fill == "full":
+        if spec.value is None:
+            raise StudioError("inputs", f"{spec.name}: fill \"full\" needs a value.")
+        value: Any = (bool(spec.value) if name == "bool" else int(spec.value) if is_int
+                      else spec.value)
+        return f"torch.full({shape}, {_py(value)}, dtype={dt})", ""
+    raise StudioError("inputs", f"{spec.name}: fill {fill!r} is unknown; use randn, rand, "
+                      "zeros, ones, randint, full or file.")
 
 
 def _input_lines(recipe: Recipe) -> tuple[list[str], list[str]]:
+    """(imports, lines) binding `args`, the example inputs in forward() order."""
     imports: list[str] = []
-    lines = [f"torch.manual_seed({recipe.export.seed})"]
+    lines = [f"generator = torch.Generator().manual_seed({recipe.export.seed})  "
+             "# the studio's own input generator", "args = ("]
     device = recipe.export.device
     for spec in recipe.inputs:
-        shape = _py(tuple(spec.shape))
-        dt = _dtype(spec.dtype)
-        low = spec.low if spec.low is not None else 0
-        if spec.fill == "randn":
-            expr = f"torch.randn({shape}).to({dt})"
-        elif spec.fill == "rand":
-            high = spec.high if spec.high is not None else 1
-            expr = f"(torch.rand({shape}) * ({high} - {low}) + {low}).to({dt})"
-        elif spec.fill in ("zeros", "ones"):
-            expr = f"torch.{spec.fill}({shape}, dtype={dt})"
-        elif spec.fill == "randint":
-            expr = f"torch.randint({int(low)}, {int(spec.high or 1)}, {shape}).to({dt})"
-        elif spec.fill == "full":
-            expr = f"torch.full({shape}, {spec.value}, dtype={dt})"
-        elif spec.fill == "file" and spec.file and spec.file.endswith(".npy"):
-            if "import numpy as np" not in imports:
-                imports.append("import numpy as np")
-            expr = f"torch.from_numpy(np.load({_path_expr(recipe, spec.file)}))"
-        elif spec.fill == "file" and spec.file:
-            expr = f"torch.load({_path_expr(recipe, spec.file)}, weights_only=True)"
-        else:
-            expr = f"torch.randn({shape}).to({dt})"
+        expr, needed = _input_expr(recipe, spec)
+        if needed and needed not in imports:
+            imports.append(needed)
         if device != "cpu":
             expr = f"{expr}.to({_py(device)})"
-        lines.append(f"{spec.name} = {expr}")
+        lines.append(f"    {expr},  # {spec.name}")
+    lines.append(")")
     return imports, lines
 
 
 def _dynamic_lines(recipe: Recipe) -> tuple[list[str], list[str]]:
-    """(lines, export kwargs) for the recipe's dynamic axes."""
-    items: list[InputSpec | OutputSpec] = [*recipe.inputs, *recipe.outputs]
-    if not any(item.dynamic for item in items):
-        return [], []
+    """(lines, export kwargs) for the recipe's dynamic axes, as engine.inputs builds them."""
     if recipe.export.exporter == "dynamo":
-        names = sorted({n for s in recipe.inputs for n in s.dynamic.values()})
-        lines = ["# One Dim per name: a name shared by several inputs is one dimension."]
-        lines += [f"{n} = torch.export.Dim({_py(n)})" for n in names]
+        if not any(spec.dynamic for spec in recipe.inputs):
+            return [], []
+        names = list(recipe.dynamic_dims())
+        lines = ["# One Dim per name: a name shared by several inputs is one dimension.",
+                 f"dims = {{name: torch.export.Dim(name) for name in {_py(names)}}}"]
         shapes = []
         for spec in recipe.inputs:
-            pairs = ", ".join(f"{a}: {n}" for a, n in sorted(spec.dynamic.items()))
+            rank = len(spec.shape)
+            pairs = ", ".join(f"{a % rank if rank and a < 0 else a}: dims[{_py(n)}]"
+                              for a, n in sorted(spec.dynamic.items()))
             shapes.append("{" + pairs + "}" if spec.dynamic else "None")
         tuple_text = "(" + ", ".join(shapes) + ("," if len(shapes) == 1 else "") + ")"
         lines.append(f"dynamic_shapes = {tuple_text}")
         return lines, ["dynamic_shapes=dynamic_shapes"]
-    axes: dict[str, dict[int, str]] = {}
-    for item in items:
-        if item.dynamic:
-            axes[item.name] = dict(sorted(item.dynamic.items()))
+    axes = inputs_mod.dynamic_axes(recipe)
+    if not axes:
+        return [], []
     return [f"dynamic_axes = {_py(axes)}"], ["dynamic_axes=dynamic_axes"]
 
 
-def generate(recipe: Recipe) -> str:
-    """Return a runnable script that exports `recipe`'s model the way the studio would."""
+# ---------------------------------------------------------------------------- the script
+
+
+def _extension_lines(recipe: Recipe) -> tuple[list[str], list[str]]:
+    """(lines, export kwargs): run each extension as engine.export does, before the model."""
+    opts = recipe.export
+    if not opts.extensions:
+        return [], []
+    dynamo = opts.exporter == "dynamo"
+    lines = ["# Extensions: custom symbolics / translations registered before export"]
+    if dynamo:
+        lines.append("custom_translation_table = {}")
+    for ext in opts.extensions:
+        run = (f"runpy.run_path({_path_expr(recipe, ext)}, "
+               f"run_name={_py('onnx_studio_extension_' + Path(ext).stem)})")
+        lines += ([f"namespace = {run}",
+                   "custom_translation_table.update(namespace.get('custom_translation_table') "
+                   "or {})"] if dynamo else [run])
+    return lines, (["custom_translation_table=custom_translation_table or None"]
+                   if dynamo else [])
+
+
+def _export_kwargs(recipe: Recipe, kind_is_program: bool) -> list[str]:
     opts = recipe.export
     dynamo = opts.exporter == "dynamo"
-    model_imports, model_lines = _model_lines(recipe)
-    input_imports, input_lines = _input_lines(recipe)
-    dyn_lines, dyn_kwargs = _dynamic_lines(recipe)
-    stdlib = {"from pathlib import Path"} | ({"import runpy"} if opts.extensions else set())
-    third = {"import torch"}
-    for extra in [*model_imports, *input_imports]:
-        (stdlib if extra.startswith("import importlib") else third).add(extra)
-    imports = [*sorted(stdlib), "", *sorted(third, key=lambda s: (s.startswith("from"), s))]
-
-    body: list[str] = [f"BASE = Path({_py(str(recipe.base_dir.resolve()))})  "
-                       "# the recipe's folder; relative paths start here", ""]
-    body += ["# The model", *model_lines, "", "# Example inputs, in forward() order",
-             *input_lines, ""]
-    export_kwargs: list[str] = []
-    if opts.extensions:
-        body.append("# Extensions: custom symbolics / translations registered before export")
-        if dynamo:
-            body.append("custom_translation_table = {}")
-        for ext in opts.extensions:
-            if dynamo:
-                body.append(f"custom_translation_table.update(runpy.run_path("
-                            f"{_path_expr(recipe, ext)}).get('custom_translation_table', {{}}))")
-            else:
-                body.append(f"runpy.run_path({_path_expr(recipe, ext)})")
-        body.append("")
-        if dynamo:
-            export_kwargs.append("custom_translation_table=custom_translation_table or None")
-    if dyn_lines:
-        body += [*dyn_lines, ""]
-    if dynamo and opts.external_data == "auto":
-        body += ["# external_data = auto: weights go beside the file only near ONNX's 2 GB limit",
-                 "weight_bytes = sum(t.numel() * t.element_size() for t in "
-                 "model.state_dict().values())",
-                 "external_data = weight_bytes > 1_800_000_000", ""]
-
-    out = _path_expr(recipe, opts.output)
-    body.append(f"output = Path({out})")
-    body.append("output.parent.mkdir(parents=True, exist_ok=True)")
-    args = ", ".join(s.name for s in recipe.inputs) + ("," if len(recipe.inputs) == 1 else "")
-    export_kwargs = [
-        f"input_names={_py([s.name for s in recipe.inputs])}",
+    kwargs = [
+        *([f"input_names={_py([s.name for s in recipe.inputs])}"] if recipe.inputs else []),
         *([f"output_names={_py([s.name for s in recipe.outputs])}"] if recipe.outputs else []),
         *([f"opset_version={opts.opset}"] if opts.opset is not None else []),
         f"dynamo={dynamo}",
-        *dyn_kwargs,
-        *export_kwargs,
     ]
     if dynamo:
-        external = {"auto": "external_data", "always": "True", "never": "False"}
-        export_kwargs.append(f"external_data={external[opts.external_data]}")
-        export_kwargs.append(f"optimize={opts.optimize}")
+        # "auto"/"never": torch itself moves weights beside the file only above ONNX's 2 GB.
+        kwargs.append(f"external_data={opts.external_data == 'always'}")
+        kwargs.append(f"optimize={opts.optimize}")
     else:
-        export_kwargs.append(f"training=torch.onnx.TrainingMode.{_TRAINING[opts.training]}")
+        # A program's .module() cannot switch modes, so the studio exports it as it is.
+        mode = "preserve" if kind_is_program else opts.training
+        kwargs.append(f"training=torch.onnx.TrainingMode.{_TRAINING[mode]}")
         if opts.operator_export_type != "ONNX":
-            export_kwargs.append("operator_export_type=torch.onnx.OperatorExportTypes."
-                                 f"{opts.operator_export_type}")
-        export_kwargs.append(f"do_constant_folding={opts.do_constant_folding}")
+            kwargs.append("operator_export_type=torch.onnx.OperatorExportTypes."
+                          f"{opts.operator_export_type}")
+        kwargs.append(f"do_constant_folding={opts.do_constant_folding}")
         if opts.custom_opsets:
-            export_kwargs.append(f"custom_opsets={_py(opts.custom_opsets)}")
+            kwargs.append(f"custom_opsets={_py(opts.custom_opsets)}")
     if not opts.export_params:
-        export_kwargs.append("export_params=False")
+        kwargs.append("export_params=False")
     if opts.keep_initializers_as_inputs:
-        export_kwargs.append("keep_initializers_as_inputs=True")
+        kwargs.append("keep_initializers_as_inputs=True")
+    return kwargs
+
+
+def generate(recipe: Recipe) -> str:
+    """Return a runnable script that exports `recipe`'s model the way the studio would.
+
+    Raises StudioError when the studio itself would refuse the recipe's model or inputs
+    (a malformed source, an untrusted pickle, ...); the window shows that sentence instead.
+    """
+    opts = recipe.export
+    ext_lines, ext_kwargs = _extension_lines(recipe)
+    model_imports, model_lines, target, kind = _model_lines(recipe)
+    input_imports, input_lines = _input_lines(recipe)
+    dyn_lines, dyn_kwargs = _dynamic_lines(recipe)
+    stdlib = {"from pathlib import Path"} | ({"import runpy"} if ext_lines else set())
+    third = {"import torch"}
+    for extra in [*model_imports, *input_imports]:
+        (stdlib if extra in ("import importlib.util", "import sys") else third).add(extra)
+    imports = [*sorted(stdlib, key=lambda s: (s.startswith("from"), s)), "",
+               *sorted(third, key=lambda s: (s.startswith("from"), s))]
+
+    body: list[str] = [f"BASE = Path({_py(str(recipe.base_dir.resolve()))})  "
+                       "# the recipe's folder; relative paths start here", ""]
+    if ext_lines:
+        body += [*ext_lines, ""]
+    body += ["# The model", *model_lines, "", "# Example inputs, in forward() order",
+             *input_lines, ""]
+    if dyn_lines:
+        body += [*dyn_lines, ""]
+    body.append(f"output = Path({_path_expr(recipe, opts.output)})")
+    body.append("output.parent.mkdir(parents=True, exist_ok=True)")
+    export_kwargs = [*_export_kwargs(recipe, kind == "exported_program"), *dyn_kwargs,
+                     *ext_kwargs]
     body.append("torch.onnx.export(")
-    body.append("    model,")
-    body.append(f"    ({args}),")
+    body.append(f"    {target},")
+    body.append("    args,")
     body.append("    str(output),")
     body += [f"    {kw}," for kw in export_kwargs]
     body.append(")")

@@ -11,12 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine import recipe as recipes
+from engine.describe import PICKLE_SUFFIXES, split_source
+from engine.paths import rebase_recipe_paths
 from engine.recipe import Recipe
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 RECIPES_DIR = REPO_ROOT / "resources" / "recipes"
 MODEL_SUFFIXES = (".py", ".pt2", ".pt", ".pth")
-PICKLE_SUFFIXES = (".pt", ".pth", ".pkl", ".bin")  # TorchScript or a pickled whole module
 OPENABLE_SUFFIXES = (*MODEL_SUFFIXES, ".onnx", ".toml")
 
 
@@ -88,62 +89,14 @@ def fallback_recipe(out_dir: Path) -> Recipe:
 def load_example(path: Path, out_dir: Path) -> Recipe:
     """An example recipe made independent of the (maybe read-only) resources folder:
     its input paths become absolute and its output lands in `out_dir`."""
-    recipe = recipes.load(path)
-    rebase(recipe, out_dir, absolute=True)
+    recipe = rebase_recipe_paths(recipes.load(path), out_dir, absolute=True)
     recipe.export.output = Path(recipe.export.output).name
     return recipe
 
 
-def _source_file(source: str) -> str | None:
-    """The file part of a model source, or None for example:/torchvision: sources."""
-    if source.startswith(("example:", "torchvision:")) or not source.strip():
-        return None
-    head, sep, tail = source.rpartition(":")
-    # "net.py:Net" -> net.py; a Windows drive "C:\net.pt" has no name after the colon
-    if sep and head and "/" not in tail and "\\" not in tail and head.endswith(".py"):
-        return head
-    return source
-
-
-def _with_source_file(source: str, new_file: str) -> str:
-    old = _source_file(source)
-    return source if old is None else new_file + source[len(old):]
-
-
-def rebase(recipe: Recipe, new_base: Path, absolute: bool = False) -> None:
-    """Move the recipe to `new_base`, rewriting relative paths so they point where they did
-    (relative to the new folder, or absolute with `absolute`)."""
-    new_base = Path(os.path.abspath(new_base))
-
-    def moved(path: str) -> str:
-        if Path(path).expanduser().is_absolute():
-            return path
-        # normpath, not resolve(): the new folder may not exist yet
-        target = os.path.normpath(recipe.resolve(path).absolute())
-        if absolute:
-            return target
-        try:
-            return os.path.relpath(target, new_base)
-        except ValueError:  # another drive on Windows
-            return str(target)
-
-    src = _source_file(recipe.model.source)
-    if src:
-        recipe.model.source = _with_source_file(recipe.model.source, moved(src))
-    if recipe.model.checkpoint:
-        recipe.model.checkpoint = moved(recipe.model.checkpoint)
-    for spec in recipe.inputs:
-        if spec.file:
-            spec.file = moved(spec.file)
-    recipe.export.extensions = [moved(e) for e in recipe.export.extensions]
-    output = recipe.export.output
-    recipe.export.output = output if absolute else moved(output)
-    recipe.base_dir = new_base
-
-
 def source_file(recipe: Recipe) -> Path | None:
     """The model file the recipe points at (resolved), or None for built-in sources."""
-    src = _source_file(recipe.model.source)
+    src, _ = split_source(recipe.model.source)
     return recipe.resolve(src) if src else None
 
 
@@ -177,7 +130,7 @@ def file_problems(recipe: Recipe) -> list[tuple[str, str]]:
 
 def needs_trust(recipe: Recipe) -> bool:
     """True when the source is a pickled whole module the user has not yet trusted."""
-    from engine.sources import archive_kind
+    from engine.describe import archive_kind
 
     src = source_file(recipe)
     if recipe.model.trust_pickle or src is None or src.suffix.lower() not in PICKLE_SUFFIXES:

@@ -43,7 +43,6 @@ from app.recipes import (
     file_problems,
     list_examples,
     load_example,
-    rebase,
 )
 from app.results import LogView, PythonView, SourceViewer, SummaryView, WarningsView, resolve_source
 from app.tensor_tables import InputsTable, OutputsTable
@@ -51,6 +50,7 @@ from app.validation_jobs import ValidationJobs
 from app.validation_tab import ValidationTab
 from engine import recipe as recipes
 from engine.errors import StudioError
+from engine.paths import rebase_recipe_paths
 from engine.recipe import Recipe
 
 TITLE = "ONNX Export Studio"
@@ -447,8 +447,7 @@ class MainWindow(QMainWindow):
         """Write the recipe (paths rewritten relative to the new folder when it moves)."""
         path = path.resolve()
         if path.parent != self.recipe.base_dir.resolve():
-            rebase(self.recipe, path.parent)
-            self.set_recipe(self.recipe, self.recipe_path)
+            self.set_recipe(rebase_recipe_paths(self.recipe, path.parent), self.recipe_path)
         try:
             recipes.save(self.recipe, path)
         except (OSError, StudioError) as exc:
@@ -528,7 +527,7 @@ class MainWindow(QMainWindow):
         # it can run here without importing torch.
         import dataclasses
 
-        from engine.sources import describe
+        from engine.describe import describe
 
         desc = describe(source, self.recipe.base_dir)
         self._describe_event(source, {"type": "result", "description": dataclasses.asdict(desc)})

@@ -20,6 +20,7 @@ from typing import Any, NoReturn, TextIO
 from engine import recipe as recipes
 from engine.errors import StudioError
 from engine.events import Events
+from engine.paths import rebase_recipe_paths
 from engine.recipe import InputSpec, OutputSpec, Recipe
 from engine.report import ExportReport
 
@@ -140,31 +141,8 @@ def recipe_from_args(args: argparse.Namespace) -> Recipe:
 
 
 def save_recipe_as(recipe: Recipe, path: Path) -> None:
-    """Save with every path made relative to the new recipe file's folder."""
-    copy = recipe.copy()
-    folder = path.resolve().parent
-
-    def rel(p: str) -> str:
-        # relative when the two share a folder below the root, so the pair moves together
-        target = os.path.abspath(recipe.resolve(p))
-        if os.path.commonpath([target, folder]) == os.path.abspath(os.sep):
-            return target
-        return os.path.relpath(target, folder)
-
-    file, colon, name = copy.model.source.rpartition(":")
-    if copy.model.source.startswith(("example:", "torchvision:")):
-        pass
-    elif colon and file.endswith(".py"):
-        copy.model.source = f"{rel(file)}:{name}"
-    else:
-        copy.model.source = rel(copy.model.source)
-    if copy.model.checkpoint:
-        copy.model.checkpoint = rel(copy.model.checkpoint)
-    copy.export.output = rel(copy.export.output)
-    copy.export.extensions = [rel(e) for e in copy.export.extensions]
-    for spec in copy.inputs:
-        if spec.file:
-            spec.file = rel(spec.file)
+    """Save with every path rewritten for the new recipe file's folder (engine.paths' rule)."""
+    copy = rebase_recipe_paths(recipe, path.resolve().parent)
     try:
         recipes.save(copy, path)
     except OSError as exc:

@@ -2,11 +2,12 @@
 
 The script is what a user would have written by hand; the window shows it in the Python tab so
 an export made by clicking can move into a build script. It follows the studio step by step:
-sources are classified by `engine.sources` (the same parsing `load_model` uses), models are
-built under the recipe's seed and put in eval mode as `load_model` does, and inputs are drawn
-from a generator seeded like `engine.inputs.make_inputs`, so the script's model and inputs are
-the studio's. Only the `example:` source needs this package at run time.
-No torch import here: the GUI calls this module (sources' parsing half is torch-free).
+sources are classified by `engine.describe` (the same parsing `load_model` uses), models are
+built under the recipe's seed and put in eval mode as `load_model` does (not with training =
+"preserve"), and inputs are drawn from a generator seeded like `engine.inputs.make_inputs`, so
+the script's model and inputs are the studio's. Only the `example:` source needs this package
+at run time.
+No torch import here: the GUI calls this module (engine.describe is torch-free).
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ import keyword
 from pathlib import Path
 from typing import Any
 
+from engine import describe as source_info
 from engine import inputs as inputs_mod
-from engine import sources
 from engine.errors import StudioError
 from engine.recipe import InputSpec, Recipe
 
@@ -65,9 +66,9 @@ def _call(func: str, kwargs: dict[str, Any], *args: str) -> str:
 
 def _model_lines(recipe: Recipe) -> tuple[list[str], list[str], str, str]:
     """(imports, lines, name, kind): the lines bind `name` to what torch.onnx.export gets;
-    kind is the source's kind as engine.sources names it."""
+    kind is the source's kind as engine.describe names it."""
     spec = recipe.model
-    parsed = sources.parse(spec.source, recipe.base_dir)  # StudioError for a malformed source
+    parsed = source_info.parse(spec.source, recipe.base_dir)  # StudioError for a malformed source
     if parsed.kind == "exported_program":
         return _program_lines(recipe, parsed)
     seed = recipe.export.seed
@@ -86,7 +87,7 @@ def _model_lines(recipe: Recipe) -> tuple[list[str], list[str], str, str]:
         lines += _python_lines(recipe, parsed)
     else:  # a saved module: .pt/.pth/.pkl/.bin, TorchScript or pickled
         assert parsed.path is not None
-        kind = sources.describe(spec.source, recipe.base_dir).kind
+        kind = source_info.describe(spec.source, recipe.base_dir).kind
         if spec.kwargs:
             raise StudioError("source", f"model.kwargs only apply to Python sources, but "
                               f"{parsed.path.name} is a saved module.",
@@ -108,23 +109,24 @@ def _model_lines(recipe: Recipe) -> tuple[list[str], list[str], str, str]:
         lines += _checkpoint_lines(recipe, spec.checkpoint)
         if spec.checkpoint.lower().endswith(".safetensors"):
             imports.append("from safetensors.torch import load_file")
-    lines.append("model.eval()  # the studio loads every model in eval mode")
+    if recipe.export.training != "preserve":
+        lines.append("model.eval()  # the studio loads models in eval mode")
     if spec.script and kind != "torchscript":
         lines.append("model = torch.jit.script(model)")
     if recipe.export.device != "cpu":
         lines.append(f"model = model.to({_py(recipe.export.device)})")
-    # engine.export sets the mode last: train(True) for "train", nothing for "preserve" (so
-    # the eval mode above stays), train(False) again for "eval".
+    # engine.export sets the mode last: train(True) for "train", nothing for "preserve" (the
+    # model keeps its own mode: no eval() above either), train(False) again for "eval".
     if recipe.export.training == "train":
         lines.append("model.train()  # training = \"train\"")
     elif recipe.export.training == "preserve":
-        lines.append("# training = \"preserve\": the model keeps the eval mode it was "
-                     "loaded in")
+        lines.append("# training = \"preserve\": the model keeps its own mode (a new "
+                     "nn.Module trains; a saved one keeps the mode it was saved in)")
     return imports, lines, "model", kind
 
 
 def _program_lines(recipe: Recipe,
-                   parsed: sources.ParsedSource) -> tuple[list[str], list[str], str, str]:
+                   parsed: source_info.ParsedSource) -> tuple[list[str], list[str], str, str]:
     """A .pt2: dynamo exports the ExportedProgram itself, TorchScript traces its .module()."""
     assert parsed.path is not None
     if recipe.model.checkpoint:
@@ -141,15 +143,15 @@ def _program_lines(recipe: Recipe,
     return [], lines, "model", parsed.kind
 
 
-def _python_lines(recipe: Recipe, parsed: sources.ParsedSource) -> list[str]:
+def _python_lines(recipe: Recipe, parsed: source_info.ParsedSource) -> list[str]:
     """Import the user's file as the studio does and build the named class or factory."""
     assert parsed.path is not None
-    desc = sources.describe(recipe.model.source, recipe.base_dir)
+    desc = source_info.describe(recipe.model.source, recipe.base_dir)
     name = parsed.name
     if not name:  # "net.py": the same rule load_model applies (the file's only model class)
         if desc.error and not desc.candidates:
             raise StudioError("source", desc.error)
-        name = sources.default_name(parsed.path, desc.candidates)
+        name = source_info.default_name(parsed.path, desc.candidates)
     lines = [
         f"model_file = Path({_path_expr(recipe, parsed.path)})",
         "# The file's folder goes on sys.path so its own imports (sibling files) resolve.",
@@ -184,7 +186,7 @@ def _torchvision_lines(name: str, kwargs: dict[str, Any]) -> list[str]:
 
 
 def _checkpoint_lines(recipe: Recipe, checkpoint: str) -> list[str]:
-    """Load a state_dict the way sources._apply_checkpoint does (weights only)."""
+    """Load a state_dict the way engine.checkpoints.apply_checkpoint does (weights only)."""
     path = _path_expr(recipe, checkpoint)
     load = (f"state = load_file({path}, device='cpu')"
             if checkpoint.lower().endswith(".safetensors")

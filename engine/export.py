@@ -111,7 +111,8 @@ def _export(recipe: Recipe, events: Events, report: ExportReport) -> Any:
     loaded = sources.load_model(recipe, device=opts.device)
     args = inputs_mod.make_inputs(recipe, device=opts.device)
     events.progress(0.1, "Running the model once")
-    _dry_run(loaded.module, args, recipe)
+    with _checking_mode(loaded.module, loaded.kind):
+        _dry_run(loaded.module, args, recipe)
     report.seconds["load"] = time.perf_counter() - started
     found = [{"category": "DynamicShape", "message": text, "source": ""}
              for text in inputs_mod.dynamic_size_warnings(recipe)]
@@ -316,6 +317,27 @@ def _dry_run(module: Any, args: tuple[Any, ...], recipe: Recipe) -> None:
         raise StudioError(
             "recipe", f"The recipe names {len(recipe.outputs)} outputs but forward() returns "
             f"{count}; remove the extra [[outputs]] entries.")
+
+
+@contextlib.contextmanager
+def _checking_mode(module: Any, kind: str) -> Iterator[None]:
+    """Eval mode for the check run, each submodule's own mode restored afterwards.
+
+    With training = "preserve" the module may be in train mode; the check run must not
+    update BatchNorm statistics before the export reads them. The `training` flags are set
+    directly because ep.module() refuses eval(), and restored one by one because a saved
+    module may mix modes.
+    """
+    subs = list(module.modules()) if kind != "exported_program" and hasattr(
+        module, "modules") else []
+    modes = [m.training for m in subs]
+    try:
+        for m in subs:
+            m.training = False
+        yield
+    finally:
+        for m, mode in zip(subs, modes, strict=True):
+            m.training = mode
 
 
 def _set_training_mode(module: Any, training: str) -> None:

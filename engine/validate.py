@@ -6,17 +6,16 @@ random draws and on other sizes of every dynamic dimension, and returns the cont
 `validation` object. One ONNX Runtime session serves every trial: a session accepts any size
 on a dynamic axis, so there is no reason to pay its creation more than once.
 
+Reading the file and opening the session (and their checks) are engine.ort_session.
 torch, onnx and onnxruntime are imported inside the functions that need them.
 """
 
 from __future__ import annotations
 
-import re
 import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +23,11 @@ import numpy as np
 
 from engine.errors import StudioError, one_line
 from engine.events import Events
+from engine.ort_session import create_session, ort_message, preflight, read_onnx, session_settings
 from engine.recipe import Recipe
 from engine.validate_metrics import PlotKeeper, compare, worst
 from engine.validate_metrics import validation_warning as _warning
 
-OPTIMIZATION_LEVELS = ("disable", "basic", "extended", "all")
-# Domains of the standard operator sets; onnxruntime's own (com.microsoft, ...) are asked
-# from the installed build, see ort_domains().
-STANDARD_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml"})
 RANDOM_FILLS = frozenset({"randn", "rand", "randint"})
 
 
@@ -128,159 +124,6 @@ def validate(
     result["seconds"] = round(time.perf_counter() - started, 4)
     events.progress(1.0, "Validation done" if result["ok"] else "Validation failed")
     return result
-
-
-# ---------------------------------------------------------------------------- the ONNX side
-
-
-def read_onnx(path: Path) -> Any:
-    """The ModelProto without its external data (enough to check opsets, domains, names)."""
-    import onnx
-
-    if not path.is_file():
-        raise StudioError("validation", f"The ONNX file {path} does not exist.",
-                          "Export the model first, or check the path.")
-    try:
-        return onnx.load(str(path), load_external_data=False)
-    except Exception as exc:
-        raise StudioError("validation", f"{path.name} is not a readable ONNX file "
-                          f"({one_line(exc)}).",
-                          "Export it again; the file may be truncated or not an ONNX model."
-                          ) from None
-
-
-@cache
-def ort_max_opset(domain: str = "") -> int:
-    """The highest opset of `domain` that the installed onnxruntime loads.
-
-    onnxruntime has no API for this; it refuses models stamped above its release's opset at
-    load time, so probe a one-node model from the newest opset onnx knows downwards (each
-    probe is well under a millisecond).
-    """
-    import onnx
-    import onnxruntime as ort
-    from onnx import helper
-
-    node = helper.make_node("Identity", ["x"], ["y"])
-    graph = helper.make_graph([node], "probe", [helper.make_tensor_value_info("x", 1, [1])],
-                              [helper.make_tensor_value_info("y", 1, [1])])
-    options = ort.SessionOptions()
-    options.log_severity_level = 4
-    for version in range(onnx.defs.onnx_opset_version(), 6, -1):
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid(domain, version)])
-        model.ir_version = 8
-        try:
-            ort.InferenceSession(model.SerializeToString(), options,
-                                 providers=["CPUExecutionProvider"])
-        except Exception:
-            continue
-        return version
-    return 7
-
-
-@cache
-def ort_domains() -> frozenset[str]:
-    """Operator domains the installed onnxruntime has kernels for."""
-    try:
-        from onnxruntime.capi import onnxruntime_pybind11_state as ort_c
-
-        return frozenset(schema.domain for schema in ort_c.get_all_operator_schema())
-    except Exception:  # a build without the schema API: the domains every build has
-        return frozenset({"com.microsoft", "com.microsoft.nchwc", "com.ms.internal.nhwc"})
-
-
-def preflight(proto: Any, recipe: Recipe) -> list[dict[str, Any]]:
-    """Warnings found before running: opset too new, unknown domains, baked-in dynamic axes."""
-    found: list[dict[str, Any]] = []
-    imports = {op.domain: op.version for op in proto.opset_import}
-    opset = imports.get("", imports.get("ai.onnx"))
-    if opset is not None and opset > ort_max_opset():
-        found.append(_warning(
-            f"The model uses opset {opset} but the installed onnxruntime supports up to "
-            f"{ort_max_opset()}; it may refuse to load it. Export with opset = "
-            f"{ort_max_opset()} or upgrade onnxruntime."))
-    known = STANDARD_DOMAINS | ort_domains() | {f.domain for f in proto.functions}
-    unknown: dict[str, set[str]] = {}
-    for node in _all_nodes(proto.graph):
-        if node.domain not in known:
-            unknown.setdefault(node.domain, set()).add(node.op_type)
-    for domain, ops in sorted(unknown.items()):
-        found.append(_warning(
-            f"Operator domain {domain!r} ({', '.join(sorted(ops))}) is unknown to "
-            f"onnxruntime; it will not run unless a custom-op library provides it."))
-    by_name = {i.name: i for i in proto.graph.input}
-    for spec in recipe.inputs:
-        value = by_name.get(spec.name)
-        if value is None or not value.type.HasField("tensor_type"):
-            continue
-        dims = value.type.tensor_type.shape.dim
-        for axis, dim_name in sorted(spec.dynamic.items()):
-            if -len(dims) <= axis < len(dims) and dims[axis].HasField("dim_value"):
-                found.append(_warning(
-                    f"Input {spec.name!r} axis {axis} ({dim_name!r}) is fixed to "
-                    f"{dims[axis].dim_value} in the ONNX file, so other {dim_name} sizes will "
-                    "fail; the export baked it in."))
-    graph_outputs = [o.name for o in proto.graph.output]
-    for i, (wanted, name) in enumerate(zip(recipe.outputs, graph_outputs, strict=False)):
-        if wanted.name != name:
-            found.append(_warning(f"Output {i} is named {name!r} in the ONNX file but "
-                                  f"{wanted.name!r} in the recipe."))
-    return found
-
-
-def _all_nodes(graph: Any) -> Any:
-    """Nodes of a graph and of its If/Loop/Scan bodies."""
-    for node in graph.node:
-        yield node
-        for attr in node.attribute:
-            if attr.HasField("g"):
-                yield from _all_nodes(attr.g)
-            for sub in attr.graphs:
-                yield from _all_nodes(sub)
-
-
-def session_settings(providers: list[str], optimization: str) -> tuple[Any, list[str]]:
-    """SessionOptions at the chosen optimization level and the checked provider list."""
-    import onnxruntime as ort
-
-    if optimization not in OPTIMIZATION_LEVELS:
-        raise StudioError("validation", f"Unknown optimization level {optimization!r}; use "
-                          f"one of {', '.join(OPTIMIZATION_LEVELS)}.")
-    providers = list(providers) or ["CPUExecutionProvider"]
-    available = ort.get_available_providers()
-    missing = [p for p in providers if p not in available]
-    if missing:
-        raise StudioError(
-            "validation",
-            f"This onnxruntime has no {missing[0]}; it offers {', '.join(available)}.",
-            'Set validate.providers = ["CPUExecutionProvider"], or install the onnxruntime '
-            "build for that device.")
-    options = ort.SessionOptions()
-    options.graph_optimization_level = {
-        "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
-        "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
-        "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
-        "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
-    }[optimization]
-    # its own log lines would go to stderr, not to the user; failures reach us as exceptions
-    options.log_severity_level = 4
-    return options, providers
-
-
-def create_session(path: Path, providers: list[str], optimization: str,
-                   found: list[dict[str, Any]]) -> Any:
-    """An onnxruntime InferenceSession, or a StudioError saying why there cannot be one."""
-    import onnxruntime as ort
-
-    options, providers = session_settings(providers, optimization)
-    try:
-        return ort.InferenceSession(str(path), options, providers=providers)
-    except Exception as exc:
-        known = " ".join(w["message"] for w in found)
-        raise StudioError(
-            "validation", f"ONNX Runtime cannot load {path.name}: {_ort_message(exc)}",
-            known or "Check the opset and the operators in the Warnings; re-export if needed.",
-            details=str(exc)) from None
 
 
 def _feed_names(session: Any, recipe: Recipe, warn: Callable[[dict[str, Any]], None]
@@ -434,7 +277,7 @@ class _Runner:
         try:
             got = self.session.run(None, feeds)
         except Exception as exc:
-            out["message"] = f"ONNX Runtime failed {trial.label}: {_ort_message(exc)}"
+            out["message"] = f"ONNX Runtime failed {trial.label}: {ort_message(exc)}"
             if trial.kind == "dynamic-size":
                 out["message"] += (" (the file seems to hold a size from the export inputs "
                                    "fixed somewhere, so it runs only at that size)")
@@ -579,22 +422,3 @@ def _plot_path(onnx_path: Path, plot_dir: Path | None) -> Path:
     if plot_dir is not None:
         return Path(plot_dir) / "validation.npz"
     return onnx_path.with_name(onnx_path.stem + ".validation.npz")
-
-
-# ---------------------------------------------------------------------------- text
-
-
-
-
-
-
-_ORT_PREFIX = re.compile(r"^\[ONNXRuntimeError\] : \d+ : \w+ : ")
-# onnxruntime puts the C++ source location and function signature inside its messages
-_ORT_SOURCE = re.compile(r"/onnxruntime_src/\S+:\d+ (?:[\w:<>,&*~ ]+?\([^()]*\) )?")
-
-
-def _ort_message(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    text = _ORT_PREFIX.sub("", text)
-    text = _ORT_SOURCE.sub("", text)
-    return text if len(text) <= 400 else text[:397] + "..."

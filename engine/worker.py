@@ -144,7 +144,7 @@ def job_validate(request: dict[str, Any], send: Callable[[dict[str, Any]], None]
 def job_describe(request: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
     import dataclasses
 
-    from engine.sources import describe
+    from engine.describe import describe
 
     base_dir = Path(request.get("base_dir") or Path.cwd())
     description = describe(request["source"], base_dir)
@@ -163,7 +163,7 @@ def job_devices(request: dict[str, Any], send: Callable[[dict[str, Any]], None])
     from torch.onnx import _constants
 
     from engine.export import torchscript_default_opset
-    from engine.validate import ort_max_opset
+    from engine.ort_session import ort_max_opset
 
     ts_max = getattr(_constants, "ONNX_TORCHSCRIPT_EXPORTER_MAX_OPSET", 20)
     return {

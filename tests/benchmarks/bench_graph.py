@@ -391,7 +391,8 @@ def compare_cores(path: Path, runs: int) -> tuple[float, float, int]:
     import igraph
 
     from engine.graph import GraphModel
-    from engine.layout import GraphLayout, LayeredLayout
+    from engine.layered import LayeredLayout
+    from engine.layout import GraphLayout
 
     lay = GraphLayout(GraphModel.load(path))
     lay.expand_all()

@@ -271,3 +271,43 @@ def test_dynamo_output_axes_get_the_recipe_names_or_a_warning(tmp_path: Path) ->
     assert len(fixed) == 1 and "'total' axis 0" in fixed[0] and "fixed at 4" in fixed[0]
     (flat, _) = run_ort(recipe.output_path, x=np.ones((5, 4), np.float32))
     assert flat.shape == (20,)
+
+
+@pytest.fixture(scope="session")
+def train_mode_pickle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A whole module with BatchNorm and Dropout, saved while in train mode."""
+    folder = tmp_path_factory.mktemp("train_mode")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3),
+                                torch.nn.Dropout(0.5)).train()
+    with torch.no_grad():
+        model(torch.randn(8, 4))  # running statistics that are not the initial zeros
+    torch.save(model, folder / "net.pt")
+    return folder
+
+
+def _training_ops(path: Path) -> tuple[bool, bool]:
+    """(a Dropout node, a BatchNormalization node with training_mode=1) in the file."""
+    graph = onnx.load(str(path)).graph
+    dropout = any(n.op_type == "Dropout" for n in graph.node)
+    batch_stats = any(n.op_type == "BatchNormalization" and any(
+        a.name == "training_mode" and a.i == 1 for a in n.attribute) for n in graph.node)
+    return dropout, batch_stats
+
+
+def test_preserve_keeps_the_train_mode_a_module_was_saved_in(train_mode_pickle: Path) -> None:
+    stats = {}
+    for training, expected in (("preserve", (True, True)), ("eval", (False, False)),
+                               ("train", (True, True))):
+        recipe = make_recipe(train_mode_pickle, source="net.pt", output=f"{training}.onnx",
+                             exporter="torchscript", training=training)
+        recipe.model.trust_pickle = True
+        report = export(recipe, validate=False)
+        assert report.ok, report.error and report.error.message
+        assert _training_ops(recipe.output_path) == expected, training
+        stats[training] = {i.name: onnx.numpy_helper.to_array(i)
+                           for i in onnx.load(str(recipe.output_path)).graph.initializer}
+    # Tracing in train mode updates BatchNorm statistics once, as with "train"; the check run
+    # before the export must not add an update of its own (it runs in eval mode).
+    np.testing.assert_array_equal(stats["preserve"]["1.running_mean"],
+                                  stats["train"]["1.running_mean"])

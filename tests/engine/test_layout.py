@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from engine.graph import GraphModel
-from engine.layout import Box, GraphLayout, LayeredLayout, Scene
+from engine.layered import LayeredLayout
+from engine.layout import Box, GraphLayout, Scene
 from tests.engine.test_graph import exports  # noqa: F401 - session fixture
 
 

@@ -564,7 +564,7 @@ def test_missing_provider_is_a_request_error(two_heads) -> None:
 
 
 def test_opset_above_onnxruntime_is_refused_with_the_reason(two_heads, tmp_path: Path) -> None:
-    from engine.validate import ort_max_opset
+    from engine.ort_session import ort_max_opset
 
     recipe, path = two_heads
     model = onnx.load(str(path))

@@ -1,0 +1,333 @@
+"""Describe a model source without running it: what kind it is, its classes and factories.
+
+`parse` classifies a source string (file.py:Name, .pt2, .pt/.pth, example:, torchvision:);
+`describe` reads the file only (ast for .py, the zip directory for .pt/.pt2), so the window
+can call it without importing torch and without running anything the user has not asked to
+run. Loading the model is engine.sources' job.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import re
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from engine.errors import StudioError
+from engine.recipe import Recipe
+
+KINDS = ("python", "exported_program", "torchscript", "pickle", "example", "torchvision")
+PICKLE_SUFFIXES = (".pt", ".pth", ".pkl", ".bin")
+NO_TORCHVISION = "torchvision is not installed, so torchvision: models cannot be loaded."
+
+@dataclass
+class Candidate:
+    name: str
+    kind: str  # "class" | "factory"
+    params: list[str]  # forward params for a class, the factory's own params for a factory
+    doc: str = ""
+
+
+@dataclass
+class SourceDescription:
+    kind: str
+    candidates: list[Candidate] = field(default_factory=list)
+    forward_params: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+
+# ---------------------------------------------------------------------------- parsing
+
+
+@dataclass
+class ParsedSource:
+    kind: str  # one of KINDS, or "unknown"
+    path: Path | None = None
+    name: str = ""  # class/factory for python, example or torchvision model name
+
+
+_PY_SOURCE = re.compile(r"^(?P<path>.+\.py)(?::(?P<name>[^:/\\]*))?$")
+
+
+def parse(source: str, base_dir: Path) -> ParsedSource:
+    """Classify a source string without touching the file system beyond path joining."""
+    text = source.strip()
+    if not text:
+        raise StudioError("source", "No model source given.",
+                          "Name a .py file and class (net.py:Net), a .pt2/.pt file, or "
+                          "an example such as example:alexnet.")
+    builtin = _builtin(text)
+    if builtin is not None:
+        return ParsedSource(*builtin)
+    python = _python_parts(text)
+    if python is not None:
+        file, name = python
+        if name and not name.isidentifier():
+            raise StudioError("source", f"{name!r} is not a Python class or function name.",
+                              "Write the source as file.py:Name, e.g. net.py:Net.")
+        return ParsedSource("python", _resolve(file, base_dir), name)
+    path = _resolve(text, base_dir)
+    suffix = path.suffix.lower()
+    if suffix == ".pt2":
+        return ParsedSource("exported_program", path)
+    if suffix in PICKLE_SUFFIXES:
+        return ParsedSource("torchscript_or_pickle", path)
+    if suffix == ".onnx":
+        raise StudioError("source", f"{path.name} is already an ONNX file; there is nothing "
+                          "to export.", "Open it with `onnx-studio inspect` or the window, or "
+                          "validate it with `onnx-studio validate`.")
+    raise StudioError("source", f"Cannot tell what kind of model {text!r} is.",
+                      "Use file.py:ClassName, a .pt2 ExportedProgram, a TorchScript or "
+                      "pickled .pt/.pth file, example:NAME or torchvision:NAME.")
+
+
+def split_source(source: str) -> tuple[str | None, str]:
+    """(file, name) of a source string, by parse's rules and without touching the disk.
+
+    "net.py:Net" -> ("net.py", "Net"); "model.pt" or "C:\\m\\model.pt" -> (that path, "");
+    "example:alexnet" -> (None, "alexnet"); "" -> (None, "").
+    """
+    text = source.strip()
+    builtin = _builtin(text)
+    if builtin is not None:
+        return None, builtin[2]
+    if not text:
+        return None, ""
+    return _python_parts(text) or (text, "")
+
+
+def _builtin(text: str) -> tuple[str, None, str] | None:
+    """(kind, None, name) for the example: and torchvision: sources, which name no file."""
+    for prefix in ("example", "torchvision"):
+        if text.startswith(prefix + ":"):
+            return prefix, None, text[len(prefix) + 1:].strip()
+    return None
+
+
+def _python_parts(text: str) -> tuple[str, str] | None:
+    """(file, name) when `text` names a .py file (a Windows drive colon is not a name's)."""
+    match = _PY_SOURCE.match(text)
+    return (match["path"], (match["name"] or "").strip()) if match else None
+
+
+def _resolve(path: str, base_dir: Path) -> Path:
+    recipe = Recipe(base_dir=base_dir)
+    return recipe.resolve(path).resolve()
+
+
+def must_exist(path: Path, what: str) -> None:
+    """Raise StudioError("source") naming `what` when `path` is not a file."""
+    if not path.is_file():
+        raise StudioError("source", f"{what} {path} does not exist.",
+                          "Check the path; relative paths are resolved against the "
+                          "recipe file's folder.")
+
+
+# ---------------------------------------------------------------------------- describe
+
+
+def describe(source: str, base_dir: Path) -> SourceDescription:
+    """What a source offers (candidate classes/factories, forward parameters); never raises."""
+    try:
+        parsed = parse(source, base_dir)
+    except StudioError as exc:
+        return SourceDescription("unknown", error=exc.message)
+    if parsed.kind == "example":
+        return _describe_example(parsed.name)
+    if parsed.kind == "torchvision":
+        if importlib.util.find_spec("torchvision") is None:
+            return SourceDescription("torchvision", error=NO_TORCHVISION)
+        return SourceDescription("torchvision", forward_params=["x"])
+    assert parsed.path is not None
+    if not parsed.path.is_file():
+        return SourceDescription(parsed.kind if parsed.kind != "torchscript_or_pickle"
+                                 else "torchscript", error=f"{parsed.path} does not exist.")
+    if parsed.kind == "exported_program":
+        return SourceDescription("exported_program", forward_params=_pt2_params(parsed.path))
+    if parsed.kind == "torchscript_or_pickle":
+        return SourceDescription(archive_kind(parsed.path))
+    return _describe_python(parsed.path, parsed.name)
+
+
+def archive_kind(path: Path) -> str:
+    """TorchScript archives carry compiled code (`code/`, `constants.pkl`); torch.save's don't."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+    except (zipfile.BadZipFile, OSError):
+        return "pickle"  # legacy (pre-1.6) torch.save format is a bare pickle
+    return "torchscript" if any(n.endswith("/constants.pkl") or "/code/" in n
+                                for n in names) else "pickle"
+
+
+def _pt2_params(path: Path) -> list[str]:
+    """User input names from a .pt2's serialized signature (models/model.json); best effort."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            name = next(n for n in archive.namelist() if n.endswith("/models/model.json"))
+            data = json.loads(archive.read(name))
+        specs = data["graph_module"]["signature"]["input_specs"]
+        names = []
+        for spec in specs:
+            if "user_input" in spec:
+                arg = spec["user_input"]["arg"]
+                names.append(next(iter(arg.values()))["name"])
+        return names
+    except (zipfile.BadZipFile, OSError, StopIteration, KeyError, TypeError, ValueError,
+            AttributeError):
+        return []
+
+
+def _describe_example(name: str) -> SourceDescription:
+    from engine.examples import EXAMPLES
+
+    example = EXAMPLES.get(name)
+    if example is None:
+        return SourceDescription("example", error=unknown_example(name).message)
+    cand = Candidate(example.name, "class", list(example.forward_params), example.title)
+    return SourceDescription("example", [cand], list(example.forward_params))
+
+
+def _describe_python(path: Path, name: str) -> SourceDescription:
+    try:
+        text = path.read_text(encoding="utf-8")
+        tree = ast.parse(text, filename=str(path))
+    except SyntaxError as exc:
+        return SourceDescription("python", error=f"{path.name}:{exc.lineno}: syntax error: "
+                                 f"{exc.msg}.")
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        return SourceDescription("python", error=f"Cannot read {path}: {exc}.")
+    candidates, forward_of = find_candidates(tree)
+    desc = SourceDescription("python", candidates)
+    if name:
+        found = next((c for c in candidates if c.name == name), None)
+        if found is None:
+            desc.error = missing_name_message(path, name, candidates)
+        elif found.kind == "class":
+            desc.forward_params = list(found.params)
+        else:
+            desc.forward_params = _factory_forward(tree, name, forward_of)
+    elif candidates and candidates[0].kind == "class":
+        desc.forward_params = list(candidates[0].params)
+    return desc
+
+
+def _base_name(node: ast.expr) -> str:
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Subscript):  # Generic[...] style bases
+        return _base_name(node.value)
+    return ""
+
+
+def _params(func: ast.FunctionDef | ast.AsyncFunctionDef, skip_self: bool) -> list[str]:
+    args = func.args
+    names = [a.arg for a in [*args.posonlyargs, *args.args]]
+    if skip_self and names:
+        names = names[1:]
+    names += [a.arg for a in args.kwonlyargs]
+    return names
+
+
+def find_candidates(tree: ast.Module) -> tuple[list[Candidate], dict[str, list[str] | None]]:
+    """Module classes and top-level functions, most likely models first."""
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    forward_of: dict[str, list[str] | None] = {}
+    for cls in classes.values():
+        fwd = next((f for f in cls.body if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
+                    and f.name == "forward"), None)
+        forward_of[cls.name] = _params(fwd, skip_self=True) if fwd else None
+    module_like = {
+        name for name, cls in classes.items()
+        if forward_of[name] is not None
+        or any(_base_name(b).endswith("Module") for b in cls.bases)
+    }
+    # A subclass of a model class defined in the same file is a model too (fixpoint).
+    changed = True
+    while changed:
+        changed = False
+        for name, cls in classes.items():
+            if name not in module_like and any(_base_name(b) in module_like for b in cls.bases):
+                module_like.add(name)
+                changed = True
+    for name in module_like:  # inherit forward from a base in the same file
+        seen: set[str] = set()
+        current = name
+        while forward_of.get(current) is None and current not in seen:
+            seen.add(current)
+            bases = [_base_name(b) for b in classes[current].bases]
+            parent = next((b for b in bases if b in classes), None)
+            if parent is None:
+                break
+            current = parent
+        forward_of[name] = forward_of.get(current)
+    out = [Candidate(name, "class", list(forward_of[name] or []),
+                     _first_line(ast.get_docstring(classes[name])))
+           for name in classes if name in module_like]
+    functions = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    factories = [Candidate(f.name, "factory", _params(f, skip_self=False),
+                           _first_line(ast.get_docstring(f))) for f in functions]
+    # Model-looking factories first; the rest stay (any top-level function may build a model).
+    factories.sort(key=lambda c: not _looks_like_factory(
+        next(f for f in functions if f.name == c.name), module_like))
+    return out + factories, forward_of
+
+
+_FACTORY_WORDS = ("model", "net", "build", "create", "make", "get", "load")
+
+
+def _looks_like_factory(func: ast.FunctionDef, module_like: set[str]) -> bool:
+    returns = ast.unparse(func.returns) if func.returns is not None else ""
+    if "Module" in returns or any(c in returns for c in module_like):
+        return True
+    lowered = func.name.lower()
+    return not func.name.startswith("_") and any(w in lowered for w in _FACTORY_WORDS)
+
+
+def _factory_forward(tree: ast.Module, name: str,
+                     forward_of: dict[str, list[str] | None]) -> list[str]:
+    """A factory's forward params, when its return annotation or `return Cls(...)` says."""
+    func = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
+    names = []
+    if func.returns is not None:
+        names.append(_base_name(func.returns))
+    for node in ast.walk(func):
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Call):
+            names.append(_base_name(node.value.func))
+    for cls in names:
+        if forward_of.get(cls) is not None:
+            return list(forward_of[cls] or [])
+    return []
+
+
+def default_name(path: Path, candidates: list[Candidate]) -> str:
+    """The model a bare `file.py` source means: its only model class; else StudioError."""
+    classes = [c for c in candidates if c.kind == "class"]
+    if len(classes) != 1:
+        found = ", ".join(c.name for c in candidates) or "none"
+        raise StudioError("source", f"{path.name} does not say which model to use.",
+                          f"Write the source as {path.name}:Name; candidates: {found}.")
+    return classes[0].name
+
+
+def _first_line(doc: str | None) -> str:
+    return (doc or "").strip().split("\n", 1)[0]
+
+
+def missing_name_message(path: Path, name: str, candidates: list[Candidate]) -> str:
+    found = ", ".join(c.name for c in candidates) or "no classes or functions"
+    return f"{path.name} has no class or function named {name!r}; found: {found}."
+
+
+def unknown_example(name: str) -> StudioError:
+    from engine.examples import EXAMPLES
+
+    return StudioError("source", f"There is no example called {name!r}.",
+                       f"Examples: {', '.join(sorted(EXAMPLES))}.")
+

@@ -12,8 +12,28 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 ALLOWED_STDERR = ("propagateSizeHints",)
+RECIPE = """
+version = 1
+[model]
+source = "example:lstm"
+[[inputs]]
+name = "input"
+shape = [5, 3, 10]
+dynamic = {{ 0 = "sequence" }}
+[[inputs]]
+name = "h0"
+shape = [8, 3, 20]
+[[inputs]]
+name = "c0"
+shape = [8, 3, 20]
+[export]
+output = "{output}"
+exporter = "torchscript"
+"""
 
 
 def main() -> int:
@@ -33,10 +53,21 @@ def main() -> int:
         print(f"window painted in {timings['window_s']:.3f} s")
     except (IndexError, ValueError, KeyError):
         problems.append(f"no timings printed; stdout was {result.stdout[-500:]!r}")
-    worker = subprocess.run([binary, "--worker"], input='{"id": 1, "job": "ping"}\n',
-                            capture_output=True, text=True, env=env, timeout=300)
-    if '"ready"' not in worker.stdout:
-        problems.append(f"the worker did not start: {worker.stderr[-1000:]}")
+    # The frozen worker exports and validates a seed example end to end.
+    out = Path(tempfile.mkdtemp()) / "lstm.onnx"
+    recipe = RECIPE.format(output=out)
+    request = {"id": 1, "job": "export", "recipe": recipe, "base_dir": str(out.parent),
+               "validate": True}
+    worker = subprocess.run([binary, "--worker"], input=json.dumps(request) + "\n",
+                            capture_output=True, text=True, env=env, timeout=600)
+    results = [json.loads(line) for line in worker.stdout.splitlines()
+               if '"result"' in line or '"error"' in line]
+    report = results[-1].get("report", {}) if results else {}
+    if not report.get("ok") or not out.is_file():
+        problems.append(f"the frozen worker did not export: {worker.stdout[-1000:]}"
+                        f"{worker.stderr[-1000:]}")
+    else:
+        print(f"frozen worker exported and validated {out.name}")
     for problem in problems:
         print("smoke test:", problem, file=sys.stderr)
     return 1 if problems else 0

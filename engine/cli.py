@@ -13,7 +13,7 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
@@ -277,8 +277,15 @@ def _error_doc(err: StudioError) -> dict[str, Any]:
     return ExportReport(error=err).to_json()
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the `onnx-studio` console script."""
+OpenWindow = Callable[[str | None, bool], int]
+
+
+def main(argv: Sequence[str] | None = None, open_window: OpenWindow | None = None) -> int:
+    """Run one `onnx-studio` command; `open_window(file, exit_after_paint)` serves `gui`.
+
+    The window lives in `app`, which depends on the engine and not the other way round, so the
+    console script (app.launcher) passes it in.
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
     want_json = "--json" in argv
     verbose = "-v" in argv or "--verbose" in argv
@@ -286,9 +293,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
         if args.command in (None, "gui"):
-            from app.main import run
-
-            return run(getattr(args, "file", None), getattr(args, "exit_after_paint", False))
+            if open_window is None:
+                raise RequestError("the window opens with `onnx-studio` or `python -m app`, "
+                                   "not from engine.cli")
+            return open_window(getattr(args, "file", None),
+                               getattr(args, "exit_after_paint", False))
         progress = Progress(sys.stderr, verbose)
         if args.command == "inspect":
             doc, code = _cmd_inspect(args), 0
@@ -332,5 +341,5 @@ def _report_error(err: StudioError, verbose: bool) -> None:
         sys.stderr.write("(run with --verbose for the full details)\n")
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # every command but gui; `onnx-studio` itself is app.launcher
     sys.exit(main())

@@ -388,3 +388,30 @@ def test_window_geometry_is_restored(qtbot) -> None:
     second = MainWindow(saved, None, start_worker=False)
     qtbot.addWidget(second)
     assert second.height() == 517
+
+
+def test_onnx_studio_gui_exit_after_paint_reports_the_graph(tmp_path) -> None:
+    """`onnx-studio gui FILE.onnx --exit-after-paint`, through the real console entry point."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["h"]), helper.make_node("Neg", ["h"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])])
+    path = tmp_path / "two.onnx"
+    onnx.save(helper.make_model(graph), str(path))
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    result = subprocess.run(
+        [sys.executable, "-c", "import sys; from app.launcher import main; sys.exit(main())",
+         "gui", str(path), "--exit-after-paint"],
+        capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    timings = json.loads(result.stdout.strip().splitlines()[-1])
+    assert timings["nodes"] == 2
+    assert 0 < timings["window_s"] < 10 and 0 < timings["graph_s"] < 10

@@ -88,15 +88,7 @@ def exports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                           output_names=["y"], dynamic_axes={"x": {0: "batch"}})
 
         # The seed's LoopModel2: a scripted loop becomes an ONNX Loop with a body graph.
-        @torch.jit.script
-        def loop(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-            for i in range(int(y)):
-                x = x + i
-            return x
-
-        class LoopModel2(torch.nn.Module):
-            def forward(self, x, y):  # type: ignore[no-untyped-def]
-                return loop(x, y)
+        from engine.examples.loops import LoopModel2
 
         torch.onnx.export(LoopModel2(), (torch.ones(2, 3, dtype=torch.long), torch.tensor(5)),
                           paths["loop"], dynamo=False, input_names=["input_data", "loop_range"])

@@ -45,18 +45,23 @@ def _shape(shape: Any) -> str:
     return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
+def text_label(plain: bool = False) -> QLabel:
+    """A wrapped label whose text can be selected and copied (messages, hints, facts)."""
+    label = QLabel()
+    if plain:  # text from exceptions or the user: never read as HTML
+        label.setTextFormat(Qt.TextFormat.PlainText)
+    label.setWordWrap(True)
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    return label
+
+
 class SummaryView(QWidget):
     """What the last export produced, or why it failed (sentence, hint, details toggle)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.status = QLabel()
-        self.status.setWordWrap(True)
-        self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.hint = QLabel()
-        self.hint.setTextFormat(Qt.TextFormat.PlainText)
-        self.hint.setWordWrap(True)
-        self.hint.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.status = text_label()
+        self.hint = text_label(plain=True)
         self.details_button = QPushButton("Show details")
         self.details_button.setCheckable(True)
         self.details = QPlainTextEdit()

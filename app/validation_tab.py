@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.results import text_label
 from app.validation_common import (
     add_row,
     cosine,
@@ -81,9 +82,7 @@ class TrialsPanel(QWidget):
         self.trials: list[dict[str, Any]] = []
         self.dark = False
         self.table = make_table(TRIAL_HEADERS, stretch=5)
-        self.detail = QLabel()
-        self.detail.setWordWrap(True)
-        self.detail.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.detail = text_label()
         self.outputs = make_table(TRIAL_OUTPUT_HEADERS, stretch=0)
         lower = QWidget()
         column = QVBoxLayout(lower)
@@ -173,13 +172,8 @@ class ValidationTab(QWidget):
 
         self.verdict = QLabel()
         self.verdict.setTextFormat(Qt.TextFormat.RichText)
-        self.facts = QLabel()
-        self.facts.setWordWrap(True)
-        self.facts.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.message = QLabel()
-        self.message.setTextFormat(Qt.TextFormat.PlainText)
-        self.message.setWordWrap(True)
-        self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.facts = text_label()
+        self.message = text_label(plain=True)
         self.validate_button = QPushButton("Validate")
         self.validate_button.setToolTip("Validate the exported file now (Ctrl+Shift+V)")
         self.validate_button.clicked.connect(self.validateRequested)

@@ -74,7 +74,10 @@ def nan_inf(entry: dict[str, Any]) -> str:
     if nan is None and inf is None:
         return "—"
     parts = [f"{what} ×{n}" for what, n in (("NaN", nan), ("Inf", inf)) if n]
-    return "differ: " + ", ".join(parts) if parts else "agree"
+    if parts:
+        return "differ: " + ", ".join(parts)
+    both = entry.get("matched_nans")
+    return f"agree (NaN ×{both} on both sides)" if both else "agree"
 
 
 def sizes_text(sizes: dict[str, Any] | None, changed: str | None = None) -> str:

@@ -8,12 +8,13 @@ warnings and logs go to standard error.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
@@ -287,22 +288,66 @@ def main(argv: Sequence[str] | None = None, open_window: OpenWindow | None = Non
     console script (app.launcher) passes it in.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
-    want_json = "--json" in argv
-    verbose = "-v" in argv or "--verbose" in argv
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-        if args.command in (None, "gui"):
-            if open_window is None:
-                raise RequestError("the window opens with `onnx-studio` or `python -m app`, "
-                                   "not from engine.cli")
-            return open_window(getattr(args, "file", None),
-                               getattr(args, "exit_after_paint", False))
+    except RequestError:
+        args = None
+    if args is not None and args.command in (None, "gui"):
+        if open_window is None:
+            sys.stderr.write("error: the window opens with `onnx-studio` or `python -m app`, "
+                             "not from engine.cli\n")
+            return 2
+        return open_window(getattr(args, "file", None), getattr(args, "exit_after_paint", False))
+    with _stdout_kept_for_results() as out:
+        return _run_command(parser, argv, out)
+
+
+@contextlib.contextmanager
+def _stdout_kept_for_results() -> Iterator[TextIO]:
+    """Yield the stream the results go to; meanwhile anything else written to stdout goes to
+    stderr, so the JSON line is always alone.
+
+    At the file-descriptor level when stdout is a real file (a model's print, torch's C++
+    logging, an extension's printf all land on stderr); an in-process caller whose stdout is a
+    Python object (a test's capture) gets the Python-level redirect only.
+    """
+    original = sys.stdout
+    original.flush()
+    try:
+        fd = original.fileno()
+        sys.stderr.flush()
+        err_fd = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError
+        with contextlib.redirect_stdout(sys.stderr):
+            yield original
+        return
+    saved = os.dup(fd)
+    results = os.fdopen(os.dup(saved), "w", encoding="utf-8", closefd=True)
+    os.dup2(err_fd, fd)
+    sys.stdout = sys.stderr
+    try:
+        yield results
+    finally:
+        results.flush()
+        results.close()
+        sys.stdout = original
+        with contextlib.suppress(OSError):
+            sys.stderr.flush()
+        os.dup2(saved, fd)
+        os.close(saved)
+
+
+def _run_command(parser: argparse.ArgumentParser, argv: list[str], out: TextIO) -> int:
+    want_json = "--json" in argv
+    verbose = "-v" in argv or "--verbose" in argv
+    try:
+        args = parser.parse_args(argv)
         progress = Progress(sys.stderr, verbose)
         if args.command == "inspect":
             doc, code = _cmd_inspect(args), 0
             if not want_json:
-                _print_inspect(doc, sys.stdout)
+                _print_inspect(doc, out)
         else:
             report = (_cmd_export if args.command == "export" else _cmd_validate)(args, progress)
             progress.done()
@@ -311,7 +356,7 @@ def main(argv: Sequence[str] | None = None, open_window: OpenWindow | None = Non
             if report.error is not None:
                 _report_error(report.error, verbose)
             if not want_json:
-                _print_report(report, sys.stdout)
+                _print_report(report, out)
     except RequestError as exc:
         err = StudioError("recipe", str(exc)[0].upper() + str(exc)[1:])
         _report_error(err, verbose)
@@ -326,8 +371,8 @@ def main(argv: Sequence[str] | None = None, open_window: OpenWindow | None = Non
         _report_error(bug, verbose)
         doc, code = _error_doc(bug), 1
     if want_json:
-        sys.stdout.write(json.dumps(doc) + "\n")
-    sys.stdout.flush()
+        out.write(json.dumps(doc) + "\n")
+    out.flush()
     return code
 
 

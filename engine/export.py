@@ -21,8 +21,9 @@ from typing import Any
 from engine import diagnose
 from engine.errors import StudioError, one_line
 from engine.events import Events
-from engine.recipe import Recipe
+from engine.recipe import DYNAMO_MIN_OPSET, Recipe
 from engine.report import ExportReport
+from engine.request_check import check_request
 from engine.writing import AtomicOnnxWrite, check_output_path
 
 # The dynamo exporter prints its stages as "[torch.onnx] <stage>..." lines; each becomes a step
@@ -100,6 +101,7 @@ def _export(recipe: Recipe, events: Events, report: ExportReport) -> Any:
 
     recipe.check()
     opts = recipe.export
+    _check_opset(opts.exporter, opts.opset)
     inputs_mod.check_device(opts.device)
     target = check_output_path(recipe.output_path)
 
@@ -141,6 +143,13 @@ def _export(recipe: Recipe, events: Events, report: ExportReport) -> Any:
             _export_torchscript(recipe, model, args, write.temp_path,
                                 fixed_mode=loaded.kind == "exported_program")
         report.seconds["export"] = time.perf_counter() - started
+        checked = check_request(write.temp_path, recipe,
+                                output_axes=opts.exporter != "dynamo")
+        for item in checked.warnings:
+            report.warnings.append(item)
+            events.warning(item)
+        if checked.error is not None:
+            raise checked.error
         events.progress(0.88, "Checking the ONNX file")
         write.finish(external_data=opts.external_data)
     events.progress(0.97, "Reading the graph")
@@ -268,6 +277,36 @@ def torchscript_default_opset() -> int:
     return min(_constants.ONNX_DEFAULT_OPSET, _constants.ONNX_TORCHSCRIPT_EXPORTER_MAX_OPSET)
 
 
+def exporter_opsets() -> dict[str, tuple[int, int]]:
+    """The opsets each exporter of the installed torch writes, lowest and highest."""
+    from torch.onnx import _constants
+
+    ts_max = getattr(_constants, "ONNX_TORCHSCRIPT_EXPORTER_MAX_OPSET", 20)
+    return {
+        # dynamo's translations start at 18; below it only a version conversion is tried,
+        # which fails for most operators and then silently keeps 18
+        "dynamo": (DYNAMO_MIN_OPSET, int(_constants.ONNX_MAX_OPSET)),
+        "torchscript": (int(_constants.ONNX_MIN_OPSET), int(ts_max)),
+    }
+
+
+def _check_opset(exporter: str, opset: int | None) -> None:
+    """Refuse, before any work, an opset the chosen exporter cannot write."""
+    if opset is None:
+        return
+    low, high = exporter_opsets()[exporter]
+    if low <= opset <= high:
+        return
+    if exporter == "dynamo" and opset < low:
+        message = (f"The dynamo exporter writes opset {low} or newer; choose {low}+ or the "
+                   "TorchScript exporter.")
+    else:
+        message = (f"The {exporter} exporter of this torch writes opsets {low} to {high}, "
+                   f"not {opset}.")
+    raise StudioError("recipe", message, f"Set export.opset between {low} and {high}, or leave "
+                      "it out for the exporter's default.")
+
+
 def _classify(exc: BaseException, recipe: Recipe, find_all: Any) -> StudioError:
     """Turn an exporter exception into a StudioError with every unsupported operator listed."""
     details = "".join(traceback.format_exception(exc))
@@ -312,7 +351,14 @@ def _dry_run(module: Any, args: tuple[Any, ...], recipe: Recipe) -> None:
             f"{one_line(exc)}.",
             "Check the number, order, shapes and dtypes of the inputs against forward().",
             details=traceback.format_exc()) from None
-    count = len(torch.utils._pytree.tree_leaves(result))
+    leaves = torch.utils._pytree.tree_leaves(result)
+    if not any(isinstance(leaf, torch.Tensor) for leaf in leaves):
+        returned = "None" if result is None else f"no tensor ({type(result).__name__})"
+        raise StudioError(
+            "export", f"The model's forward() returns {returned}, so an ONNX file of it would "
+            "compute nothing; nothing was written.",
+            "Make forward() return the tensors the ONNX file should compute.")
+    count = len(leaves)
     if len(recipe.outputs) > count:
         raise StudioError(
             "recipe", f"The recipe names {len(recipe.outputs)} outputs but forward() returns "

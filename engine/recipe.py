@@ -30,6 +30,8 @@ DTYPES = (
 )  # fmt: skip
 FILLS = ("randn", "rand", "zeros", "ones", "randint", "full", "file")
 EXPORTERS = ("dynamo", "torchscript")
+# the oldest opset the dynamo exporter's translations write (older requests it cannot honour)
+DYNAMO_MIN_OPSET = 18
 OPERATOR_EXPORT_TYPES = ("ONNX", "ONNX_ATEN", "ONNX_ATEN_FALLBACK", "ONNX_FALLTHROUGH")
 TRAINING_MODES = ("eval", "preserve", "train")
 EXTERNAL_DATA = ("auto", "always", "never")
@@ -358,6 +360,11 @@ def _check(recipe: Recipe) -> list[tuple[str, str]]:
     if opts.opset is not None and not 7 <= opts.opset <= 30:
         found.append(("export.opset", f"{opts.opset} is not an ONNX opset; use 7 to 30, "
                       "or leave it out for the exporter's default."))
+    elif opts.opset is not None and opts.exporter == "dynamo" and opts.opset < DYNAMO_MIN_OPSET:
+        # below 18 dynamo only tries a version conversion that fails for most operators and
+        # then silently keeps 18: the request would not be honoured
+        found.append(("export.opset", f"the dynamo exporter writes opset {DYNAMO_MIN_OPSET} "
+                      f"or newer; choose {DYNAMO_MIN_OPSET}+ or the TorchScript exporter."))
     if opts.operator_export_type != "ONNX" and opts.exporter == "dynamo":
         found.append(("export.operator_export_type", "only the torchscript exporter takes an "
                       "operator export type; set exporter = \"torchscript\" or use \"ONNX\"."))
@@ -365,8 +372,11 @@ def _check(recipe: Recipe) -> list[tuple[str, str]]:
     if not (dev in ("cpu", "cuda", "mps") or (dev.startswith("cuda:") and dev[5:].isdigit())):
         found.append(("export.device", f"{dev!r} is not a device; use cpu, cuda, cuda:N or mps."))
     val = recipe.validate
-    if val.rtol < 0 or val.atol < 0:
-        found.append(("validate.rtol", "tolerances must be 0 or more."))
+    for where, tolerance in (("validate.rtol", val.rtol), ("validate.atol", val.atol)):
+        # NaN compares False with everything: a NaN tolerance would pass every difference
+        if not math.isfinite(tolerance) or tolerance < 0:
+            found.append((where, f"{tolerance} is not a tolerance; use a finite number, 0 or "
+                          "more (e.g. 1e-3)."))
     if val.random_trials < 0:
         found.append(("validate.random_trials", "must be 0 or more."))
     return found

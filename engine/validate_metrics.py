@@ -7,14 +7,15 @@ is strict JSON.
 
 from __future__ import annotations
 
+import io
 import math
-import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from engine.writing import write_bytes_atomic
 
 PLOT_POINTS = 100_000  # scatter points kept per output; enough for a plot, small on disk
 HIST_BINS = 64
@@ -40,6 +41,10 @@ def compare(reference: np.ndarray, candidate: np.ndarray, rtol: float, atol: flo
     isclose with the reference as the second argument); NaN must meet NaN and an infinity the
     same infinity. Integer and bool outputs are compared exactly.
     """
+    if not (math.isfinite(rtol) and math.isfinite(atol) and rtol >= 0 and atol >= 0):
+        # a NaN tolerance compares False with every difference and would pass them all
+        raise ValueError(f"tolerances must be finite and not negative (rtol={rtol}, "
+                         f"atol={atol})")
     out: dict[str, Any] = {
         "shape": list(reference.shape),
         "dtype": str(reference.dtype),
@@ -57,7 +62,7 @@ def compare(reference: np.ndarray, candidate: np.ndarray, rtol: float, atol: flo
         out.update(passed=False, message="; ".join(problems), max_abs_diff=None,
                    max_rel_diff=None, mean_abs_diff=None, cosine_similarity=None,
                    mismatched=None, mismatched_fraction=None, nan_mismatch=None,
-                   inf_mismatch=None, elements=int(reference.size))
+                   inf_mismatch=None, matched_nans=None, elements=int(reference.size))
         return out
 
     exact = not (_is_float(reference) or _is_float(candidate))
@@ -70,10 +75,12 @@ def compare(reference: np.ndarray, candidate: np.ndarray, rtol: float, atol: flo
     n = ref.size
     if np.isfinite(ref).all() and np.isfinite(cand).all():
         r, c = ref, cand
-        nan_mismatch = inf_mismatch = 0
+        nan_mismatch = inf_mismatch = matched_nans = 0
     else:
+        # NaN agrees only with NaN at the same position; those are counted, not hidden
         ref_nan, cand_nan = np.isnan(ref), np.isnan(cand)
         nan_mismatch = int(np.count_nonzero(ref_nan != cand_nan))
+        matched_nans = int(np.count_nonzero(ref_nan & cand_nan))
         inf_mismatch = int(np.count_nonzero((np.isinf(ref) | np.isinf(cand)) & (ref != cand)
                                             & ~(ref_nan | cand_nan)))
         both_finite = np.isfinite(ref) & np.isfinite(cand)
@@ -118,6 +125,7 @@ def compare(reference: np.ndarray, candidate: np.ndarray, rtol: float, atol: flo
         mismatched_fraction=mismatched / n if n else 0.0,
         nan_mismatch=nan_mismatch,
         inf_mismatch=inf_mismatch,
+        matched_nans=matched_nans,
         elements=int(n),
         exact=exact,
     )
@@ -134,7 +142,7 @@ def worst(per_trial: list[dict[str, Any]]) -> dict[str, Any]:
     ran = [m for m in per_trial if m.get("max_abs_diff") is not None or not m.get("passed")]
     out: dict[str, Any] = {"passed": all(m.get("passed", False) for m in per_trial)}
     for key in ("max_abs_diff", "max_rel_diff", "mean_abs_diff", "mismatched",
-                "mismatched_fraction", "nan_mismatch", "inf_mismatch"):
+                "mismatched_fraction", "nan_mismatch", "inf_mismatch", "matched_nans"):
         values = [m[key] for m in ran if m.get(key) is not None]
         out[key] = max(values) if values else None
     cosines = [m["cosine_similarity"] for m in ran if m.get("cosine_similarity") is not None]
@@ -192,16 +200,12 @@ class PlotKeeper:
             arrays[f"{i}/trial"] = np.array(label)
             for key, value in plot_sample(ref, cand).items():
                 arrays[f"{i}/{key}"] = value
-        tmp = None
         try:  # temp file + rename: the window never reads a half-written file
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-            with os.fdopen(fd, "wb") as fh:
-                np.savez(fh, **arrays)  # type: ignore[arg-type]
-            os.replace(tmp, path)
+            buffer = io.BytesIO()
+            np.savez(buffer, **arrays)  # type: ignore[arg-type]
+            write_bytes_atomic(path, buffer.getvalue())
         except OSError as exc:
-            if tmp is not None:
-                Path(tmp).unlink(missing_ok=True)
             warn({"category": "ValidationWarning", "source": "",
                   "message": f"Plot data could not be saved to {path}: {exc.strerror}."})
             return None

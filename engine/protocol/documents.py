@@ -1,0 +1,307 @@
+"""The JSON documents: the CLI's export report and its parts, the inspect document, errors.
+
+`ExportReport` is the `onnx-studio ... --json` contract (ARCHITECTURE.md, "Command line"): its
+keys and their order are the contract's. Its parts travel inside worker messages too. Keys that
+the contract's example leaves out but the code writes today (a validation's `message`,
+`providers`, `plots`, ...) are OMIT (omit_if_none) or UNSET fields after the contract's keys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.errors import KINDS, StudioError
+from engine.protocol.convert import (
+    ENCODE,
+    LOCAL,
+    OMIT,
+    REQUIRED,
+    UNSET,
+    ProtocolError,
+    Unset,
+    Wire,
+)
+
+# ---------------------------------------------------------------------------- graph
+
+
+@dataclass(kw_only=True)
+class TensorInfo(Wire):
+    """One graph input or output: its name, element type and shape (None: unknown rank)."""
+
+    name: str
+    dtype: str
+    shape: list[int | str] | None  # a symbolic dimension is its name, an unknown one "?"
+
+
+@dataclass(kw_only=True)
+class Graph(Wire):
+    """The `graph` object: node count, inputs (initializers excluded) and outputs."""
+
+    nodes: int
+    inputs: list[TensorInfo]
+    outputs: list[TensorInfo]
+
+    @classmethod
+    def from_summary(cls, summary: dict[str, Any]) -> Graph:
+        """From engine.summary.summarize's dict (its `opset_imports` is not part of `graph`)."""
+        return cls.from_dict({k: summary[k] for k in ("nodes", "inputs", "outputs")})
+
+
+# ---------------------------------------------------------------------------- warnings, errors
+
+
+@dataclass(kw_only=True)
+class WarningItem(Wire):
+    """A warning of the export or the validation; `source` is "file.py:LINE" or ""."""
+
+    category: str
+    message: str
+    source: str = ""
+    hint: str | None = field(default=None, metadata=OMIT)
+    details: str | None = field(default=None, metadata=OMIT)
+
+
+@dataclass(kw_only=True)
+class Error(Wire):
+    """The contract's `error` object: what failed (`kind`), one sentence, what to change.
+
+    `details` (the full cause) is written when set: the CLI document carries it, as the
+    contract says; on the worker's wire it travels beside the error as `details` today
+    (`ErrorEvent`, `ExportResult`), so there it is None and left out.
+    """
+
+    kind: str
+    message: str
+    hint: str = ""
+    details: str | None = field(default=None, metadata=OMIT)
+    unsupported_ops: list[str] = field(default_factory=list)
+    # a StudioError's own exit status, when it differs from its kind's (not on the wire)
+    exit_code: int | None = field(default=None, compare=False, metadata=LOCAL)
+
+    @classmethod
+    def from_exception(cls, exc: StudioError | ProtocolError, *, with_details: bool = True
+                       ) -> Error:
+        """The error object of a StudioError (or a ProtocolError: kind "worker_protocol")."""
+        if isinstance(exc, ProtocolError):
+            return cls(kind=exc.kind, message=exc.message, hint=exc.hint,
+                       details="" if with_details else None)
+        return cls(kind=exc.kind, message=exc.message, hint=exc.hint,
+                   details=exc.details if with_details else None,
+                   unsupported_ops=list(exc.unsupported_ops), exit_code=exc.exit_code)
+
+    def to_exception(self, details: str = "") -> StudioError:
+        """A StudioError to raise; a kind this engine does not know keeps its name, status 1."""
+        known_kind = self.kind in KINDS
+        exc = StudioError(self.kind if known_kind else "export", self.message, self.hint,
+                          self.unsupported_ops, self.details or details,
+                          exit_code=self.exit_code)
+        exc.kind = self.kind
+        return exc
+
+    def exit_status(self) -> int:
+        """The CLI's exit status for this error: 2 a wrong request, 1 a failure."""
+        return self.exit_code if self.exit_code is not None else KINDS.get(self.kind, 1)
+
+
+# ---------------------------------------------------------------------------- validation
+
+
+@dataclass(kw_only=True)
+class TrialOutput(Wire):
+    """One output in one trial: ONNX Runtime against PyTorch (engine.validate_metrics.compare).
+
+    Non-finite numbers are None (null), never NaN: the validation keeps its JSON strict.
+    """
+
+    name: str
+    shape: list[int]
+    dtype: str
+    onnx_shape: list[int]
+    onnx_dtype: str
+    passed: bool
+    message: str
+    max_abs_diff: float | None
+    max_rel_diff: float | None
+    mean_abs_diff: float | None
+    cosine_similarity: float | None
+    mismatched: int | None
+    mismatched_fraction: float | None
+    nan_mismatch: int | None
+    inf_mismatch: int | None
+    matched_nans: int | None
+    elements: int
+    exact: bool | None = field(default=None, metadata=OMIT)  # absent when the shapes differ
+
+
+@dataclass(kw_only=True)
+class OutputMetrics(Wire):
+    """One output's worst numbers over all trials: an entry of `validation.outputs`.
+
+    The metrics after `passed` are UNSET in an entry that no trial produced (every run
+    failed), and None when no trial could compute them (the shapes differed).
+    """
+
+    name: str
+    max_abs_diff: float | None
+    max_rel_diff: float | None
+    passed: bool
+    mean_abs_diff: float | Unset | None = UNSET
+    mismatched: int | Unset | None = UNSET
+    mismatched_fraction: float | Unset | None = UNSET
+    nan_mismatch: int | Unset | None = UNSET
+    inf_mismatch: int | Unset | None = UNSET
+    matched_nans: int | Unset | None = UNSET
+    cosine_similarity: float | Unset | None = UNSET
+    message: str | None = field(default=None, metadata=OMIT)
+    dtype: str | None = field(default=None, metadata=OMIT)  # the ONNX output's dtype
+    trials: int | None = field(default=None, metadata=OMIT)  # how many trials produced this output
+
+
+@dataclass(kw_only=True)
+class Trial(Wire):
+    """One run of both models: on the export inputs, a random draw, or other dynamic sizes."""
+
+    kind: str  # export-inputs | random | dynamic-size
+    seed: int | None = field(default=None, metadata=OMIT)
+    # every named dynamic dimension's size
+    sizes: dict[str, int] | None = field(default=None, metadata=OMIT)
+    ok: bool
+    outputs: list[TrialOutput] | None = field(default=None, metadata=OMIT)
+    message: str | None = field(default=None, metadata=OMIT)
+    # the dimension a dynamic-size trial moves off its export size
+    changed: str | None = field(default=None, metadata=OMIT)
+    details: str | None = field(default=None, metadata=OMIT)
+    seconds: float | None = field(default=None, metadata=OMIT)
+
+
+@dataclass(kw_only=True)
+class NodeMetrics(Wire):
+    """One ONNX node's values against the FX node it came from (engine.validate_nodes)."""
+
+    max_abs_diff: float | None
+    max_rel_diff: float | None
+    passed: bool
+    mismatched: int | None = field(default=None, metadata=OMIT)
+    # why it could not be compared (the shapes differ)
+    message: str | None = field(default=None, metadata=OMIT)
+    value: str  # the ONNX value compared
+
+
+@dataclass(kw_only=True)
+class Intermediates(Wire):
+    """Per-node comparison: nodes in graph order and the first one outside the tolerance."""
+
+    nodes: dict[str, NodeMetrics]
+    first_divergent: str | None
+    compared: int
+    message: str | None = field(default=None, metadata=OMIT)  # why nothing was compared
+
+
+@dataclass(kw_only=True)
+class Validation(Wire):
+    """The contract's `validation` object, with what engine.validate adds after its keys."""
+
+    ok: bool
+    # one sentence: how many trials failed, and the first one's reason
+    message: str | None = field(default=None, metadata=OMIT)
+    rtol: float
+    atol: float
+    outputs: list[OutputMetrics] = field(default_factory=list)
+    trials: list[Trial] = field(default_factory=list)
+    warnings: list[WarningItem] | None = field(default=None, metadata=OMIT)
+    providers: list[str] | None = field(default=None, metadata=OMIT)
+    optimization: str | None = field(default=None, metadata=OMIT)
+    intermediates: Intermediates | None = field(default=None, metadata=OMIT)
+    plots: str | Unset | None = UNSET  # the .npz of the plot data; None: it was not saved
+    seconds: float | None = field(default=None, metadata=OMIT)
+
+
+# ---------------------------------------------------------------------------- documents
+
+
+@dataclass(kw_only=True)
+class ExportFacts(Wire):
+    """Facts about a written file for the window's summary (the `extra` of an export result).
+
+    All absent when the export failed; `external_data` is None when the weights are inside.
+    """
+
+    file_bytes: int | None = field(default=None, metadata=OMIT)
+    external_data: str | Unset | None = UNSET  # the external data file's name
+    opset_imports: dict[str, int] | None = field(default=None, metadata=OMIT)
+
+
+def _round_seconds(seconds: dict[str, float]) -> dict[str, float]:
+    return {k: round(v, 3) for k, v in seconds.items()}
+
+
+@dataclass(kw_only=True)
+class ExportReport(Wire):
+    """The result of an export (and its validation): the CLI's JSON document, key for key.
+
+    The same attributes as engine.report.ExportReport; `seconds` are written rounded to the
+    millisecond, and `extra` stays out of the document (it travels in `ExportResult`).
+    """
+
+    ok: bool = field(default=False, metadata=REQUIRED)
+    output: str | None = None
+    exporter: str | None = None
+    opset: int | None = None
+    seconds: dict[str, float] = field(default_factory=dict, metadata={ENCODE: _round_seconds})
+    graph: Graph | None = None
+    warnings: list[WarningItem] = field(default_factory=list)
+    error: Error | None = None
+    validation: Validation | None = None
+    extra: ExportFacts = field(default_factory=ExportFacts, compare=False, metadata=LOCAL)
+
+    def fail(self, error: Error | StudioError) -> ExportReport:
+        """Mark the report failed with `error`; returns the report."""
+        self.ok = False
+        self.error = error if isinstance(error, Error) else Error.from_exception(error)
+        return self
+
+
+@dataclass(kw_only=True)
+class InspectDocument(Wire):
+    """What `onnx-studio inspect --json` prints: the graph's fields at the top level and under
+    `graph` (as in the export document), with the file's opset imports."""
+
+    ok: bool = field(default=True, metadata=REQUIRED)
+    nodes: int
+    inputs: list[TensorInfo]
+    outputs: list[TensorInfo]
+    opset_imports: dict[str, int]  # domain ("" is the default domain) -> version
+    graph: Graph
+    error: Error | None = None
+
+    @classmethod
+    def from_summary(cls, summary: dict[str, Any]) -> InspectDocument:
+        """From engine.summary.summarize's dict."""
+        graph = {k: summary[k] for k in ("nodes", "inputs", "outputs")}
+        return cls.from_dict({"ok": True, **graph, "opset_imports": summary["opset_imports"],
+                              "graph": graph, "error": None})
+
+
+# ---------------------------------------------------------------------------- model sources
+
+
+@dataclass(kw_only=True)
+class Candidate(Wire):
+    """A class or factory in a model file that could be the model (engine.describe)."""
+
+    name: str
+    kind: str  # "class" | "factory"
+    params: list[str]  # forward params for a class, the factory's own params for a factory
+    doc: str = ""
+
+
+@dataclass(kw_only=True)
+class SourceDescription(Wire):
+    """What a model source offers, read without running it (engine.describe's fields)."""
+
+    kind: str
+    candidates: list[Candidate] = field(default_factory=list)
+    forward_params: list[str] = field(default_factory=list)
+    error: str | None = None

@@ -1,0 +1,351 @@
+"""The worker's messages: requests, events and job results, and the one encoder and decoder.
+
+One JSON object per line. A request names its `job`; everything the worker says has a `type`:
+`ready` (once, no id), then per job `progress`, `log` and `warning` events and exactly one
+`result` or `error`. Results of different jobs share the type "result" and are told apart by
+the job the client asked for (`decode(line, expected="export")`) or, without it, by their
+distinguishing key (`report`, `validation`, `description`, `devices`, `pong`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Final, TypeAlias, TypeVar, overload
+
+from engine.errors import StudioError
+from engine.protocol.convert import FLATTEN, OMIT, ProtocolError, Wire, from_dict
+from engine.protocol.documents import (
+    Error,
+    ExportFacts,
+    ExportReport,
+    SourceDescription,
+    Validation,
+    WarningItem,
+)
+
+PROTOCOL_VERSION: Final = 1
+W = TypeVar("W", bound=Wire)
+
+
+class Request(Wire):
+    """A job sent to the worker; `id` is the client's, echoed on every event of the job."""
+
+    TAG_KEY = "job"
+
+
+class Event(Wire):
+    """Something the worker says: a `ready`, a job's progress, log, warning, result or error."""
+
+    TAG_KEY = "type"
+
+
+class Result(Event):
+    """The successful end of a job: its `JOB` and the `KEY` no other job's result has."""
+
+    TAG = "result"
+    JOB: ClassVar[str]
+    KEY: ClassVar[str]
+
+
+Message: TypeAlias = Request | Event
+
+
+# ---------------------------------------------------------------------------- requests
+
+
+@dataclass(kw_only=True)
+class ExportRequest(Request):
+    """Export the recipe (TOML text; relative paths against `base_dir`); `validate` None: as
+    the recipe says."""
+
+    TAG = "export"
+    id: int | None = field(default=None, metadata=OMIT)
+    recipe: str
+    base_dir: str | None = field(default=None, metadata=OMIT)
+    validate: bool | None = field(default=None, metadata=OMIT)
+
+
+@dataclass(kw_only=True)
+class ValidateRequest(Request):
+    """Validate the .onnx file `onnx` (None: the recipe's output) against the recipe's model."""
+
+    TAG = "validate"
+    id: int | None = field(default=None, metadata=OMIT)
+    recipe: str
+    base_dir: str | None = field(default=None, metadata=OMIT)
+    onnx: str | None = field(default=None, metadata=OMIT)
+
+
+@dataclass(kw_only=True)
+class DescribeRequest(Request):
+    """Describe a model source (its classes, factories and forward parameters)."""
+
+    TAG = "describe"
+    id: int | None = field(default=None, metadata=OMIT)
+    source: str
+    base_dir: str | None = field(default=None, metadata=OMIT)
+
+
+@dataclass(kw_only=True)
+class DevicesRequest(Request):
+    """Ask for the devices, the exporters' opsets and the versions of the worker's torch."""
+
+    TAG = "devices"
+    id: int | None = field(default=None, metadata=OMIT)
+
+
+@dataclass(kw_only=True)
+class PingRequest(Request):
+    """Ask the worker whether it is alive (answered by `Pong`)."""
+
+    TAG = "ping"
+    id: int | None = field(default=None, metadata=OMIT)
+
+
+@dataclass(kw_only=True)
+class QuitRequest(Request):
+    """End the worker gently, after the job it is running."""
+
+    TAG = "quit"
+    id: int | None = field(default=None, metadata=OMIT)
+
+
+# ---------------------------------------------------------------------------- events
+
+
+@dataclass(kw_only=True)
+class Ready(Event):
+    """The worker has imported torch (in `import_s` seconds) and takes jobs; sent once."""
+
+    TAG = "ready"
+    protocol: int
+    pid: int
+    torch: str
+    import_s: float
+
+
+@dataclass(kw_only=True)
+class Progress(Event):
+    """A job's progress: `fraction` 0..1 of the whole job and the stage it is in."""
+
+    TAG = "progress"
+    id: int | None
+    fraction: float
+    stage: str
+
+
+@dataclass(kw_only=True)
+class LogLine(Event):
+    """One line of the exporter's output or of the job's own log."""
+
+    TAG = "log"
+    id: int | None
+    line: str
+
+
+@dataclass(kw_only=True)
+class WarningEvent(Event):
+    """A warning as soon as it is found; its keys sit beside `id` and `type`."""
+
+    TAG = "warning"
+    id: int | None
+    warning: WarningItem = field(metadata=FLATTEN)
+
+
+@dataclass(kw_only=True)
+class ErrorEvent(Event):
+    """A job that could not run, or a request that could not be read (then without `id`).
+
+    The full cause travels beside the error object as `details`, as the worker always sent it.
+    """
+
+    TAG = "error"
+    id: int | None = field(default=None, metadata=OMIT)
+    error: Error
+    details: str = ""
+
+    @classmethod
+    def from_exception(cls, job_id: int | None, exc: BaseException, details: str = ""
+                       ) -> ErrorEvent:
+        """The error event for what a job raised; `details` is the traceback of `exc`.
+
+        A StudioError keeps its sentence and hint (its own details win over the traceback);
+        anything else is a failure of the worker itself, kind "export".
+        """
+        if isinstance(exc, StudioError | ProtocolError):
+            error = Error.from_exception(exc, with_details=False)
+            own = exc.details if isinstance(exc, StudioError) else ""
+            return cls(id=job_id, error=error, details=own or details)
+        error = Error(kind="export", message=f"The worker failed: {exc}",
+                      hint="Open Details for the traceback.")
+        return cls(id=job_id, error=error, details=details)
+
+    def to_exception(self) -> StudioError:
+        """A StudioError carrying the details, for code that raises (the CLI's client)."""
+        return self.error.to_exception(self.details)
+
+
+# ---------------------------------------------------------------------------- results
+
+
+@dataclass(kw_only=True)
+class ExportResult(Result):
+    """The end of an export job: the report (ok or failed), its details and the file's facts.
+
+    `details` repeats the report's error details (the traceback) for the window's Details.
+    """
+
+    JOB = "export"
+    KEY = "report"
+    id: int | None
+    report: ExportReport
+    details: str = ""
+    extra: ExportFacts = field(default_factory=ExportFacts)
+    job_dir: str  # the job's folder: plot data and other large arrays
+
+    @classmethod
+    def from_report(cls, job_id: int | None, report: ExportReport, job_dir: str
+                    ) -> ExportResult:
+        """The result message of an export job that produced `report`."""
+        details = (report.error.details or "") if report.error else ""
+        return cls(id=job_id, report=report, details=details, extra=report.extra,
+                   job_dir=job_dir)
+
+
+@dataclass(kw_only=True)
+class ValidateResult(Result):
+    """The end of a validation job: the validation of the file `onnx` (ok or not)."""
+
+    JOB = "validate"
+    KEY = "validation"
+    id: int | None
+    validation: Validation
+    onnx: str
+    job_dir: str
+
+
+@dataclass(kw_only=True)
+class DescribeResult(Result):
+    """The end of a describe job."""
+
+    JOB = "describe"
+    KEY = "description"
+    id: int | None
+    description: SourceDescription
+
+
+@dataclass(kw_only=True)
+class DevicesResult(Result):
+    """What the worker can do: devices, each exporter's [lowest, highest] and default opset,
+    the newest opset the installed onnxruntime loads, and torch's version."""
+
+    JOB = "devices"
+    KEY = "devices"
+    id: int | None
+    devices: list[str]
+    opsets: dict[str, list[int]]
+    default_opset: dict[str, int]
+    ort_max_opset: int | None
+    torch: str
+
+
+@dataclass(kw_only=True)
+class Pong(Result):
+    """The answer to a ping, with the worker's process id."""
+
+    JOB = "ping"
+    KEY = "pong"
+    id: int | None
+    pong: bool = True
+    pid: int
+
+
+REQUESTS: Final[dict[str, type[Request]]] = {cls.TAG: cls for cls in (
+    ExportRequest, ValidateRequest, DescribeRequest, DevicesRequest, PingRequest, QuitRequest)}
+EVENTS: Final[dict[str, type[Event]]] = {cls.TAG: cls for cls in (
+    Ready, Progress, LogLine, WarningEvent, ErrorEvent)}
+RESULTS: Final[dict[str, type[Result]]] = {cls.JOB: cls for cls in (
+    ExportResult, ValidateResult, DescribeResult, DevicesResult, Pong)}
+
+
+# ---------------------------------------------------------------------------- encoder, decoder
+
+
+def _plain(value: Any) -> Any:
+    """json.dumps fallback: a NumPy scalar becomes its number, a path its text."""
+    if hasattr(value, "item") and getattr(value, "ndim", None) == 0:
+        return value.item()
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    raise TypeError(f"{type(value).__name__} is not a protocol value")
+
+
+def encode(message: Wire) -> str:
+    """One JSON line (without its newline) for a message or a document.
+
+    NaN and infinities are written as JavaScript literals (json's `allow_nan`), as both the
+    worker and the CLI have; the validation itself reports non-finite metrics as null.
+    """
+    return json.dumps(message.to_dict(), allow_nan=True, default=_plain)
+
+
+@overload
+def decode(line: str | bytes, expected: type[W]) -> W: ...
+
+
+@overload
+def decode(line: str | bytes, expected: str | None = None) -> Message: ...
+
+
+def decode(line: str | bytes, expected: type[Wire] | str | None = None) -> Wire:
+    """The message on one line; ProtocolError when it is not JSON or does not fit its class.
+
+    `expected` may be a class (a document such as ExportReport, or the one message the line
+    must be) or the job name of the request the line answers, which picks its result class.
+    Without it, the line's `job` or `type` says what it is.
+    """
+    text = line.decode("utf-8", errors="replace") if isinstance(line, bytes) else line
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ProtocolError("message", "", f"is not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ProtocolError("message", "", "is not a JSON object")
+    cls = _message_class(data, expected)
+    return from_dict(cls, data)
+
+
+def _message_class(data: dict[str, Any], expected: type[Wire] | str | None) -> type[Wire]:
+    if isinstance(expected, type):
+        tag_key = expected.TAG_KEY
+        if tag_key is not None and data.get(tag_key) != expected.TAG:
+            raise ProtocolError(expected.__name__, tag_key,
+                                f"is {data.get(tag_key)!r}, not {expected.TAG!r}")
+        return expected
+    if "job" in data:
+        request = REQUESTS.get(data["job"]) if isinstance(data["job"], str) else None
+        if request is None:
+            raise ProtocolError("request", "job", f"names no job this worker runs "
+                                f"({data['job']!r}; it runs {', '.join(REQUESTS)})")
+        return request
+    kind = data.get("type")
+    if kind is None:
+        raise ProtocolError("message", "type", "is missing (a request has `job` instead)")
+    if kind != "result":
+        event = EVENTS.get(kind) if isinstance(kind, str) else None
+        if event is None:
+            raise ProtocolError("message", "type", f"is {kind!r}, which this version does "
+                                f"not know ({', '.join([*EVENTS, 'result'])})")
+        return event
+    if isinstance(expected, str):
+        if expected not in RESULTS:
+            raise ProtocolError("result", "", f"answers the job {expected!r}, which has no "
+                                "result class")
+        return RESULTS[expected]
+    for result in RESULTS.values():
+        if result.KEY in data:
+            return result
+    keys = ", ".join(repr(r.KEY) for r in RESULTS.values())
+    raise ProtocolError("result", "", f"has none of the keys {keys}, so its job is unknown")

@@ -72,7 +72,7 @@ def load_model(recipe: Recipe, device: str = "cpu") -> LoadedModel:
     spec = recipe.model
     parsed = parse(spec.source, recipe.base_dir)
     if parsed.kind == "exported_program":
-        loaded = _load_exported_program(parsed.path, spec.checkpoint)
+        loaded = _load_exported_program(parsed.path, spec.checkpoint, spec.trust_pickle)
     else:
         with _seeded(recipe.export.seed):
             module, source_file, kind = _build(parsed, spec)
@@ -293,7 +293,8 @@ def _cached_torchvision_weights(tvm: Any, name: str) -> Any:
 
 
 def _load_archive(path: Path, trust_pickle: bool) -> tuple[str, Any]:
-    """TorchScript first (no code runs); otherwise a pickle, loaded only when trusted."""
+    """TorchScript first (no pickle; its own TorchScript runs, see the README's Security);
+    otherwise a pickle, loaded only when trusted."""
     import torch
 
     must_exist(path, "Model file")
@@ -329,8 +330,16 @@ def _load_archive(path: Path, trust_pickle: bool) -> tuple[str, Any]:
     return "pickle", obj
 
 
-def _load_exported_program(path: Path | None, checkpoint: str | None) -> LoadedModel:
+def _load_exported_program(path: Path | None, checkpoint: str | None,
+                           trust_pickle: bool) -> LoadedModel:
+    """A .pt2, refused without trust_pickle when loading it would run code from the file.
+
+    engine.pt2_archive reads the archive first without loading anything; an untrusted file
+    that passes is loaded with every torch.load forced to weights_only=True.
+    """
     import torch
+
+    from engine import pt2_archive
 
     assert path is not None
     must_exist(path, "ExportedProgram file")
@@ -338,7 +347,19 @@ def _load_exported_program(path: Path | None, checkpoint: str | None) -> LoadedM
         raise StudioError("source", "A checkpoint cannot be applied to an ExportedProgram; its "
                           "weights are inside the .pt2.", "Remove model.checkpoint.")
     try:
-        program = torch.export.load(str(path))
+        findings = pt2_archive.scan(path) + pt2_archive.reader_disagreements(path)
+    except pt2_archive.NotAnArchive as exc:
+        raise StudioError("source", f"{path.name} is not a readable ExportedProgram: {exc}.",
+                          "Save it with torch.export.save(ep, path).") from None
+    if findings and not trust_pickle:
+        raise StudioError("source", pt2_archive.refusal(path.name, findings),
+                          pt2_archive.REFUSAL_HINT, details=pt2_archive.details(findings))
+    locked = contextlib.nullcontext() if trust_pickle else pt2_archive.weights_only_loads()
+    try:
+        with locked:
+            program = torch.export.load(str(path))
+        # ep.module() refuses .eval()/.train() in recent torch; it is built for inference
+        module = program.module()
     except Exception as exc:
         raise StudioError("source", f"{path.name} is not a readable ExportedProgram: "
                           f"{one_line(exc)}.", "Save it with torch.export.save(ep, path).",
@@ -347,8 +368,7 @@ def _load_exported_program(path: Path | None, checkpoint: str | None) -> LoadedM
 
     params = [spec.arg.name for spec in program.graph_signature.input_specs
               if spec.kind == InputKind.USER_INPUT and hasattr(spec.arg, "name")]
-    # ep.module() refuses .eval()/.train() in recent torch; it is built for inference already.
-    return LoadedModel(program.module(), program, "exported_program", None, params)
+    return LoadedModel(module, program, "exported_program", None, params)
 
 
 def _script(module: Any) -> Any:

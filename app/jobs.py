@@ -1,9 +1,12 @@
-"""JobRunner: drives the export worker process (engine.worker) from the GUI.
+"""JobRunner: the jobs the GUI runs in worker processes, on a warm worker with a spare.
 
-The worker runs in its own process group so cancelling kills it and every child at once; its
-pipes are read on a QThread (`WorkerProcess`), which parses the JSON lines and hands small dicts
-to the GUI thread through queued signals, so the event loop never waits on the worker. When the
-worker dies or is killed, the jobs it held fail with a sentence and a fresh worker starts.
+Job-level logic on top of the transport (`app.worker_client.WorkerProcess`): a request gets an
+id and a callback that hears its events until its `result` or `error`. Cancel ends the worker
+running the jobs; a worker that dies fails its jobs with a sentence that names its exit code or
+signal. Either way the spare takes over: it is started once the current worker is ready and
+says ready itself once fully warmed up, so a replacement never waits for torch to import. A
+spare is sent no request until it takes over, and the jobs of a worker that ended are failed,
+never moved to another worker.
 """
 
 from __future__ import annotations
@@ -11,22 +14,17 @@ from __future__ import annotations
 import atexit
 import contextlib
 import itertools
-import json
-import os
-import selectors
-import signal
-import subprocess
-import sys
-import threading
-import time
 import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, QThread, Signal
+from PySide6.QtCore import QObject, Signal
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+from app.worker_client import TERMINATE_GRACE_MS, WorkerProcess, exit_description
+
+__all__ = ["LONG_JOBS", "JobCallback", "JobRunner", "exit_description"]
+
 JobCallback = Callable[[dict[str, Any]], None]
 # Jobs that run for seconds or more (the user waits on them, Cancel ends them), by their names
 LONG_JOBS = {"export": "export", "validate": "validation"}
@@ -35,191 +33,18 @@ _RUNNERS: weakref.WeakSet[JobRunner] = weakref.WeakSet()
 
 @atexit.register
 def _shutdown_all() -> None:
-    # A QThread destroyed while running aborts the process; stop every worker before exit.
+    # A QProcess destroyed while its process runs warns and waits: end the workers first.
     for runner in list(_RUNNERS):
-        runner.shutdown()
-
-
-def exit_description(returncode: int) -> str:
-    """'exit status 3' or 'signal 9 (SIGKILL)', with the likely cause for the usual signals."""
-    if returncode >= 0:
-        return f"exit status {returncode}"
-    number = -returncode
-    try:
-        name = signal.Signals(number).name
-    except ValueError:
-        name = "unknown signal"
-    cause = {
-        "SIGKILL": "killed from outside, often because the machine ran out of memory",
-        "SIGSEGV": "a crash inside native code (segmentation fault)",
-        "SIGABRT": "a native library aborted",
-        "SIGBUS": "a crash inside native code (bus error)",
-    }.get(name)
-    return f"signal {number} ({name}" + (f": {cause})" if cause else ")")
-
-
-class WorkerProcess(QThread):
-    """One worker process; the thread starts it and reads its stdout (protocol) and stderr."""
-
-    # Each signal carries the WorkerProcess itself, so the runner can ignore retired workers.
-    # Receivers are bound methods of GUI-thread QObjects, so delivery is queued to that thread.
-    message = Signal(object, object)  # (worker, dict): a protocol line
-    stderrLine = Signal(str)  # one or more lines, joined by newlines
-    exited = Signal(object, int)  # (worker, return code; negative for a signal)
-
-    def __init__(self, parent: QObject | None = None) -> None:
-        super().__init__(parent)
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._pending: list[bytes] = []
-        self._stderr_lines: list[str] = []
-        self._lock = threading.Lock()
-        self._killed = False
-
-    @property
-    def pid(self) -> int | None:
-        return self._proc.pid if self._proc else None
-
-    def command(self) -> list[str]:
-        if getattr(sys, "frozen", False):  # a PyInstaller build: the binary is the worker too
-            return [sys.executable, "--worker"]
-        return [sys.executable, "-m", "engine.worker"]
-
-    def run(self) -> None:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(
-            [str(REPO_ROOT), *filter(None, [env.get("PYTHONPATH")])]
-        )
-        env["PYTHONUNBUFFERED"] = "1"
-        try:
-            proc = subprocess.Popen(
-                self.command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, env=env, cwd=str(REPO_ROOT),
-                start_new_session=True,  # own process group: cancel kills its children too
-            )
-        except OSError as exc:
-            self.stderrLine.emit(f"Could not start the worker: {exc}")
-            self.exited.emit(self, 127)
-            return
-        with self._lock:
-            self._proc = proc
-            pending, self._pending = self._pending, []
-            killed = self._killed
-        if killed:
-            self._kill_group(proc)
-        for data in pending:
-            self._write(data)
-        self._read_until_eof(proc)
-        self.exited.emit(self, proc.wait())
-
-    def _read_until_eof(self, proc: subprocess.Popen[bytes]) -> None:
-        """Read both pipes until the worker has exited and its output is drained.
-
-        Children the worker started may hold the pipes open after the worker died, so its
-        exit is also polled, and then its process group is killed to release them.
-        """
-        assert proc.stdout is not None and proc.stderr is not None
-        out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
-        selector = selectors.DefaultSelector()
-        buffers = {out_fd: b"", err_fd: b""}
-        for fd in buffers:
-            selector.register(fd, selectors.EVENT_READ)
-        open_fds = set(buffers)
-        exited_at: float | None = None
-        flushed = time.monotonic()
-        while open_fds:
-            ready = selector.select(timeout=0.1)
-            if time.monotonic() - flushed > 0.05:
-                self._flush_stderr()
-                flushed = time.monotonic()
-            for key, _ in ready:
-                fd = int(key.fd)
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    selector.unregister(fd)
-                    open_fds.discard(fd)
-                    lines = [buffers[fd]] if buffers[fd] else []
-                    buffers[fd] = b""
-                else:
-                    *lines, buffers[fd] = (buffers[fd] + chunk).split(b"\n")
-                for raw in lines:
-                    self._dispatch(fd == out_fd, raw)
-            if proc.poll() is not None:
-                if exited_at is None:
-                    exited_at = time.monotonic()
-                    self._kill_group(proc)  # orphans holding the pipes
-                elif not ready or time.monotonic() - exited_at > 1.0:
-                    break  # drained what the dead worker wrote
-        for fd, rest in buffers.items():
-            if rest:
-                self._dispatch(fd == out_fd, rest)
-        self._flush_stderr()
-        selector.close()
-
-    def _flush_stderr(self) -> None:
-        # Stderr lines go out in batches: a model that prints a lot costs the GUI one
-        # append per 50 ms, not one per line.
-        if self._stderr_lines:
-            lines, self._stderr_lines = self._stderr_lines, []
-            self.stderrLine.emit("\n".join(lines))
-
-    def _dispatch(self, is_protocol: bool, raw: bytes) -> None:
-        text = raw.decode("utf-8", errors="replace").rstrip("\r")
-        if not is_protocol:
-            if text.strip():
-                self._stderr_lines.append(text)
-            return
-        try:
-            message = json.loads(text)
-        except ValueError:
-            self._stderr_lines.append(text)  # not ours: show it rather than lose it
-            return
-        if isinstance(message, dict):
-            self.message.emit(self, message)
-
-    def send(self, request: dict[str, Any]) -> None:
-        """Queue a request line; safe before the process exists and after it died."""
-        data = (json.dumps(request) + "\n").encode()
-        with self._lock:
-            if self._proc is None:
-                self._pending.append(data)
-                return
-        self._write(data)
-
-    def _write(self, data: bytes) -> None:
-        proc = self._proc
-        if proc is None or proc.stdin is None:
-            return
-        try:
-            proc.stdin.write(data)
-            proc.stdin.flush()
-        except (BrokenPipeError, OSError, ValueError):
-            pass  # the worker is gone; `exited` reports it
-
-    def kill(self) -> None:
-        """SIGKILL the worker's whole process group (its children too); returns at once."""
-        with self._lock:
-            self._killed = True
-            proc = self._proc
-        if proc is not None:
-            self._kill_group(proc)
-
-    @staticmethod
-    def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-        if proc.stdin is not None:
-            with contextlib.suppress(BrokenPipeError, OSError):
-                proc.stdin.close()
+        with contextlib.suppress(RuntimeError):  # its Qt side is already gone
+            runner.shutdown()
 
 
 class JobRunner(QObject):
-    """Submits jobs to a warm worker, routes its events to callbacks, replaces it when it dies.
+    """Submits jobs to a warm worker, routes its events to callbacks, replaces it when it ends.
 
-    Signals: `workerReady(dict)` when a worker has imported torch; `workerLost(str)` with the
-    sentence shown when a worker died; `log(str)` for every worker stderr line.
+    Signals: `workerReady(dict)` when the current worker has imported torch (again when a
+    spare takes over); `workerLost(str)` with the sentence shown when the current worker died;
+    `log(str)` for the current worker's stderr lines.
     """
 
     workerReady = Signal(object)
@@ -227,15 +52,18 @@ class JobRunner(QObject):
     log = Signal(str)
 
     MAX_EARLY_DEATHS = 3  # a worker that dies before it is ready this often is not restarted
+    SPARE_LOG_LINES = 200  # a spare's stderr kept until it takes over
 
-    def __init__(self, parent: QObject | None = None) -> None:
+    def __init__(self, parent: QObject | None = None, command: list[str] | None = None) -> None:
         super().__init__(parent)
         _RUNNERS.add(self)
+        self._command = command  # None: the real worker (tests may pass another program)
         self._ids = itertools.count(1)
         self._jobs: dict[int, tuple[str, JobCallback]] = {}
-        self._worker: WorkerProcess | None = None
-        self._old: set[WorkerProcess] = set()
-        self._ready: dict[str, Any] | None = None
+        self._worker: WorkerProcess | None = None  # runs the jobs
+        self._spare: WorkerProcess | None = None  # warm and idle until it takes over
+        self._spare_log: list[str] = []
+        self._ending: set[WorkerProcess] = set()  # terminated, not yet exited
         self._early_deaths = 0
         self._stopping = False
 
@@ -243,45 +71,69 @@ class JobRunner(QObject):
 
     @property
     def ready_info(self) -> dict[str, Any] | None:
-        return self._ready
+        """The current worker's `ready` message; None until it has imported torch."""
+        return self._worker.ready_info if self._worker else None
 
     @property
     def worker_pid(self) -> int | None:
         return self._worker.pid if self._worker else None
 
+    @property
+    def spare_pid(self) -> int | None:
+        return self._spare.pid if self._spare else None
+
+    @property
+    def spare_ready(self) -> bool:
+        """True when a spare worker has imported torch and waits to take over."""
+        return self._spare is not None and self._spare.ready_info is not None
+
     def start(self) -> None:
-        """Start a worker in the background unless one is running."""
+        """Make sure a worker is running: the spare takes over, or a new one starts."""
         if self._worker is not None or self._stopping:
             return
-        worker = WorkerProcess(self)
-        worker.message.connect(self._on_message)
-        worker.stderrLine.connect(self.log)
-        worker.exited.connect(self._on_exited)
-        worker.finished.connect(self._forget)
-        self._worker = worker
-        self._ready = None
-        worker.start()
+        spare, self._spare = self._spare, None
+        if spare is None:
+            self._worker = self._launch(spare=False)
+            return
+        self._worker = spare
+        lines, self._spare_log = self._spare_log, []
+        if lines:
+            self.log.emit("\n".join(lines))
+        if spare.ready_info is not None:
+            self._on_ready(spare)
 
     def shutdown(self, timeout_ms: int = 2000) -> None:
-        """Kill the worker and wait for its reader thread (window close)."""
+        """End every worker and wait for them (window close); a later job starts a fresh one."""
         self._stopping = True
-        for worker in [w for w in (self._worker, *self._old) if w is not None]:
-            worker.kill()
-            worker.wait(timeout_ms)
-        self._worker = None
-        self._old.clear()
+        workers = [w for w in (self._worker, self._spare, *self._ending) if w is not None]
+        self._worker = self._spare = None
+        self._spare_log.clear()
+        for worker in workers:
+            worker.terminate()
+        for worker in workers:  # the kill timers cannot fire while this waits: kill here
+            if not worker.wait(TERMINATE_GRACE_MS):
+                worker.kill()
+                worker.wait(timeout_ms)
+        self._ending.clear()
 
-    def _forget(self) -> None:
-        worker = self.sender()
-        if isinstance(worker, WorkerProcess) and worker is not self._worker:
-            self._old.discard(worker)
-            worker.deleteLater()
+    def _launch(self, spare: bool) -> WorkerProcess:
+        worker = WorkerProcess(self, self._command, warm_first=spare)
+        worker.ready.connect(self._on_ready)
+        worker.message.connect(self._on_message)
+        worker.stderrText.connect(self._on_stderr)
+        worker.exited.connect(self._on_exited)
+        worker.start()
+        return worker
 
-    def _retire(self) -> None:
-        worker, self._worker = self._worker, None
-        if worker is not None:
-            self._old.add(worker)
-            worker.kill()
+    def _start_spare(self) -> None:
+        if (self._spare is None and not self._stopping and self._worker is not None
+                and self._worker.ready_info is not None
+                and self._early_deaths < self.MAX_EARLY_DEATHS):
+            self._spare = self._launch(spare=True)
+
+    def _end(self, worker: WorkerProcess) -> None:
+        self._ending.add(worker)
+        worker.terminate()
 
     # ----------------------------------------------------------------- jobs
 
@@ -312,8 +164,10 @@ class JobRunner(QObject):
         return any(kind in LONG_JOBS for kind, _ in self._jobs.values())
 
     def cancel(self) -> None:
-        """End every running job now (the worker is killed) and start a fresh worker."""
-        self._retire()
+        """End every pending job now: their worker is ended and the spare takes over."""
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            self._end(worker)
         self._fail_all("cancelled", "The {job} was cancelled; the form is unchanged.", "")
         self.start()
 
@@ -325,14 +179,19 @@ class JobRunner(QObject):
             callback({"id": job_id, "type": "error", "details": "", "error": {
                 "kind": kind, "message": text, "hint": hint, "unsupported_ops": []}})
 
+    # ----------------------------------------------------------------- worker events
+
+    def _on_ready(self, worker: WorkerProcess) -> None:
+        if worker is self._spare:
+            self._early_deaths = 0
+        elif worker is self._worker:
+            self._early_deaths = 0
+            self.workerReady.emit(worker.ready_info)
+            self._start_spare()
+
     def _on_message(self, worker: WorkerProcess, message: dict[str, Any]) -> None:
         if worker is not self._worker:
-            return  # a retired worker's last words
-        if message.get("type") == "ready":
-            self._ready = message
-            self._early_deaths = 0
-            self.workerReady.emit(message)
-            return
+            return  # a spare has no jobs; an ended worker's jobs were failed already
         job_id = message.get("id")
         entry = self._jobs.get(job_id) if isinstance(job_id, int) else None
         if entry is None:
@@ -341,15 +200,30 @@ class JobRunner(QObject):
             del self._jobs[job_id]  # type: ignore[arg-type]
         entry[1](message)
 
-    def _on_exited(self, worker: WorkerProcess, code: int) -> None:
+    def _on_stderr(self, worker: WorkerProcess, text: str) -> None:
+        if worker is not self._spare:
+            self.log.emit(text)  # the current worker's, or an ended one's last words
+            return
+        self._spare_log.extend(text.splitlines())
+        del self._spare_log[:-self.SPARE_LOG_LINES]
+
+    def _on_exited(self, worker: WorkerProcess, code: int, crashed: bool) -> None:
+        self._ending.discard(worker)
+        worker.deleteLater()
+        how = exit_description(code, crashed)
+        if worker is self._spare:
+            self._spare = None
+            self._spare_log.clear()
+            if worker.ready_info is None:
+                self._early_deaths += 1
+            self.log.emit(f"The spare worker stopped ({how}).")
+            self._start_spare()
+            return
         if worker is not self._worker:
-            return  # killed on purpose (cancel) and already replaced
-        was_ready = self._ready is not None
+            return  # ended on purpose (cancel, shutdown) and already replaced
         self._worker = None
-        self._old.add(worker)
         if self._stopping:
             return
-        how = exit_description(code)
         sentence = f"The export worker stopped unexpectedly ({how})."
         self._fail_all(
             "worker_crashed", sentence,
@@ -357,7 +231,7 @@ class JobRunner(QObject):
             "shapes if it ran out of memory.",
         )
         self.workerLost.emit(sentence)
-        if not was_ready:
+        if worker.ready_info is None:
             self._early_deaths += 1
         if self._early_deaths < self.MAX_EARLY_DEATHS:
             self.start()

@@ -5,18 +5,15 @@ Qt-free and torch-free; the Recipe stays the one source of truth, these only rea
 
 from __future__ import annotations
 
-import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from engine import recipe as recipes
+from engine import shipped
 from engine.describe import PICKLE_SUFFIXES, split_source
-from engine.paths import rebase_recipe_paths
 from engine.recipe import Recipe
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-RECIPES_DIR = REPO_ROOT / "resources" / "recipes"
 MODEL_SUFFIXES = (".py", ".pt2", ".pt", ".pth")
 OPENABLE_SUFFIXES = (*MODEL_SUFFIXES, ".onnx", ".toml")
 
@@ -29,14 +26,14 @@ class ExampleRecipe:
     description: str = ""
 
 
-def list_examples(folder: Path = RECIPES_DIR) -> list[ExampleRecipe]:
-    """The gallery: every resources/recipes/*.toml, default first, titled after its example."""
+def list_examples() -> list[ExampleRecipe]:
+    """The gallery: every shipped example recipe, default first, titled after its example."""
     try:
         from engine.examples import EXAMPLES  # plain data; the models build lazily
     except Exception:  # the gallery still lists files by name
         EXAMPLES = {}
     found: list[ExampleRecipe] = []
-    for path in sorted(folder.glob("*.toml")):
+    for path in shipped.recipe_paths():
         try:
             source = str(tomllib.loads(path.read_text(encoding="utf-8"))
                          .get("model", {}).get("source", ""))
@@ -57,9 +54,8 @@ def list_examples(folder: Path = RECIPES_DIR) -> list[ExampleRecipe]:
 
 
 def default_output_dir() -> Path:
-    """Where example exports go: $ONNX_STUDIO_OUTPUT_DIR or ~/onnx-studio."""
-    override = os.environ.get("ONNX_STUDIO_OUTPUT_DIR")
-    return Path(override) if override else Path.home() / "onnx-studio"
+    """The folder a new, unsaved recipe works in: the user's data folder (`shipped.data_dir`)."""
+    return shipped.data_dir()
 
 
 def fallback_recipe(out_dir: Path) -> Recipe:
@@ -86,12 +82,10 @@ def fallback_recipe(out_dir: Path) -> Recipe:
     )
 
 
-def load_example(path: Path, out_dir: Path) -> Recipe:
-    """An example recipe made independent of the (maybe read-only) resources folder:
-    its input paths become absolute and its output lands in `out_dir`."""
-    recipe = rebase_recipe_paths(recipes.load(path), out_dir, absolute=True)
-    recipe.export.output = Path(recipe.export.output).name
-    return recipe
+def load_example(path: Path) -> Recipe:
+    """A shipped example recipe, loaded from its copy in the user's data folder (the shipped
+    files may be read-only, and an export never lands in the install folder)."""
+    return recipes.load(shipped.working_copy(path))
 
 
 def source_file(recipe: Recipe) -> Path | None:

@@ -234,9 +234,6 @@ class SourceViewer(QDialog):
         layout.addWidget(self.text)
         layout.addWidget(buttons)
 
-    def current_line(self) -> int:
-        return self.text.textCursor().blockNumber() + 1
-
 
 class WarningsView(QWidget):
     """Warnings of the last export: category, message, source file:line (opens the file)."""

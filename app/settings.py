@@ -1,9 +1,10 @@
-"""The window's settings: one versioned JSON file under the platformdirs config folder.
+"""The window's settings: one versioned TOML file under the platformdirs config folder.
 
-Qt-free on purpose (plain JSON, testable without a window). Writes are atomic (temp file +
-rename). A file that cannot be read is moved aside to `settings.json.bak` (never deleted: it
-may hold the user's recent list), defaults are used, and `load()` returns a notice for the
-window to show once.
+Qt-free on purpose (plain TOML, testable without a window), written with tomlkit, read with
+tomllib. Writes are atomic (temp file + rename). A file that cannot be read is moved aside to
+`settings.toml.bak` (never deleted: it may hold the user's recent list), defaults are used, and
+`load()` returns a notice for the window to show once. The `settings.json` of earlier releases
+is read when no `settings.toml` exists yet, and left in place.
 """
 
 from __future__ import annotations
@@ -11,9 +12,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import tomllib
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
+
+import tomlkit
 
 from engine.writing import write_text_atomic
 
@@ -33,6 +37,11 @@ def config_dir() -> Path:
 
 
 def settings_path() -> Path:
+    return config_dir() / "settings.toml"
+
+
+def _legacy_path() -> Path:
+    """Where releases before the TOML file kept the settings (as JSON)."""
     return config_dir() / "settings.json"
 
 
@@ -60,7 +69,7 @@ class Settings:
 
 def _from_data(data: Any) -> Settings:
     if not isinstance(data, dict):
-        raise ValueError("the file does not hold a JSON object")
+        raise ValueError("the file does not hold a table of settings")
     version = data.get("version")
     if version != SETTINGS_VERSION:
         # Only one version exists so far; a later one gets a migration step here.
@@ -88,15 +97,18 @@ def _from_data(data: Any) -> Settings:
 def load(path: Path | None = None) -> tuple[Settings, str | None]:
     """Return (settings, notice); notice is a sentence for the user when the file was bad."""
     path = path or settings_path()
+    parse = tomllib.loads
+    if not path.exists() and path == settings_path() and _legacy_path().exists():
+        path, parse = _legacy_path(), json.loads
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except FileNotFoundError:
         return Settings(), None
     except OSError as exc:
         return Settings(), f"Could not read the settings file {path} ({exc}); using defaults."
     try:
-        return _from_data(json.loads(text)), None
-    except ValueError as exc:  # json.JSONDecodeError is a ValueError
+        return _from_data(parse(raw.decode("utf-8"))), None
+    except ValueError as exc:  # the decode and both parsers raise ValueErrors
         backup = path.with_name(path.name + ".bak")
         with contextlib.suppress(OSError):
             os.replace(path, backup)
@@ -110,4 +122,12 @@ def save(settings: Settings, path: Path | None = None) -> None:
     """Write the settings atomically (a crash mid-write leaves the old file)."""
     path = path or settings_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(path, json.dumps(asdict(settings), indent=2))
+    doc = tomlkit.document()
+    for key, value in asdict(settings).items():
+        if isinstance(value, list):  # one path a line: easy to read and to edit by hand
+            paths = tomlkit.array()
+            paths.extend(value)
+            doc.add(key, paths.multiline(bool(value)))
+        else:
+            doc.add(key, value)
+    write_text_atomic(path, doc.as_string())

@@ -18,7 +18,6 @@ from app.validation_common import (
     make_table,
     number,
     paint_verdict,
-    rows,
     sort_key,
     verdict_color,
 )
@@ -110,10 +109,6 @@ class NodesPanel(QWidget):
         self.table.setSortingEnabled(True)
         self.table.sortByColumn(2, Qt.SortOrder.DescendingOrder)
         self.table.scrollToTop()
-
-    def row_names(self) -> list[str]:
-        """Node names in the table's current order (tests ask)."""
-        return [item.text(0) for item in rows(self.table)]
 
     def overlay_values(self) -> dict[str, float]:
         """max abs diff per node; a node whose shapes differ counts as the worst one."""

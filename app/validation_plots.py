@@ -197,20 +197,3 @@ class ParityPlots(QWidget):
                 axis.setPen(text)
                 axis.setTextPen(text)
                 axis.setLabel(label, color=text.name())
-
-    def drawn_items(self) -> dict[str, int]:
-        """What is on the plots: points in the scatter, bars in the histogram (tests ask)."""
-        out = {"scatter_points": 0, "identity_lines": 0, "histogram_bins": 0}
-        if self.scatter is None:
-            return out
-        import pyqtgraph as pg
-
-        for item in self.scatter.getPlotItem().items:
-            if isinstance(item, pg.ScatterPlotItem):
-                out["scatter_points"] += len(item.data)
-            elif isinstance(item, pg.PlotDataItem):
-                out["identity_lines"] += 1
-        for item in self.histogram.getPlotItem().listDataItems():
-            x, _ = item.getOriginalDataset()
-            out["histogram_bins"] += max(0, len(x) - 1) if x is not None else 0
-        return out

@@ -49,6 +49,7 @@ from app.tensor_tables import InputsTable, OutputsTable
 from app.validation_jobs import ValidationJobs
 from app.validation_tab import ValidationTab
 from engine import recipe as recipes
+from engine import shipped
 from engine.errors import StudioError
 from engine.paths import rebase_recipe_paths
 from engine.recipe import Recipe
@@ -376,7 +377,7 @@ class MainWindow(QMainWindow):
         default = next((e for e in examples if e.name == "default"), None)
         self.model_form.set_examples(examples)
         try:
-            recipe = load_example(default.path, out_dir) if default else fallback_recipe(out_dir)
+            recipe = load_example(default.path) if default else fallback_recipe(out_dir)
         except (StudioError, OSError) as exc:
             self.banner.show_message(f"The example recipe did not load: {exc}")
             recipe = fallback_recipe(out_dir)
@@ -395,7 +396,8 @@ class MainWindow(QMainWindow):
             self.banner.show_message(f"{path} does not exist.")
             return False
         if suffix == ".toml":
-            try:
+            try:  # a shipped example opens as its working copy, never in the install tree
+                path = shipped.runnable(path)
                 recipe = recipes.load(path)
             except StudioError as exc:
                 self.banner.show_message(f"The recipe did not open: {exc.message}")
@@ -462,9 +464,9 @@ class MainWindow(QMainWindow):
 
     def _example_chosen(self, example: ExampleRecipe) -> None:
         try:
-            recipe = load_example(example.path, default_output_dir())
-        except StudioError as exc:
-            self.banner.show_message(f"The example did not load: {exc.message}")
+            recipe = load_example(example.path)
+        except (StudioError, OSError) as exc:
+            self.banner.show_message(f"The example did not load: {exc}")
             return
         self.set_recipe(recipe, None)
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 from engine import recipe as recipes
+from engine import shipped
 from engine.errors import StudioError
 from engine.events import Events
 from engine.paths import rebase_recipe_paths
@@ -118,7 +119,8 @@ def recipe_from_args(args: argparse.Namespace) -> Recipe:
     if args.recipe:
         if args.source or args.input:
             raise RequestError("give either --recipe or a SOURCE with --input flags, not both.")
-        recipe = recipes.load(args.recipe)
+        # a shipped example runs from its copy in the data folder, never in the install tree
+        recipe = recipes.load(shipped.runnable(args.recipe))
     else:
         if not args.source:
             raise RequestError("name a model SOURCE (e.g. net.py:Net) or a --recipe file.")

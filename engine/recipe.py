@@ -7,7 +7,6 @@ module imports neither torch nor Qt, so the GUI process can use it freely.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 import tomllib
@@ -15,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine import toml_writer
 from engine.errors import StudioError
 from engine.writing import write_text_atomic
 
@@ -414,50 +414,36 @@ def to_dict(recipe: Recipe) -> dict[str, Any]:
 
 def dumps(data: dict[str, Any]) -> str:
     """TOML in the recipe's house style: scalars first, one-line arrays and inline tables."""
-    lines: list[str] = []
-    for key, value in data.items():
-        if not isinstance(value, dict | list) or (
-            isinstance(value, list) and not all(isinstance(v, dict) for v in value)
-        ):
-            lines.append(f"{_key(key)} = {_value(value)}")
-    for key, value in data.items():
-        tables = [value] if isinstance(value, dict) else value if isinstance(value, list) else []
-        if not tables or not all(isinstance(v, dict) for v in tables):
-            continue
-        for table in tables:
-            header = f"[{key}]" if isinstance(value, dict) else f"[[{key}]]"
-            lines += ["", header]
-            lines += [f"{_key(k)} = {_value(v)}" for k, v in table.items()]
-    return "\n".join(lines) + "\n"
+    try:
+        return toml_writer.dumps(data)
+    except ValueError as exc:
+        raise RecipeError(f"{exc}; a recipe holds numbers, strings, true/false, lists and "
+                          "tables.") from None
 
 
-def _key(key: str) -> str:
-    bare = key.replace("_", "").replace("-", "").isalnum() and key.isascii()
-    return key if bare else json.dumps(key)
-
-
-def _value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, list):
-        return "[" + ", ".join(_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        if not value:
-            return "{}"
-        return "{ " + ", ".join(f"{_key(str(k))} = {_value(v)}" for k, v in value.items()) + " }"
-    raise RecipeError(f"cannot write {value!r} to a recipe; use numbers, strings, lists or tables.")
+def updated_toml(recipe: Recipe, text: str | None) -> str:
+    """The recipe as TOML; given the text of the recipe file it replaces, that text with its
+    values updated in place: the user's comments, key order and spelling of unchanged values
+    stay, keys no longer set go, new keys come at the end of their table."""
+    try:
+        return toml_writer.update(text, to_dict(recipe))
+    except ValueError as exc:
+        raise RecipeError(f"{exc}; a recipe holds numbers, strings, true/false, lists and "
+                          "tables.") from None
 
 
 def save(recipe: Recipe, path: str | os.PathLike[str]) -> None:
-    """Write the recipe atomically (temp file in the same folder, then rename)."""
-    write_text_atomic(Path(path), recipe.to_toml())
+    """Write the recipe atomically; saved over a recipe file, that file's text is updated in
+    place (see `updated_toml`) rather than replaced."""
+    path = Path(path)
+    write_text_atomic(path, updated_toml(recipe, _recipe_text(path)))
+
+
+def _recipe_text(path: Path) -> str | None:
+    """The text of the recipe file at `path`; None when there is none (or no recipe there)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        is_recipe = "version" in tomllib.loads(text)
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    return text if is_recipe else None

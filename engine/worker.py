@@ -1,7 +1,13 @@
 """The export worker: a long-lived process that runs jobs sent as JSON lines on stdin.
 
-Run as `python -m engine.worker`. The GUI keeps one warm (torch imported once) and kills it to
-cancel, so nothing here needs to be interruptible. The protocol, one JSON object per line:
+Run as `python -m engine.worker`. The GUI keeps one warm (torch imported once) and ends it to
+cancel, so nothing here needs to be interruptible. SIGTERM (POSIX), the request
+{"job": "abort"} (heard during a job too), or a protocol line nobody reads any more (the client
+died) end the worker at once, together with every process its jobs started. {"job": "quit"}
+and the end of stdin end it once the requests before them are answered, so a client may write
+its requests and close stdin. With ONNX_STUDIO_WORKER_WARM_FIRST=1 (a spare, which nobody waits
+for) the worker finishes its warm-up imports before it says `ready`. The protocol, one JSON
+object per line:
 
 request  {"id": 7, "job": "export", "recipe": "<TOML text>", "base_dir": "/dir",
           "validate": null | true | false}
@@ -27,16 +33,21 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import queue
 import shutil
+import signal
+import socket
+import subprocess
 import sys
 import threading
 import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NoReturn, cast
 
 PROTOCOL_VERSION = 1
+WARM_FIRST_ENV = "ONNX_STUDIO_WORKER_WARM_FIRST"  # "1": say ready only once warmed up
 _JOB_FOLDER_MAX_AGE_S = 24 * 3600
 
 
@@ -162,18 +173,13 @@ def job_devices(request: dict[str, Any], send: Callable[[dict[str, Any]], None])
         devices.append("mps")
     from torch.onnx import _constants
 
-    from engine.export import torchscript_default_opset
+    from engine.export import exporter_opsets, torchscript_default_opset
     from engine.ort_session import ort_max_opset
 
-    ts_max = getattr(_constants, "ONNX_TORCHSCRIPT_EXPORTER_MAX_OPSET", 20)
     return {
         "type": "result",
         "devices": devices,
-        # the opsets each exporter writes (dynamo's translation library starts at 18)
-        "opsets": {
-            "dynamo": [18, int(_constants.ONNX_MAX_OPSET)],
-            "torchscript": [int(_constants.ONNX_MIN_OPSET), int(ts_max)],
-        },
+        "opsets": {name: list(span) for name, span in exporter_opsets().items()},
         "default_opset": {"dynamo": int(_constants.ONNX_DEFAULT_OPSET),
                           "torchscript": torchscript_default_opset()},
         "ort_max_opset": ort_max_opset(),
@@ -251,27 +257,155 @@ def _warm_up_imports() -> None:
 _WARM_UP = threading.Thread(target=_warm_up_imports, name="warm-up", daemon=True)
 
 
+# ---------------------------------------------------------------------------- process
+
+
+class _Process:
+    """What `main` set up for ending the worker: its pid and whether it leads its group."""
+
+    pid = 0  # a process forked by a job (multiprocessing) is not the worker
+    leads_group = False
+
+
+def end_now() -> NoReturn:
+    """End the worker and every process its jobs started, at once (cancelled, or orphaned).
+
+    POSIX: SIGKILL to the worker's own process group, set up by `main`. A group rather than a
+    walk of the process tree (psutil): one call, no extra dependency, no window in which a
+    child is started behind the walk, and it reaches grandchildren whose parent has already
+    exited, which a tree walk no longer finds. Windows has no process groups: `taskkill /T`
+    ends the worker's process tree.
+    """
+    if os.getpid() != _Process.pid:
+        os._exit(1)  # a forked copy of the worker: end only itself
+    if _Process.leads_group and hasattr(os, "killpg"):
+        os.killpg(os.getpgrp(), signal.SIGKILL)
+    elif sys.platform == "win32":
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            subprocess.run(["taskkill", "/F", "/T", "/PID", str(os.getpid())],
+                           capture_output=True, timeout=5, check=False,
+                           creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0))
+    os._exit(1)
+
+
+def _lead_process_group() -> bool:
+    """POSIX: give the worker a process group of its own, which the jobs' children inherit."""
+    if hasattr(os, "setpgid"):
+        with contextlib.suppress(OSError):
+            os.setpgid(0, 0)
+        return os.getpgrp() == os.getpid()
+    return False
+
+
+def _end_on_sigterm() -> None:
+    """SIGTERM (the GUI's Cancel) ends the worker and its children at once (`end_now`).
+
+    Python runs a signal handler on the main thread between two bytecodes, which may be seconds
+    away while a job sits in one native call (a large convolution, an ONNX Runtime session). So
+    besides the handler, the C-level handler's wake-up byte reaches a thread that ends the
+    worker right away. A process forked by a job gets the default SIGTERM back.
+    """
+    receiver, sender = socket.socketpair()
+    sender.setblocking(False)
+
+    def wait_for_sigterm(receiver: socket.socket, sender: socket.socket) -> None:
+        # `sender` is only held: the wake-up fd must stay open while this thread lives
+        while data := receiver.recv(64):
+            if int(signal.SIGTERM) in data:
+                end_now()
+
+    signal.signal(signal.SIGTERM, lambda signum, frame: end_now())
+    signal.set_wakeup_fd(sender.fileno(), warn_on_full_buffer=False)
+    threading.Thread(target=wait_for_sigterm, args=(receiver, sender), name="sigterm",
+                     daemon=True).start()
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_default_sigterm)
+
+
+def _default_sigterm() -> None:
+    with contextlib.suppress(ValueError, OSError):
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _job_of(line: str) -> Any:
+    try:
+        return json.loads(line).get("job")
+    except (ValueError, AttributeError):
+        return None
+
+
+def _read_requests(stream: IO[str]) -> queue.SimpleQueue[str | None]:
+    """Request lines, read on a thread so that `abort` is heard during a job; None at the end.
+
+    `abort` ends the worker here and now (`end_now`). After `quit`, or at the end of input,
+    nothing more is read and the main loop ends once the requests before are answered.
+    """
+    lines: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+
+    def read() -> None:
+        for line in stream:
+            job = _job_of(line)
+            if job == "abort":
+                end_now()
+            lines.put(line)
+            if job == "quit":
+                return
+        lines.put(None)
+
+    threading.Thread(target=read, name="stdin", daemon=True).start()
+    return lines
+
+
+class _ClientStream:
+    """The protocol's stream: a line that the client can no longer read ends the worker.
+
+    The client died (the GUI crashed or was killed): nobody will read the answers, so the job
+    and every process it started end at once rather than when the job is done.
+    """
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError:  # BrokenPipeError on POSIX; EINVAL on Windows
+            end_now()
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError:
+            end_now()
+
+
 def main() -> int:
-    # A group of its own, so the GUI can kill the worker and every child it spawned at once.
-    with contextlib.suppress(OSError):
-        os.setpgid(0, 0)
+    _Process.pid = os.getpid()
+    _Process.leads_group = _lead_process_group()
+    _end_on_sigterm()
     # The protocol owns the original stdout; everything else (prints from user models,
     # torch's own messages, C-level writes to fd 1) goes to stderr, which the GUI logs.
     protocol = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    channel = Channel(protocol)
+    channel = Channel(cast(IO[str], _ClientStream(protocol)))
+    requests = _read_requests(sys.stdin)
 
     started = time.perf_counter()
     import torch  # warm: every job after this one reuses the import
 
-    channel.send({"type": "ready", "protocol": PROTOCOL_VERSION, "pid": os.getpid(),
-                  "torch": torch.__version__, "import_s": round(time.perf_counter() - started, 3)})
-    _clean_old_job_folders()
-    # Warm up on a thread so a describe or devices job is answered at once meanwhile.
+    ready = {"type": "ready", "protocol": PROTOCOL_VERSION, "pid": os.getpid(),
+             "torch": torch.__version__, "import_s": round(time.perf_counter() - started, 3)}
+    # Warm up on a thread so a describe or devices job is answered at once meanwhile; a spare
+    # says ready once warm, so that it takes an export at once.
     _WARM_UP.start()
-    for raw in sys.stdin:
-        raw = raw.strip()
+    if os.environ.get(WARM_FIRST_ENV) == "1":
+        _WARM_UP.join()
+    channel.send(ready)
+    _clean_old_job_folders()
+    while (line := requests.get()) is not None:
+        raw = line.strip()
         if not raw:
             continue
         try:

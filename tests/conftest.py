@@ -1,11 +1,25 @@
-"""Shared fixtures: no test touches the real config folder, and Qt runs offscreen."""
+"""Shared by every test: no test touches the real config folder, Qt runs offscreen, a read
+from a child's pipe cannot hang, no worker process outlives its test module, and the graph
+tests' exports are made once per session."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import queue
+import signal
+import subprocess
+import threading
+import time
+import weakref
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO, Any
 
 import pytest
+
+from tests.engine.models import export_graph_examples
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 REPO = Path(__file__).resolve().parents[1]
@@ -13,9 +27,120 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(autouse=True)
 def _isolated_config(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
-    """Point platformdirs' config and cache folders at a temp dir for every test."""
+    """Point platformdirs' config, cache and data folders at a temp dir for every test."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / "cache"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
     monkeypatch.setenv("ONNX_STUDIO_CONFIG_DIR", str(home / "config" / "onnx-studio"))
     monkeypatch.setenv("ONNX_STUDIO_CACHE_DIR", str(home / "cache" / "onnx-studio"))
+    monkeypatch.setenv("ONNX_STUDIO_DATA_DIR", str(home / "data" / "onnx-studio"))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that run Qt's event loop time out by pytest-timeout's thread method.
+
+    The default (signal) method fails only the test that hung, but its SIGALRM handler is Python
+    code, which never runs while Qt waits inside its C++ event loop (a qtbot wait for a signal
+    that never comes). The thread method ends the run instead, after printing every thread's
+    stack: a hung window test stops the suite with the place it hung, never stalls it.
+    """
+    for item in items:
+        if "qapp" not in getattr(item, "fixturenames", ()):  # qtbot and the windows need qapp
+            continue
+        marker = item.get_closest_marker("timeout")
+        if marker is not None and ("method" in marker.kwargs or len(marker.args) > 1):
+            continue  # the test chose its method
+        seconds = None if marker is None else (
+            marker.args[0] if marker.args else marker.kwargs.get("timeout"))
+        item.add_marker(pytest.mark.timeout(seconds, method="thread"), append=False)
+
+
+@pytest.fixture(scope="session")
+def graph_exports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The graph tests' files (engine and window alike), exported once per session."""
+    return export_graph_examples(tmp_path_factory.mktemp("graph_exports"))
+
+
+# ------------------------------------------------------------------- reading a child's pipe
+
+_LINES: weakref.WeakKeyDictionary[subprocess.Popen[str], queue.SimpleQueue[str | None]] = (
+    weakref.WeakKeyDictionary())
+
+
+def read_json_line(proc: subprocess.Popen[str], timeout: float) -> Any:
+    """The next line `proc` writes on its stdout, parsed as JSON; waits at most `timeout` s.
+
+    A process that stays silent that long is killed and the test fails saying so, instead of
+    the suite hanging in a readline. The pipe is read on a thread of its own (one per process),
+    so every read of that stdout must go through here.
+    """
+    lines = _LINES.get(proc)
+    if lines is None:
+        assert proc.stdout is not None, "start the process with stdout=subprocess.PIPE"
+        lines = _LINES[proc] = queue.SimpleQueue()
+        threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True,
+                         name=f"stdout of pid {proc.pid}").start()
+    try:
+        line = lines.get(timeout=timeout)
+    except queue.Empty:
+        proc.kill()
+        proc.wait(timeout=10)
+        raise AssertionError(f"{_named(proc)} wrote no line within {timeout:g} s; "
+                             "it was killed") from None
+    if line is None:
+        lines.put(None)  # every later read hears the end too
+        raise AssertionError(f"{_named(proc)} closed its stdout (exit status {proc.poll()})")
+    return json.loads(line)
+
+
+def _pump(stream: IO[str], lines: queue.SimpleQueue[str | None]) -> None:
+    for line in stream:
+        lines.put(line)
+    lines.put(None)
+
+
+def _named(proc: subprocess.Popen[str]) -> str:
+    args = proc.args if isinstance(proc.args, list | tuple) else [proc.args]
+    return f"pid {proc.pid} ({' '.join(map(str, args))})"
+
+
+# ------------------------------------------------------------------- no worker left behind
+
+
+def worker_children() -> dict[int, str]:
+    """Running children of this process whose command line runs engine.worker (Linux: /proc;
+    elsewhere always empty)."""
+    found: dict[int, str] = {}
+    me = str(os.getpid())
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            state, ppid = stat.read_text().rsplit(")", 1)[1].split()[:2]
+            command = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ")
+        except (OSError, ValueError):
+            continue  # it ended while we looked
+        if ppid == me and state != "Z" and b"engine.worker" in command:
+            found[int(stat.parent.name)] = command.decode(errors="replace").strip()
+    return found
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _no_worker_left_running(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail a test module that leaves a worker process running once its fixtures have ended
+    (a window not closed, a runner not shut down); the leftovers are killed."""
+    before = set(worker_children())
+    yield
+    deadline = time.monotonic() + 5.0  # a worker that was told to end may take a moment
+    while True:
+        left = {pid: cmd for pid, cmd in worker_children().items() if pid not in before}
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    for pid in left:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            if os.getpgid(pid) == pid:  # it leads its own group: its job's children go too
+                os.killpg(pid, signal.SIGKILL)
+            else:
+                os.kill(pid, signal.SIGKILL)
+    assert not left, (f"{request.module.__name__} left {len(left)} worker process(es) running "
+                      f"(now killed): " + "; ".join(f"pid {p}: {c}" for p, c in left.items()))

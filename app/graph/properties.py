@@ -258,10 +258,6 @@ class PropertiesPanel(QWidget):
             self._plot.hide()
         self.hist_title.hide()
 
-    def has_histogram(self) -> bool:
-        """True while a histogram is on screen (tests and screenshots ask)."""
-        return self._plot is not None and self._plot.isVisible()
-
     # ------------------------------------------------------------------ group
     def show_group(self, gid: str) -> None:
         """A module group (or a section): path, class, node count, op mix, boundary tensors."""
@@ -312,7 +308,3 @@ class PropertiesPanel(QWidget):
         parts.extend(f"<tr><td>{_e(k)}</td><td align=right>{v}</td></tr>" for k, v in ops)
         parts.append("</table>")
         self._set_html("".join(parts))
-
-    def text(self) -> str:
-        """The panel's plain text (tests read it)."""
-        return self.browser.toPlainText()

@@ -12,8 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engine import shipped
+
 _HERE = Path(__file__).resolve().parent
-RECIPES = _HERE.parents[1] / "resources" / "recipes"
+RECIPES = shipped.recipes_dir()  # one recipe for each example, named after it
 
 
 @dataclass(frozen=True)

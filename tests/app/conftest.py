@@ -1,14 +1,18 @@
 """Fixtures for the window tests: an output folder per test, models that export slowly, and a
-window with a real worker shared by a test module."""
+fresh window per test on a warm worker shared by the test module."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from PySide6.QtCore import Qt
+from pytestqt.exceptions import TimeoutError as QtWaitTimeout
 
 from app import settings as settings_mod
+from app.jobs import JobRunner
 from app.window import MainWindow
 
 SLOW_MODEL = '''
@@ -49,18 +53,73 @@ def write_slow_model(folder: Path) -> Path:
     return path
 
 
+EXPORT_TIMEOUT_MS = 90_000  # an export here takes seconds; under the 120 s per test
+
+
 @pytest.fixture(scope="module")
-def live_window(qapp, tmp_path_factory: pytest.TempPathFactory) -> Iterator[MainWindow]:
-    """One shown window (and so one warm worker) for a whole test module."""
-    root = tmp_path_factory.mktemp("window")
+def shared_runner(qapp, tmp_path_factory: pytest.TempPathFactory) -> Iterator[JobRunner]:
+    """One warm worker (and its spare) for a whole test module: torch imports once."""
+    root = tmp_path_factory.mktemp("worker")
     patch = pytest.MonkeyPatch()
-    # The worker inherits these at start, so its job folders stay in the temp tree.
+    # The workers inherit these at start, so their job folders stay in the temp tree.
     patch.setenv("ONNX_STUDIO_CACHE_DIR", str(root / "cache"))
     patch.setenv("ONNX_STUDIO_CONFIG_DIR", str(root / "config"))
+    patch.setenv("ONNX_STUDIO_DATA_DIR", str(root / "data"))
     patch.setenv("ONNX_STUDIO_OUTPUT_DIR", str(root / "out"))
-    w = MainWindow(settings_mod.Settings(), None, start_worker=True)
+    runner = JobRunner()
+    runner.start()
+    yield runner
+    runner.shutdown()
+    runner.deleteLater()
+    patch.undo()
+
+
+@pytest.fixture
+def live_window(shared_runner: JobRunner, qtbot) -> Iterator[MainWindow]:
+    """A fresh shown window per test, running its jobs on the module's warm worker.
+
+    The window is built without a worker of its own and handed the shared one, wired as its
+    own would be. After the test the worker is left idle, whatever the test did or where it
+    failed: a job still running is cancelled, then every job sent so far must have answered.
+    """
+    w = MainWindow(settings_mod.Settings(), None, start_worker=False)
+    own = w.runner
+    w.runner, w.use_worker = shared_runner, True
+    wiring = [(shared_runner.workerReady, w._worker_ready),
+              (shared_runner.workerLost, w._worker_lost), (shared_runner.log, w._worker_log)]
+    for signal, slot in wiring:
+        signal.connect(slot)
+    if shared_runner.ready_info is not None:
+        w._worker_ready(shared_runner.ready_info)
     w.load_initial(None)
     w.show()
     yield w
-    w.close()
-    patch.undo()
+    for signal, slot in wiring:  # first: a worker that becomes ready sends the window a job
+        signal.disconnect(slot)
+    try:
+        _leave_idle(shared_runner, qtbot)
+    finally:
+        w.runner = own  # closing the window shuts its runner down: not the shared one
+        w.close()
+        w.deleteLater()
+
+
+def _leave_idle(runner: JobRunner, qtbot) -> None:
+    if runner.busy():
+        runner.cancel()  # the spare takes over
+    answered: list[dict[str, Any]] = []
+    runner.submit({"job": "ping"}, answered.append)  # jobs run in order: it answers last
+    try:
+        qtbot.waitUntil(lambda: bool(answered), timeout=60_000)
+    except QtWaitTimeout:
+        runner.shutdown()  # stuck: the next job starts a fresh worker
+        raise AssertionError("the shared worker did not answer a ping within 60 s after the "
+                             "test; it was shut down") from None
+
+
+def export_and_wait(window: MainWindow, qtbot) -> dict[str, Any]:
+    """Click Export, wait for the job's final message and return it."""
+    assert window.export_button.isEnabled(), window.export_button.toolTip()
+    with qtbot.waitSignal(window.exportFinished, timeout=EXPORT_TIMEOUT_MS) as blocker:
+        qtbot.mouseClick(window.export_button, Qt.MouseButton.LeftButton)
+    return blocker.args[0]

@@ -25,12 +25,13 @@ def main(out_dir: Path, only: set[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="shots_"))
     os.environ.setdefault("ONNX_STUDIO_CONFIG_DIR", str(tmp / "config"))
     os.environ.setdefault("ONNX_STUDIO_CACHE_DIR", str(tmp / "cache"))
-    os.environ.setdefault("ONNX_STUDIO_OUTPUT_DIR", str(Path.home() / "onnx-studio"))
+    os.environ.setdefault("ONNX_STUDIO_DATA_DIR", str(Path.home() / "onnx-studio"))
     from PySide6.QtCore import QEventLoop
     from PySide6.QtWidgets import QApplication
 
-    from app.recipes import RECIPES_DIR, default_output_dir, load_example
+    from app.recipes import load_example
     from app.window import MainWindow
+    from engine import shipped
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     window = MainWindow()
@@ -98,7 +99,7 @@ def main(out_dir: Path, only: set[str] | None = None) -> int:
     window.tabs.setCurrentWidget(window.summary)
 
     done.clear()
-    window.set_recipe(load_example(RECIPES_DIR / "unconvertible.toml", default_output_dir()))
+    window.set_recipe(load_example(shipped.recipes_dir() / "unconvertible.toml"))
     window.start_export()
     pump(120, lambda: bool(done))
     shoot("failure")

@@ -10,7 +10,6 @@ from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QColor, QImage, QPalette
 
 from app.graph import GraphBrowser, time_first_paint
-from tests.engine.test_graph import exports  # noqa: F401 - session fixture
 
 
 @pytest.fixture
@@ -23,6 +22,11 @@ def browser(qtbot) -> GraphBrowser:  # type: ignore[no-untyped-def]
     return b
 
 
+def panel_text(b: GraphBrowser) -> str:
+    """What the properties panel says, as plain text."""
+    return b.properties.browser.toPlainText()
+
+
 def _box_point(b: GraphBrowser, key: str):  # type: ignore[no-untyped-def]
     sc = b.canvas.scene_data
     assert sc is not None and key in sc.index, key
@@ -31,19 +35,19 @@ def _box_point(b: GraphBrowser, key: str):  # type: ignore[no-untyped-def]
     return b.view.mapFromScene(QPointF(box.x + box.w / 2, box.y + 8))
 
 
-def test_load_shows_collapsed_modules(browser: GraphBrowser, exports) -> None:  # noqa: F811
-    assert browser.load_file(exports["dynamo"])
+def test_load_shows_collapsed_modules(browser: GraphBrowser, graph_exports) -> None:
+    assert browser.load_file(graph_exports["dynamo"])
     sc = browser.canvas.scene_data
     assert sc is not None
     assert {"g:embed", "g:blocks.0", "g:blocks.1", "g:head", "i:x", "o:y"} <= set(sc.index)
     assert not browser.crumbs.isVisible()
-    text = browser.properties.text()
+    text = panel_text(browser)
     assert f"{len(browser.model.nodes)} nodes" in text  # type: ignore[union-attr]
     assert "Inputs" in text and "x" in text
 
 
-def test_search_by_op_type_and_name(browser: GraphBrowser, exports, qtbot) -> None:  # noqa: F811
-    browser.load_file(exports["dynamo"])
+def test_search_by_op_type_and_name(browser: GraphBrowser, graph_exports, qtbot) -> None:
+    browser.load_file(graph_exports["dynamo"])
     assert browser.find_nodes("Softmax") == 2
     model = browser.model
     assert model is not None
@@ -65,38 +69,38 @@ def test_search_by_op_type_and_name(browser: GraphBrowser, exports, qtbot) -> No
     qtbot.keyClicks(browser.search, target.name)
     qtbot.keyClick(browser.search, Qt.Key.Key_Return)
     assert browser.selected_key == f"n{target.index}"
-    assert "Gelu" in browser.properties.text()
+    assert "Gelu" in panel_text(browser)
     assert browser.find_nodes("no-such-node-or-tensor") == 0
     assert browser.hit_label.text() == "no match"
 
 
-def test_properties_show_attributes_shapes_source(browser: GraphBrowser, exports) -> None:  # noqa: F811
-    browser.load_file(exports["dynamic"])
+def test_properties_show_attributes_shapes_source(browser: GraphBrowser, graph_exports) -> None:
+    browser.load_file(graph_exports["dynamic"])
     model = browser.model
     assert model is not None
     sm = next(n for n in model.nodes if n.op_type == "Softmax")
     browser.select_node(sm.index)
-    text = browser.properties.text()
+    text = panel_text(browser)
     assert "Attributes" in text and "axis" in text and "-1" in text
     assert "float32[batch×seq×seq]" in text
-    assert "test_graph.py" in text  # the source line of the user's code
+    assert "models.py" in text  # the source line of the user's code (tests/engine/models.py)
     assert "blocks.0.attn" in text
     # A group: its class and op mix.
     browser.select_group("blocks.0/blocks.0.attn")
-    text = browser.properties.text()
+    text = panel_text(browser)
     assert "Attn" in text and "Softmax" in text
     # A weight: statistics and a histogram.
     weight = next(n for n, t in model.initializers.items() if len(t.dims) == 2)
     browser.properties.show_tensor(weight)
-    text = browser.properties.text()
+    text = panel_text(browser)
     assert "initializer" in text and "mean" in text and "std" in text
-    assert browser.properties.has_histogram()
+    assert browser.properties.hist_title.isVisible(), "a histogram is shown"
     browser.properties.show_node(sm.index)
-    assert not browser.properties.has_histogram()
+    assert not browser.properties.hist_title.isVisible()
 
 
-def test_double_click_expands_and_collapses(browser: GraphBrowser, exports, qtbot) -> None:  # noqa: F811
-    browser.load_file(exports["dynamo"])
+def test_double_click_expands_and_collapses(browser: GraphBrowser, graph_exports, qtbot) -> None:
+    browser.load_file(graph_exports["dynamo"])
     n_before = len(browser.canvas.scene_data.boxes)  # type: ignore[union-attr]
     qtbot.mouseDClick(browser.view.viewport(), Qt.MouseButton.LeftButton,
                       pos=_box_point(browser, "g:blocks.0"))
@@ -114,8 +118,9 @@ def test_double_click_expands_and_collapses(browser: GraphBrowser, exports, qtbo
     assert len(browser.canvas.scene_data.boxes) == n_before  # type: ignore[union-attr]
 
 
-def test_click_selects_and_double_click_activates(browser: GraphBrowser, exports, qtbot) -> None:  # noqa: F811
-    browser.load_file(exports["torchscript"])
+def test_click_selects_and_double_click_activates(browser: GraphBrowser, graph_exports,
+                                                  qtbot) -> None:
+    browser.load_file(graph_exports["torchscript"])
     browser.expand_all()
     model = browser.model
     assert model is not None
@@ -128,8 +133,8 @@ def test_click_selects_and_double_click_activates(browser: GraphBrowser, exports
     assert sig.args == [sm.name]
 
 
-def test_loop_subgraph_opens_with_breadcrumb(browser: GraphBrowser, exports, qtbot) -> None:  # noqa: F811
-    browser.load_file(exports["loop"])
+def test_loop_subgraph_opens_with_breadcrumb(browser: GraphBrowser, graph_exports, qtbot) -> None:
+    browser.load_file(graph_exports["loop"])
     root = browser.model
     assert root is not None
     loop = next(n for n in root.nodes if n.op_type == "Loop")
@@ -146,13 +151,13 @@ def test_loop_subgraph_opens_with_breadcrumb(browser: GraphBrowser, exports, qtb
     assert browser.model is root and not browser.crumbs.isVisible()
     # And through the properties panel's link.
     browser.select_node(loop.index)
-    assert "open body" in browser.properties.text()
+    assert "open body" in panel_text(browser)
     browser._link(f"sub:{loop.index}:body")
     assert browser.model is not root
 
 
-def test_export_png_and_svg(browser: GraphBrowser, exports, tmp_path: Path) -> None:  # noqa: F811
-    browser.load_file(exports["dynamo"])
+def test_export_png_and_svg(browser: GraphBrowser, graph_exports, tmp_path: Path) -> None:
+    browser.load_file(graph_exports["dynamo"])
     browser.toggle_group("blocks.0")
     png, svg = tmp_path / "g.png", tmp_path / "g.svg"
     browser.export_png(png)
@@ -169,8 +174,8 @@ def test_export_png_and_svg(browser: GraphBrowser, exports, tmp_path: Path) -> N
     assert "<path" in text or "<polyline" in text
 
 
-def test_overlay_colours_nodes_and_shows_legend(browser: GraphBrowser, exports) -> None:  # noqa: F811
-    browser.load_file(exports["dynamo"])
+def test_overlay_colours_nodes_and_shows_legend(browser: GraphBrowser, graph_exports) -> None:
+    browser.load_file(graph_exports["dynamo"])
     browser.expand_all()
     model = browser.model
     assert model is not None
@@ -185,7 +190,7 @@ def test_overlay_colours_nodes_and_shows_legend(browser: GraphBrowser, exports) 
     hot, cold = browser.canvas._fills[i_sm], browser.canvas._fills[i_gelu]
     assert hot != cold and hot != default
     browser.select_node(sm.index)
-    assert "max abs diff" in browser.properties.text()
+    assert "max abs diff" in panel_text(browser)
     # A collapsed group takes its largest value.
     browser.collapse_to_depth(0)
     sc = browser.canvas.scene_data
@@ -201,13 +206,13 @@ def test_bad_file_reports_why(browser: GraphBrowser, tmp_path: Path, qtbot) -> N
     with qtbot.waitSignal(browser.loadFailed) as sig:
         assert browser.load_file(bad) is False
     assert "broken.onnx" in sig.args[0]
-    assert "Cannot show the graph" in browser.properties.text()
+    assert "Cannot show the graph" in panel_text(browser)
     with qtbot.waitSignal(browser.loadFailed):
         assert browser.load_file(tmp_path / "missing.onnx") is False
 
 
-def test_time_first_paint_and_zoom_keys(browser: GraphBrowser, exports, qtbot) -> None:  # noqa: F811
-    seconds, nodes = time_first_paint(browser, exports["dynamic"])
+def test_time_first_paint_and_zoom_keys(browser: GraphBrowser, graph_exports, qtbot) -> None:
+    seconds, nodes = time_first_paint(browser, graph_exports["dynamic"])
     assert nodes == len(browser.model.nodes) and 0 < seconds < 60  # type: ignore[union-attr]
     browser.view.setFocus()
     s0 = browser.view.scale_factor()
@@ -220,12 +225,12 @@ def test_time_first_paint_and_zoom_keys(browser: GraphBrowser, exports, qtbot) -
     # A hidden browser (a tab not on screen) is painted offscreen, not waited for.
     hidden = GraphBrowser()
     qtbot.addWidget(hidden)
-    seconds, nodes = time_first_paint(hidden, exports["dynamo"])
+    seconds, nodes = time_first_paint(hidden, graph_exports["dynamo"])
     assert nodes > 0 and seconds < 5
 
 
-def test_follows_dark_palette(browser: GraphBrowser, exports) -> None:  # noqa: F811
-    browser.load_file(exports["dynamo"])
+def test_follows_dark_palette(browser: GraphBrowser, graph_exports) -> None:
+    browser.load_file(graph_exports["dynamo"])
     light = [QColor(c).lightness() for c in browser.canvas._fills]
     pal = QPalette(browser.palette())
     pal.setColor(QPalette.ColorRole.Window, QColor(30, 30, 30))
@@ -238,8 +243,8 @@ def test_follows_dark_palette(browser: GraphBrowser, exports) -> None:  # noqa: 
     assert QColor(img.pixel(5, 5)).lightness() < 60
 
 
-def test_fold_toggle_shows_shape_nodes(browser: GraphBrowser, exports) -> None:  # noqa: F811
-    browser.load_file(exports["dynamic"])
+def test_fold_toggle_shows_shape_nodes(browser: GraphBrowser, graph_exports) -> None:
+    browser.load_file(graph_exports["dynamic"])
     model = browser.model
     assert model is not None
     shapes = [n.index for n in model.nodes if n.op_type == "Shape"]
@@ -248,15 +253,15 @@ def test_fold_toggle_shows_shape_nodes(browser: GraphBrowser, exports) -> None: 
     # Searching a folded node selects the node it feeds and shows the folded node's details.
     browser.find_nodes("Shape")
     assert browser.selected_key == browser.layout_state.node_key(shapes[0])  # type: ignore[union-attr]
-    assert browser.properties.text().startswith("Shape")
+    assert panel_text(browser).startswith("Shape")
     browser.fold_action.setChecked(False)
     browser.expand_all()
     assert all(f"n{i}" in browser.canvas.scene_data.index for i in shapes)  # type: ignore[union-attr]
 
 
-def test_click_on_edge_and_tensor_search_show_tensor(browser: GraphBrowser, exports,  # noqa: F811
+def test_click_on_edge_and_tensor_search_show_tensor(browser: GraphBrowser, graph_exports,
                                                      qtbot) -> None:
-    browser.load_file(exports["dynamo"])
+    browser.load_file(graph_exports["dynamo"])
     sc = browser.canvas.scene_data
     assert sc is not None
     src = sc.boxes[sc.index["g:blocks.0"]]
@@ -266,15 +271,15 @@ def test_click_on_edge_and_tensor_search_show_tensor(browser: GraphBrowser, expo
     browser.view.centerOn(QPointF(x0, (y0 + y1) / 2))
     pos = browser.view.mapFromScene(QPointF((x0 + x1) / 2, (y0 + y1) / 2))
     qtbot.mouseClick(browser.view.viewport(), Qt.MouseButton.LeftButton, pos=pos)
-    text = browser.properties.text()
+    text = panel_text(browser)
     assert text.startswith(edge.tensors[0]) and "Consumers" in text and "producer" in text
     # Far from every edge and box: back to the graph summary.
     qtbot.mouseClick(browser.view.viewport(), Qt.MouseButton.LeftButton,
                      pos=browser.view.mapFromScene(QPointF(src.x - 300, src.y)))
-    assert "Most used ops" in browser.properties.text()
+    assert "Most used ops" in panel_text(browser)
     # Searching a tensor's exact name selects its producer and shows the tensor.
     model = browser.model
     assert model is not None
     sm = next(n for n in model.nodes if n.op_type == "Softmax")
     browser.find_nodes(sm.outputs[0])
-    assert browser.properties.text().startswith(sm.outputs[0])
+    assert panel_text(browser).startswith(sm.outputs[0])

@@ -1,7 +1,8 @@
 """The window driving a real worker: export, cancel, a killed worker, and the next export.
 
-One window (and so one warm worker) is shared by the module to keep the suite fast; each test
-loads the recipe it needs, as a user would.
+Each test gets a fresh window; the warm worker is shared by the module to keep the suite fast
+(tests/app/conftest.py leaves it idle after every test). Each test loads the recipe it needs,
+as a user would.
 """
 
 from __future__ import annotations
@@ -17,12 +18,10 @@ from PySide6.QtCore import Qt
 
 from app.window import MainWindow
 from engine import recipe as recipes
-from tests.app.conftest import write_slow_model
-
-EXPORT_TIMEOUT_MS = 180_000
+from tests.app.conftest import EXPORT_TIMEOUT_MS, export_and_wait, write_slow_model
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def window(live_window: MainWindow) -> MainWindow:
     return live_window
 
@@ -38,13 +37,6 @@ def pid_alive(pid: int) -> bool:
     except (OSError, IndexError):
         return True
     return state != "Z"
-
-
-def export_and_wait(window: MainWindow, qtbot) -> dict:
-    assert window.export_button.isEnabled(), window.export_button.toolTip()
-    with qtbot.waitSignal(window.exportFinished, timeout=EXPORT_TIMEOUT_MS) as blocker:
-        qtbot.mouseClick(window.export_button, Qt.MouseButton.LeftButton)
-    return blocker.args[0]
 
 
 def load_slow(window: MainWindow, folder: Path) -> Path:
@@ -69,6 +61,7 @@ def start_slow_export(window: MainWindow, qtbot) -> int:
     return int(child_file.read_text())
 
 
+@pytest.mark.slow
 def test_export_the_example(window: MainWindow, qtbot) -> None:
     window.load_default_recipe()
     output = window.recipe.output_path
@@ -94,6 +87,7 @@ def test_export_the_example(window: MainWindow, qtbot) -> None:
     assert window.runner.worker_pid == pid
 
 
+@pytest.mark.slow
 def test_cancel_a_long_export_then_export_again(window: MainWindow, qtbot,
                                                 tmp_path: Path) -> None:
     output = load_slow(window, tmp_path)
@@ -120,13 +114,16 @@ def test_cancel_a_long_export_then_export_again(window: MainWindow, qtbot,
     assert window.runner.worker_pid not in (None, old_pid), "a fresh worker did the export"
 
 
+@pytest.mark.slow
 def test_killed_worker_is_reported_and_replaced(window: MainWindow, qtbot,
                                                 tmp_path: Path) -> None:
     output = load_slow(window, tmp_path)
     before = window.recipe.to_toml()
-    start_slow_export(window, qtbot)
+    child = start_slow_export(window, qtbot)
     pid = window.runner.worker_pid
     assert pid is not None
+    qtbot.waitUntil(lambda: window.runner.spare_ready, timeout=60_000)
+    spare = window.runner.spare_pid
     with qtbot.waitSignal(window.exportFinished, timeout=10_000) as blocker:
         os.kill(pid, signal.SIGKILL)
     error = blocker.args[0]["error"]
@@ -136,11 +133,42 @@ def test_killed_worker_is_reported_and_replaced(window: MainWindow, qtbot,
     assert "SIGKILL" in window.summary.status.text()
     assert window.recipe.to_toml() == before
     assert not output.exists()
+    assert window.runner.worker_pid == spare and window.runner.ready_info is not None, \
+        "the warm spare took over at once"
+    # the killed worker could not end its children; the runner ended its process group
+    qtbot.waitUntil(lambda: not pid_alive(child), timeout=2000)
+    child_file = tmp_path / "slow_net.child"
+    child_file.unlink()
 
     window.load_default_recipe()
     message = export_and_wait(window, qtbot)
     assert message["report"]["ok"], message
     assert window.runner.worker_pid not in (None, pid)
+    assert not child_file.exists(), "the crashed job was not run again by the new worker"
+
+
+def test_spare_worker_takes_over_after_cancel(window: MainWindow, qtbot,
+                                              tmp_path: Path) -> None:
+    load_slow(window, tmp_path)
+    start_slow_export(window, qtbot)
+    qtbot.waitUntil(lambda: window.runner.spare_ready, timeout=60_000)
+    spare = window.runner.spare_pid
+    clicked = time.perf_counter()
+    with qtbot.waitSignal(window.exportFinished, timeout=1000):
+        qtbot.mouseClick(window.cancel_button, Qt.MouseButton.LeftButton)
+    assert window.runner.worker_pid == spare and window.runner.ready_info is not None
+
+    window.load_default_recipe()
+    events: list[tuple[float, dict]] = []
+    window.runner.export(window.recipe.to_toml(), window.recipe.base_dir,
+                         lambda message: events.append((time.perf_counter(), message)))
+    qtbot.waitUntil(lambda: any(m["type"] == "progress" for _, m in events), timeout=60_000)
+    first_progress = next(t for t, m in events if m["type"] == "progress")
+    # a fresh worker would first import torch (seconds); the spare has
+    assert first_progress - clicked < 1.0, first_progress - clicked
+    qtbot.waitUntil(lambda: events[-1][1]["type"] in ("result", "error"),
+                    timeout=EXPORT_TIMEOUT_MS)
+    assert events[-1][1]["report"]["ok"], events[-1][1]
 
 
 def test_failed_export_shows_sentence_hint_and_details(window: MainWindow, qtbot,
@@ -207,7 +235,7 @@ def test_warnings_are_listed_with_their_source_line(window: MainWindow, qtbot,
     tree.setCurrentItem(with_source[0])
     viewer = window.open_source(with_source[0].text(2))
     assert viewer is not None and viewer.path == model
-    assert viewer.current_line() == 6, "the line of .item()"
+    assert viewer.text.textCursor().blockNumber() + 1 == 6, "the line of .item()"
     viewer.close()
 
 

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QComboBox
 from app import settings as settings_mod
 from app.window import MainWindow
 from engine import recipe as recipes
+from engine import shipped
 from tests.conftest import REPO
 
 
@@ -162,11 +163,11 @@ def test_broken_recipe_is_reported_and_the_form_kept(window: MainWindow, tmp_pat
 def test_corrupt_settings_are_backed_up_and_reported_once(qtbot) -> None:
     path = settings_mod.settings_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("{ not json", encoding="utf-8")
+    path.write_text("{ not toml", encoding="utf-8")
     settings, notice = settings_mod.load()
     assert notice and "damaged" in notice
     assert settings == settings_mod.Settings()
-    assert path.with_name("settings.json.bak").read_text(encoding="utf-8") == "{ not json"
+    assert path.with_name(path.name + ".bak").read_text(encoding="utf-8") == "{ not toml"
     window = MainWindow(settings, notice, start_worker=False)
     qtbot.addWidget(window)
     window.show()
@@ -174,9 +175,9 @@ def test_corrupt_settings_are_backed_up_and_reported_once(qtbot) -> None:
     settings_mod.save(settings)
     assert settings_mod.load() == (settings, None), "told once: the next start is clean"
 
-    path.write_text(json.dumps({"version": 99}), encoding="utf-8")
+    path.write_text("version = 99\n", encoding="utf-8")
     assert "version" in (settings_mod.load()[1] or "")
-    path.write_text(json.dumps({"version": 1, "recent_recipes": "nope"}), encoding="utf-8")
+    path.write_text('version = 1\nrecent_recipes = "nope"\n', encoding="utf-8")
     assert settings_mod.load()[1] is not None
 
 
@@ -189,8 +190,23 @@ def test_settings_round_trip_and_recent_list() -> None:
     assert len(settings.recent_recipes) == settings_mod.MAX_RECENT
     settings_mod.save(settings)
     assert settings_mod.load() == (settings, None)
-    leftovers = [p for p in settings_mod.config_dir().iterdir() if p.name != "settings.json"]
+    leftovers = [p for p in settings_mod.config_dir().iterdir()
+                 if p != settings_mod.settings_path()]
     assert leftovers == [], "the atomic write leaves no temp file"
+
+
+def test_settings_of_an_earlier_release_are_read_once() -> None:
+    """Before the TOML file, the settings were JSON: read when no TOML file exists, kept."""
+    legacy = settings_mod.config_dir() / "settings.json"
+    legacy.parent.mkdir(parents=True, exist_ok=True)
+    legacy.write_text(json.dumps({"version": 1, "recent_recipes": ["/tmp/a.toml"],
+                                  "theme": "dark"}), encoding="utf-8")
+    settings, notice = settings_mod.load()
+    assert notice is None and settings.recent_recipes == ["/tmp/a.toml"]
+    settings.theme = "light"
+    settings_mod.save(settings)
+    assert settings_mod.load() == (settings, None), "the TOML file wins from now on"
+    assert settings_mod.settings_path().name == "settings.toml" and legacy.is_file()
 
 
 def test_warning_source_opens_at_its_line(window: MainWindow, tmp_path: Path) -> None:
@@ -203,7 +219,7 @@ def test_warning_source_opens_at_its_line(window: MainWindow, tmp_path: Path) ->
     window.warnings.tree.setCurrentItem(window.warnings.tree.topLevelItem(0))
     assert window.warnings.open_button.isEnabled()
     viewer = window.open_source("net.py:3")
-    assert viewer is not None and viewer.current_line() == 3
+    assert viewer is not None and viewer.text.textCursor().blockNumber() + 1 == 3
     viewer.close()
     assert window.open_source("missing.py:1") is None
 
@@ -233,6 +249,7 @@ def _run_gui_process(code: str, tmp_path: Path) -> subprocess.CompletedProcess[s
                           text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_gui_process_never_imports_torch(tmp_path: Path) -> None:
     """A whole session in a fresh process: window, worker, an export, the Python tab."""
     code = (
@@ -262,7 +279,7 @@ def test_gui_process_never_imports_torch(tmp_path: Path) -> None:
 def test_exit_after_paint_prints_timings(tmp_path: Path) -> None:
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(REPO),
            "ONNX_STUDIO_OUTPUT_DIR": str(tmp_path)}
-    recipe = REPO / "resources" / "recipes" / "default.toml"
+    recipe = shipped.recipes_dir() / "default.toml"
     result = subprocess.run([sys.executable, "-m", "app", str(recipe), "--exit-after-paint"],
                             cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
@@ -338,7 +355,9 @@ def test_examples_gallery_replaces_the_recipe(window: MainWindow) -> None:
     assert window.recipe.model.source == "example:lstm"
     assert combo.currentIndex() == 0
     assert window.export_button.isEnabled(), window.export_button.toolTip()
-    assert window.recipe.output_path.parent == window.recipe.base_dir
+    # it runs from a copy in the data folder, and exports beside that copy
+    assert window.recipe.base_dir == shipped.examples_dir() / "lstm"
+    assert window.recipe.base_dir in window.recipe.output_path.parents
 
 
 def test_theme_switch_is_saved(window: MainWindow) -> None:

@@ -87,7 +87,7 @@ output = "{out}"
 
 def timed(cmd: list[str]) -> float:
     started = time.perf_counter()
-    result = subprocess.run(cmd, capture_output=True, text=True)
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     elapsed = time.perf_counter() - started
     if result.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{result.stderr[-3000:]}")

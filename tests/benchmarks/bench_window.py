@@ -33,12 +33,13 @@ def launch_times(runs: int, env: dict[str, str]) -> tuple[list[float], list[floa
     for _ in range(runs):
         started = time.perf_counter()
         out = subprocess.run([sys.executable, "-m", "app", "--exit-after-paint"], cwd=REPO,
-                             env=env, capture_output=True, text=True, check=True).stdout
+                             env=env, capture_output=True, text=True, check=True,
+                             timeout=120).stdout
         wall.append(time.perf_counter() - started)
         inside.append(json.loads(out.strip().splitlines()[-1])["window_s"])
         started = time.perf_counter()
         subprocess.run([sys.executable, "-c", BARE_WINDOW], env=env, capture_output=True,
-                       check=True)
+                       check=True, timeout=120)
         bare.append(time.perf_counter() - started)
     return wall, inside, bare
 

@@ -145,10 +145,15 @@ def _run(script: Path, with_studio: bool) -> subprocess.CompletedProcess[str]:
     # example: source needs the studio's package importable.
     env = {**os.environ, "PYTHONPATH": str(REPO) if with_studio else ""}
     return subprocess.run([sys.executable, str(script)], cwd="/", env=env,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=100)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+SLOW_CASES = {"pt2-dynamo"}  # over 10 s
+
+
+@pytest.mark.parametrize("case", [
+    pytest.param(c, id=c[0], marks=[pytest.mark.slow] if c[0] in SLOW_CASES else [])
+    for c in CASES])
 def test_generated_script_exports_what_the_studio_would(
         tmp_path: Path, case: tuple[str, Callable[[Path], None], str, str, str, list[str]]
 ) -> None:

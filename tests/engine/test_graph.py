@@ -7,106 +7,7 @@ from pathlib import Path
 import pytest
 
 from engine.graph import GraphModel, auxiliary_nodes, format_shape
-
-
-def _tiny_net():  # type: ignore[no-untyped-def]
-    import torch
-    from torch import nn
-
-    class Attn(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.q = nn.Linear(16, 16)
-            self.k = nn.Linear(16, 16)
-
-        def forward(self, x):  # type: ignore[no-untyped-def]
-            w = self.q(x) @ self.k(x).transpose(-1, -2)
-            return w.softmax(-1) @ x
-
-    class Block(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.norm = nn.LayerNorm(16)
-            self.attn = Attn()
-            self.mlp = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 16))
-
-        def forward(self, x):  # type: ignore[no-untyped-def]
-            x = x + self.attn(self.norm(x))
-            return x + self.mlp(x)
-
-    class TinyNet(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.embed = nn.Linear(8, 16)
-            self.blocks = nn.ModuleList([Block(), Block()])
-            self.head = nn.Linear(16, 4)
-
-        def forward(self, x):  # type: ignore[no-untyped-def]
-            x = self.embed(x)
-            for b in self.blocks:
-                x = b(x)
-            # Positions and a reshape from the input's shape: shape arithmetic in a
-            # dynamic export.
-            x = x + torch.arange(x.shape[1]).unsqueeze(-1).to(x.dtype)
-            h = self.head(x)
-            return h.reshape(h.shape[0], h.shape[1] * 2, 2)
-
-    torch.manual_seed(0)
-    return TinyNet().eval(), torch.randn(2, 5, 8)
-
-
-_EXPORTS: dict[str, Path] = {}  # shared by the modules that import the fixture below
-
-
-@pytest.fixture(scope="session")
-def exports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """One tiny model exported three ways, plus the seed's scripted loop and an If.
-
-    test_layout and test_graph_view import this fixture; pytest then holds one fixture per
-    module, so the files themselves are cached here and exported once per session."""
-    if _EXPORTS and all(p.exists() for p in _EXPORTS.values()):
-        return _EXPORTS
-    import warnings
-
-    import torch
-
-    out = tmp_path_factory.mktemp("graph_exports")
-    model, x = _tiny_net()
-    paths = {"dynamo": out / "tiny_dynamo.onnx", "dynamic": out / "tiny_dynamic.onnx",
-             "torchscript": out / "tiny_ts.onnx", "loop": out / "loop.onnx",
-             "if": out / "cond.onnx"}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(model, (x,), paths["dynamo"], dynamo=True, input_names=["x"],
-                          output_names=["y"], external_data=True)
-        batch = torch.export.Dim("batch", min=1, max=64)
-        seq = torch.export.Dim("seq", min=2, max=64)
-        torch.onnx.export(model, (x,), paths["dynamic"], dynamo=True, input_names=["x"],
-                          output_names=["y"], dynamic_shapes=({0: batch, 1: seq},),
-                          external_data=False)
-        torch.onnx.export(model, (x,), paths["torchscript"], dynamo=False, input_names=["x"],
-                          output_names=["y"], dynamic_axes={"x": {0: "batch"}})
-
-        # The seed's LoopModel2: a scripted loop becomes an ONNX Loop with a body graph.
-        from engine.examples.loops import LoopModel2
-
-        torch.onnx.export(LoopModel2(), (torch.ones(2, 3, dtype=torch.long), torch.tensor(5)),
-                          paths["loop"], dynamo=False, input_names=["input_data", "loop_range"])
-
-        @torch.jit.script
-        def cond(x: torch.Tensor) -> torch.Tensor:
-            if bool(x.sum() > 0):
-                return x * 2
-            return x - 1
-
-        class CondModel(torch.nn.Module):
-            def forward(self, x):  # type: ignore[no-untyped-def]
-                return cond(x)
-
-        torch.onnx.export(CondModel(), (torch.ones(3),), paths["if"], dynamo=False,
-                          input_names=["x"])
-    _EXPORTS.update(paths)
-    return _EXPORTS
+from tests.engine import models
 
 
 def _function_model(path: Path) -> Path:
@@ -131,12 +32,12 @@ def _function_model(path: Path) -> Path:
 
 def _submodule_names_with_ops() -> set[str]:
     """Qualified names of the tiny net's submodules (the groups a browser should show)."""
-    model, _ = _tiny_net()
+    model, _ = models.tiny_blocks_net()
     return {name for name, _m in model.named_modules() if name}
 
 
-def test_dynamo_groups_match_submodules(exports: dict[str, Path]) -> None:
-    g = GraphModel.load(exports["dynamo"])
+def test_dynamo_groups_match_submodules(graph_exports: dict[str, Path]) -> None:
+    g = GraphModel.load(graph_exports["dynamo"])
     quals = {grp.qualname for gid, grp in g.groups.items() if gid}
     expected = _submodule_names_with_ops() - {"blocks", "blocks.0.mlp.1", "blocks.1.mlp.1"}
     # ModuleList itself runs no code; GELU is a single op that may carry its own scope.
@@ -150,8 +51,8 @@ def test_dynamo_groups_match_submodules(exports: dict[str, Path]) -> None:
     assert g.groups[""].class_name.endswith("TinyNet")
 
 
-def test_torchscript_groups_from_node_names(exports: dict[str, Path]) -> None:
-    g = GraphModel.load(exports["torchscript"])
+def test_torchscript_groups_from_node_names(graph_exports: dict[str, Path]) -> None:
+    g = GraphModel.load(graph_exports["torchscript"])
     quals = {grp.qualname for gid, grp in g.groups.items() if gid}
     assert {"embed", "blocks.0", "blocks.0.attn", "blocks.0.attn.q", "blocks.1.mlp",
             "head"} <= quals
@@ -160,8 +61,8 @@ def test_torchscript_groups_from_node_names(exports: dict[str, Path]) -> None:
     assert all(g.nodes[i].name.startswith("/blocks.1/attn/") for i in g.group_nodes(attn.id))
 
 
-def test_nodes_attributes_shapes_and_source(exports: dict[str, Path]) -> None:
-    g = GraphModel.load(exports["dynamic"])
+def test_nodes_attributes_shapes_and_source(graph_exports: dict[str, Path]) -> None:
+    g = GraphModel.load(graph_exports["dynamic"])
     ids = [n.index for n in g.nodes]
     assert ids == list(range(len(g.nodes)))
     assert g.inputs == ["x"] and g.outputs == ["y"]
@@ -173,22 +74,22 @@ def test_nodes_attributes_shapes_and_source(exports: dict[str, Path]) -> None:
     out = g.tensor(softmax.outputs[0])
     assert out.producer == softmax.index and out.consumers
     assert out.shape is not None and out.shape[0] == "batch"
-    # The source line is the user's code (this file), not torch's.
-    assert softmax.source is not None and softmax.source.startswith(__file__)
+    # The source line is the user's code (the model's file), not torch's.
+    assert softmax.source is not None and softmax.source.startswith(models.__file__)
     assert "w.softmax" in softmax.stack_trace
 
 
-def test_shape_inference_fills_torchscript_shapes(exports: dict[str, Path]) -> None:
-    g = GraphModel.load(exports["torchscript"])
+def test_shape_inference_fills_torchscript_shapes(graph_exports: dict[str, Path]) -> None:
+    g = GraphModel.load(graph_exports["torchscript"])
     sm = next(n for n in g.nodes if n.op_type == "Softmax")
     shape = g.shape(sm.outputs[0])
     assert shape is not None and shape[0] == "batch" and shape[-1] == 5
 
 
-def test_initializers_lazy_external_data(exports: dict[str, Path], tmp_path: Path) -> None:
+def test_initializers_lazy_external_data(graph_exports: dict[str, Path], tmp_path: Path) -> None:
     import shutil
 
-    src = exports["dynamo"]
+    src = graph_exports["dynamo"]
     data = src.with_name(src.name + ".data")
     assert data.exists(), "the dynamo exporter was asked for external data"
     copy = tmp_path / src.name
@@ -208,8 +109,8 @@ def test_initializers_lazy_external_data(exports: dict[str, Path], tmp_path: Pat
     assert list(values.shape) == info.shape and values.dtype.name == "float32"
 
 
-def test_loop_subgraph(exports: dict[str, Path]) -> None:
-    g = GraphModel.load(exports["loop"])
+def test_loop_subgraph(graph_exports: dict[str, Path]) -> None:
+    g = GraphModel.load(graph_exports["loop"])
     loop = next(n for n in g.nodes if n.op_type == "Loop")
     assert g.has_subgraphs(loop.index)
     assert loop.subgraph_attributes == ["body"]
@@ -220,8 +121,8 @@ def test_loop_subgraph(exports: dict[str, Path]) -> None:
     assert body.outer_inputs or body.inputs  # iteration count, condition, carried x
 
 
-def test_if_branches(exports: dict[str, Path]) -> None:
-    g = GraphModel.load(exports["if"])
+def test_if_branches(graph_exports: dict[str, Path]) -> None:
+    g = GraphModel.load(graph_exports["if"])
     node = next(n for n in g.nodes if n.op_type == "If")
     assert set(node.subgraph_attributes) == {"then_branch", "else_branch"}
     then = g.subgraph(node.index, "then_branch")
@@ -239,8 +140,8 @@ def test_local_function(tmp_path: Path) -> None:
     assert body.inputs == ["a"] and body.outputs == ["b"]
 
 
-def test_search(exports: dict[str, Path]) -> None:
-    g = GraphModel.load(exports["dynamo"])
+def test_search(graph_exports: dict[str, Path]) -> None:
+    g = GraphModel.load(graph_exports["dynamo"])
     hits = g.search("softmax")
     assert hits and g.nodes[hits[0]].op_type == "Softmax"
     assert len([i for i in hits if g.nodes[i].op_type == "Softmax"]) == 2
@@ -249,8 +150,8 @@ def test_search(exports: dict[str, Path]) -> None:
     assert g.search("") == [] and g.search("no-such-thing-anywhere") == []
 
 
-def test_shape_arithmetic_is_folded(exports: dict[str, Path]) -> None:
-    g = GraphModel.load(exports["dynamic"])
+def test_shape_arithmetic_is_folded(graph_exports: dict[str, Path]) -> None:
+    g = GraphModel.load(graph_exports["dynamic"])
     folded = auxiliary_nodes(g)
     shapes = [n.index for n in g.nodes if n.op_type == "Shape"]
     assert shapes and all(i in folded for i in shapes)

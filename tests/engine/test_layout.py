@@ -10,7 +10,6 @@ import pytest
 from engine.graph import GraphModel
 from engine.layered import LayeredLayout
 from engine.layout import Box, GraphLayout, Scene
-from tests.engine.test_graph import exports  # noqa: F401 - session fixture
 
 
 def _overlap(a: Box, b: Box) -> bool:
@@ -38,8 +37,8 @@ def _check_geometry(lay: GraphLayout, scene: Scene) -> None:
                 assert _inside(b, parent), (b.key, gid)
 
 
-def test_collapsed_top_level(exports: dict[str, Path]) -> None:  # noqa: F811
-    g = GraphModel.load(exports["dynamo"])
+def test_collapsed_top_level(graph_exports: dict[str, Path]) -> None:
+    g = GraphModel.load(graph_exports["dynamo"])
     lay = GraphLayout(g)
     sc = lay.scene()
     keys = {b.key for b in sc.boxes}
@@ -57,8 +56,8 @@ def test_collapsed_top_level(exports: dict[str, Path]) -> None:  # noqa: F811
             assert e.points[-1][1] > e.points[0][1]
 
 
-def test_expand_changes_scene_and_keeps_other_groups(exports: dict[str, Path]) -> None:  # noqa: F811
-    g = GraphModel.load(exports["dynamo"])
+def test_expand_changes_scene_and_keeps_other_groups(graph_exports: dict[str, Path]) -> None:
+    g = GraphModel.load(graph_exports["dynamo"])
     lay = GraphLayout(g)
     before = lay.scene()
     lay.expand("blocks.1")
@@ -84,8 +83,8 @@ def test_expand_changes_scene_and_keeps_other_groups(exports: dict[str, Path]) -
     assert "" in lay.expanded
 
 
-def test_expand_all_and_collapse_to_depth(exports: dict[str, Path]) -> None:  # noqa: F811
-    g = GraphModel.load(exports["torchscript"])
+def test_expand_all_and_collapse_to_depth(graph_exports: dict[str, Path]) -> None:
+    g = GraphModel.load(graph_exports["torchscript"])
     lay = GraphLayout(g)
     lay.expand_all()
     full = lay.scene()
@@ -100,8 +99,8 @@ def test_expand_all_and_collapse_to_depth(exports: dict[str, Path]) -> None:  # 
     assert len(lay.scene().boxes) < len(d1.boxes) < len(full.boxes)
 
 
-def test_reveal_and_visible_key(exports: dict[str, Path]) -> None:  # noqa: F811
-    g = GraphModel.load(exports["dynamo"])
+def test_reveal_and_visible_key(graph_exports: dict[str, Path]) -> None:
+    g = GraphModel.load(graph_exports["dynamo"])
     lay = GraphLayout(g)
     sm = next(n.index for n in g.nodes if n.op_type == "Softmax")
     key = lay.node_key(sm)
@@ -111,8 +110,8 @@ def test_reveal_and_visible_key(exports: dict[str, Path]) -> None:  # noqa: F811
     assert key in sc.index and lay.visible_key(key) == key
 
 
-def test_folding_hides_shape_chains(exports: dict[str, Path]) -> None:  # noqa: F811
-    g = GraphModel.load(exports["dynamic"])
+def test_folding_hides_shape_chains(graph_exports: dict[str, Path]) -> None:
+    g = GraphModel.load(graph_exports["dynamic"])
     folded = GraphLayout(g)
     folded.expand_all()
     keys = set(folded.scene().index)

@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, read_json_line
+
+LINE_TIMEOUT_S = 60  # the longest a job here may stay silent, on a loaded machine
 
 NET = '''
 import torch
@@ -31,20 +33,22 @@ class Net(torch.nn.Module):
 
 
 class Worker:
+    """A worker process driven over its pipes, the way the GUI's client drives it."""
+
     def __init__(self, cache: Path) -> None:
         self.cache = cache
-        env = {**os.environ, "PYTHONPATH": str(REPO), "ONNX_STUDIO_CACHE_DIR": str(cache)}
+        self.ids = iter(range(1, 10_000))
+        self.start()
+
+    def start(self) -> None:
+        env = {**os.environ, "PYTHONPATH": str(REPO), "ONNX_STUDIO_CACHE_DIR": str(self.cache)}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "engine.worker"], cwd=REPO, env=env, text=True,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self.ready = self.read()
-        self.ids = iter(range(1, 10_000))
 
-    def read(self) -> dict[str, Any]:
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        assert line, "the worker closed its stdout"
-        return json.loads(line)  # every stdout line is one JSON object
+    def read(self, timeout: float = LINE_TIMEOUT_S) -> dict[str, Any]:
+        return read_json_line(self.proc, timeout)  # every stdout line is one JSON object
 
     def send_raw(self, text: str) -> None:
         assert self.proc.stdin is not None
@@ -63,13 +67,45 @@ class Worker:
             if event["type"] in ("result", "error"):
                 return events
 
+    def settle(self) -> None:
+        """Leave the worker idle for the next test: drain what a test that stopped midway left
+        unread; a worker it left dead or stuck is replaced by a fresh one."""
+        job_id = next(self.ids)
+        try:
+            self.send_raw(json.dumps({"job": "ping", "id": job_id}))
+            while self.read().get("id") != job_id:
+                pass  # an earlier job's events
+            return
+        except (AssertionError, OSError):  # read_json_line killed a silent worker
+            pass
+        self.proc.kill()
+        self.proc.wait(timeout=10)
+        self.start()
+
+    def quit(self) -> None:
+        self.send_raw(json.dumps({"job": "quit"}))
+        try:
+            code = self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+            raise AssertionError("the worker did not quit within 30 s; it was killed") from None
+        assert code == 0
+
 
 @pytest.fixture(scope="module")
-def worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Worker]:
+def shared_worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Worker]:
+    """One warm worker for the module's protocol tests: torch is imported once."""
     w = Worker(tmp_path_factory.mktemp("cache"))
     yield w
-    w.send_raw(json.dumps({"job": "quit"}))
-    assert w.proc.wait(timeout=30) == 0
+    w.quit()
+
+
+@pytest.fixture
+def worker(shared_worker: Worker) -> Iterator[Worker]:
+    """The module's worker; each test leaves it idle, even one that failed midway."""
+    yield shared_worker
+    shared_worker.settle()
 
 
 @pytest.fixture(scope="module")
@@ -225,3 +261,145 @@ def test_validate_job_without_a_file_is_an_error_event(worker: Worker,
     (bad,) = worker.run({"job": "validate", "recipe": "[model\n", "base_dir": str(model_dir)})
     assert bad["type"] == "error" and bad["error"]["kind"] == "recipe"
     assert worker.run({"job": "ping"})[-1]["pong"] is True
+
+
+# ---------------------------------------------------------------------------- ending
+
+SLEEPER = '''
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+
+class Sleeper(torch.nn.Module):
+    """Starts a child process, then waits in the constructor for `seconds`.
+
+    native: wait in one long native call (matrix products on one thread) instead, during which
+    Python cannot run a signal handler on the main thread.
+    """
+
+    def __init__(self, native: bool = False, seconds: float = 120) -> None:
+        super().__init__()
+        torch.set_num_threads(1)
+        a = torch.randn(4000, 4000)
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+        Path(__file__).with_suffix(".child").write_text(str(child.pid))
+        if native:
+            a @ a @ a @ a @ a @ a
+        else:
+            time.sleep(seconds)
+        self.fc = torch.nn.Linear(1, 1)
+
+    def forward(self, x):
+        return self.fc(x)
+'''
+
+
+def pid_alive(pid: int) -> bool:
+    """True while `pid` runs (a zombie, waiting for a reaper, counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def wait_gone(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while pid_alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def sleeper_request(folder: Path, **kwargs: Any) -> str:
+    """An export request of the Sleeper model (written into `folder`), as a JSON line."""
+    (folder / "sleeper.py").write_text(SLEEPER, encoding="utf-8")
+    options = ", ".join(f"{k} = {json.dumps(v)}" for k, v in kwargs.items())
+    recipe = (f'version = 1\n[model]\nsource = "sleeper.py:Sleeper"\nkwargs = {{ {options} }}\n'
+              '[[inputs]]\nname = "x"\nshape = [1]\n[export]\noutput = "never.onnx"\n')
+    return json.dumps({"id": 1, "job": "export", "recipe": recipe, "base_dir": str(folder)})
+
+
+def wait_for_child(folder: Path, proc: subprocess.Popen[str]) -> int:
+    """The pid of the child the Sleeper started, once it runs."""
+    child_file = folder / "sleeper.child"
+    deadline = time.monotonic() + 60
+    while not child_file.exists() or not child_file.read_text():
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    child = int(child_file.read_text())
+    assert pid_alive(child)
+    return child
+
+
+def test_worker_exits_when_its_stdin_closes(tmp_path: Path) -> None:
+    w = Worker(tmp_path)  # ready: torch imported, idle
+    assert w.proc.stdin is not None
+    started = time.monotonic()
+    w.proc.stdin.close()
+    assert w.proc.wait(timeout=5) == 0
+    assert time.monotonic() - started < 2
+
+
+def test_requests_sent_before_the_end_of_stdin_are_answered(tmp_path: Path) -> None:
+    """A client may write its requests and close stdin (installer/smoke_test.py does)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "ONNX_STUDIO_CACHE_DIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "engine.worker"], cwd=REPO, env=env, text=True, timeout=120,
+        input='{"id": 1, "job": "ping"}\n{"id": 2, "job": "devices"}\n', capture_output=True)
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [(m.get("id"), m["type"]) for m in lines] == [(None, "ready"), (1, "result"),
+                                                          (2, "result")]
+    assert done.returncode == 0
+
+
+@pytest.mark.parametrize(("how", "native"), [
+    ("sigterm", False), ("sigterm", True), ("abort", False), ("abort", True)])
+def test_ending_a_busy_worker_ends_the_processes_its_job_started(tmp_path: Path, how: str,
+                                                                 native: bool) -> None:
+    """Cancel (SIGTERM, or the `abort` request where there are no signals) ends the worker
+    and the job's children at once, even while the job is inside one long native call."""
+    w = Worker(tmp_path / "cache")
+    w.send_raw(sleeper_request(tmp_path, native=native))
+    child = wait_for_child(tmp_path, w.proc)
+    started = time.monotonic()
+    if how == "sigterm":
+        w.proc.terminate()
+    else:
+        w.send_raw(json.dumps({"job": "abort"}))
+    w.proc.wait(timeout=5)
+    assert wait_gone(child, 2), "the job's child outlived the worker"
+    assert time.monotonic() - started < 1.0
+    assert not (tmp_path / "never.onnx").exists()
+
+
+def test_a_worker_whose_client_died_ends_with_its_children(tmp_path: Path) -> None:
+    """Nobody reads the answers any more: the next protocol line ends the worker and the job."""
+    read_end, write_end = os.pipe()
+    env = {**os.environ, "PYTHONPATH": str(REPO), "ONNX_STUDIO_CACHE_DIR": str(tmp_path)}
+    proc = subprocess.Popen([sys.executable, "-m", "engine.worker"], cwd=REPO, env=env,
+                            text=True, stdin=subprocess.PIPE, stdout=write_end,
+                            stderr=subprocess.DEVNULL)
+    os.close(write_end)
+    try:
+        assert proc.stdin is not None
+        proc.stdin.write(sleeper_request(tmp_path, seconds=1.0) + "\n")
+        proc.stdin.flush()
+        child = wait_for_child(tmp_path, proc)
+        os.close(read_end)  # the client is gone: its end of both pipes closes
+        proc.stdin.close()
+        proc.wait(timeout=30)
+        assert wait_gone(child, 2), "the job's child outlived the worker"
+        assert not (tmp_path / "never.onnx").exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -1,0 +1,114 @@
+"""The files that ship with the program, and the user's runnable copies of the example recipes.
+
+The `resources` package holds the example recipes (`recipes/*.toml`) and the model files they
+name (`models/*.py`); it is found with importlib.resources, so a checkout, a wheel install and
+a frozen build read it the same way. It may be read-only and is never written to: an example
+runs from a copy in the user's data folder, `<data>/examples/<name>/`, holding the recipe and
+the shipped files it names, so a relative output such as `out/x.onnx` lands there.
+"""
+
+from __future__ import annotations
+
+import copy
+import filecmp
+import importlib.resources
+import os
+import shutil
+from pathlib import Path
+
+from engine import recipe as recipes
+from engine.describe import split_source
+from engine.writing import write_text_atomic
+
+
+def root() -> Path:
+    """The folder of the shipped files (the `resources` package)."""
+    # a Path for a package on disk, which is how every build installs it (never a zip)
+    return Path(str(importlib.resources.files("resources")))
+
+
+def recipes_dir() -> Path:
+    return root() / "recipes"
+
+
+def models_dir() -> Path:
+    return root() / "models"
+
+
+def recipe_paths() -> list[Path]:
+    """Every shipped example recipe, sorted by name."""
+    return sorted(recipes_dir().glob("*.toml"))
+
+
+def is_shipped(path: str | os.PathLike[str]) -> bool:
+    """True when `path` lies inside the shipped files."""
+    return Path(path).resolve().is_relative_to(root().resolve())
+
+
+def data_dir() -> Path:
+    """$ONNX_STUDIO_DATA_DIR, or the platformdirs user data folder.
+
+    $ONNX_STUDIO_OUTPUT_DIR, the name this folder had when it only held the window's example
+    exports, still counts when $ONNX_STUDIO_DATA_DIR is not set.
+    """
+    for variable in ("ONNX_STUDIO_DATA_DIR", "ONNX_STUDIO_OUTPUT_DIR"):
+        if os.environ.get(variable):
+            return Path(os.environ[variable])
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("onnx-studio", appauthor=False))
+
+
+def examples_dir() -> Path:
+    return data_dir() / "examples"
+
+
+def working_copy(path: str | os.PathLike[str]) -> Path:
+    """The runnable copy of the shipped recipe at `path`; returns the copied recipe's path.
+
+    The recipe and every shipped file it names (model, checkpoint, input files, extensions)
+    are copied into `examples_dir() / <name>`, keeping their places below the shipped folder
+    (`models/net.py`), and the copy's paths are rewritten to match; its comments stay. Each
+    call refreshes the copies from the shipped files; anything else in the folder (the
+    exports) is left alone. Raises RecipeError for a shipped recipe that does not load.
+    """
+    path = Path(path)
+    recipe = recipes.load(path)
+    shipped = root().resolve()
+    folder = examples_dir() / path.stem
+    files: dict[Path, Path] = {}
+
+    def moved(name: str) -> str:
+        target = recipe.resolve(name).resolve()
+        if not target.is_relative_to(shipped):  # not ours to copy: keep pointing at it
+            return str(target)
+        inside = target.relative_to(shipped)
+        files[target] = folder / inside
+        return inside.as_posix()
+
+    local = copy.deepcopy(recipe)
+    file, name = split_source(recipe.model.source)
+    if file is not None:
+        local.model.source = moved(file) + (f":{name}" if name else "")
+    if recipe.model.checkpoint:
+        local.model.checkpoint = moved(recipe.model.checkpoint)
+    for spec in local.inputs:
+        if spec.file:
+            spec.file = moved(spec.file)
+    local.export.extensions = [moved(e) for e in recipe.export.extensions]
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for source, target in files.items():
+        if source.is_file() and not (target.is_file() and filecmp.cmp(source, target, False)):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+    target = folder / path.name
+    text = recipes.updated_toml(local, path.read_text(encoding="utf-8"))
+    if not target.is_file() or target.read_text(encoding="utf-8") != text:
+        write_text_atomic(target, text)
+    return target
+
+
+def runnable(path: str | os.PathLike[str]) -> Path:
+    """The recipe file to run for `path`: its working copy when it is shipped, else itself."""
+    return working_copy(path) if is_shipped(path) else Path(path)

@@ -1,0 +1,216 @@
+"""The worker transport (QProcess) and the job runner's bookkeeping, on small stand-in workers.
+
+A stand-in worker is a few lines of Python that speak the protocol without importing torch: it
+makes the runner's states (spare, cancel, crash, early deaths) quick and exact to reach. The
+real worker is driven through the window in test_window_export.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.jobs import JobRunner
+from app.worker_client import WorkerProcess, exit_description
+
+# Answers every job with its own pid; records what it was sent in <folder>/<pid>.requests.
+STAND_IN = r'''
+import json, os, sys, time
+from pathlib import Path
+
+log = Path(sys.argv[1]) / f"{os.getpid()}.requests"
+log.touch()
+print(json.dumps({"type": "ready", "pid": os.getpid(), "torch": "none"}), flush=True)
+for line in sys.stdin:
+    request = json.loads(line)
+    if "id" not in request:  # abort: SIGTERM ends this stand-in anyway
+        continue
+    with log.open("a") as f:
+        f.write(line)
+    if request.get("job") == "sleep":
+        print(json.dumps({"id": request["id"], "type": "progress", "fraction": 0.5}),
+              flush=True)
+        time.sleep(request["seconds"])
+    print(json.dumps({"id": request["id"], "type": "result", "pid": os.getpid()}), flush=True)
+'''
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+@pytest.fixture
+def runner(qtbot, tmp_path: Path):
+    script = tmp_path / "stand_in.py"
+    script.write_text(STAND_IN, encoding="utf-8")
+    r = JobRunner(command=[sys.executable, str(script), str(tmp_path)])
+    yield r
+    r.shutdown()
+
+
+def requests_of(tmp_path: Path, pid: int | None) -> list[dict[str, Any]]:
+    text = (tmp_path / f"{pid}.requests").read_text()
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def wait_result(qtbot, runner: JobRunner, request: dict[str, Any]) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    runner.submit(request, events.append)
+    qtbot.waitUntil(lambda: bool(events) and events[-1]["type"] in ("result", "error"),
+                    timeout=10_000)
+    return events
+
+
+# --------------------------------------------------------------------- exit_description
+
+
+@pytest.mark.parametrize(("code", "crashed", "expected"), [
+    (0, False, "exit status 0"),
+    (3, False, "exit status 3"),
+    (9, True, "signal 9 (SIGKILL: killed from outside, often because the machine ran out of "
+              "memory)"),  # what QProcess reports on Linux for a SIGKILLed child
+    (-9, False, "signal 9 (SIGKILL: killed from outside, often because the machine ran out of "
+                "memory)"),  # subprocess's return code for the same
+    (11, True, "signal 11 (SIGSEGV: a crash inside native code (segmentation fault))"),
+    (15, True, "signal 15 (SIGTERM)"),
+    (-1073741819, True, "exception 0xC0000005 (access violation: a crash inside native code)"),
+    (0xC0000374, True, "exception 0xC0000374"),
+])
+def test_exit_description(code: int, crashed: bool, expected: str) -> None:
+    assert exit_description(code, crashed) == expected
+
+
+# --------------------------------------------------------------------- transport
+
+
+def test_lines_are_whole_and_stderr_is_forwarded(qtbot) -> None:
+    script = (
+        "import json, sys, time\n"
+        "sys.stdout.write('{\"type\": \"ready\", \"pid\": 1'); sys.stdout.flush()\n"
+        "time.sleep(0.3)\n"
+        "sys.stdout.write('}\\nnot a protocol line\\n'); sys.stdout.flush()\n"
+        "sys.stderr.write('first warning\\nsecond'); sys.stderr.flush()\n"
+        "line = sys.stdin.readline().strip()\n"
+        "print(json.dumps({'id': 1, 'type': 'log', 'line': line}), flush=True)\n"
+        "sys.stdout.write('{\"id\": 1, \"type\": \"result\"}')\n"  # no newline: the last line
+        "raise SystemExit(3)\n"
+    )
+    worker = WorkerProcess(command=[sys.executable, "-c", script])
+    messages: list[dict[str, Any]] = []
+    stderr: list[str] = []
+    exits: list[tuple[int, bool]] = []
+    worker.message.connect(lambda _, message: messages.append(message))
+    worker.stderrText.connect(lambda _, text: stderr.append(text))
+    worker.exited.connect(lambda _, code, crashed: exits.append((code, crashed)))
+    with qtbot.waitSignal(worker.ready, timeout=10_000):
+        worker.start()
+    assert worker.ready_info == {"type": "ready", "pid": 1}, "the split line arrives whole"
+    worker.send({"job": "echo"})
+    qtbot.waitUntil(lambda: bool(exits), timeout=10_000)
+    assert messages == [{"id": 1, "type": "log", "line": '{"job": "echo"}'},
+                        {"id": 1, "type": "result"}]
+    assert "\n".join(stderr).splitlines() == ["not a protocol line", "first warning", "second"]
+    assert exits == [(3, False)]
+    assert worker.pid is None and not worker.running()
+    worker.send({"job": "too late"})  # dropped without a Qt warning
+
+
+def test_a_worker_that_cannot_start_says_so(qtbot, tmp_path: Path) -> None:
+    worker = WorkerProcess(command=[str(tmp_path / "no-such-program")])
+    stderr: list[str] = []
+    worker.stderrText.connect(lambda _, text: stderr.append(text))
+    with qtbot.waitSignal(worker.exited, timeout=10_000) as blocker:
+        worker.start()
+    assert blocker.args[1:] == [127, False]
+    assert stderr and stderr[0].startswith("Could not start the worker")
+
+
+# --------------------------------------------------------------------- runner
+
+
+def test_spare_takes_over_after_cancel_and_never_inherits_a_job(qtbot, runner: JobRunner,
+                                                                tmp_path: Path) -> None:
+    with qtbot.waitSignal(runner.workerReady, timeout=10_000):
+        runner.start()
+    qtbot.waitUntil(lambda: runner.spare_ready, timeout=10_000)
+    first, spare = runner.worker_pid, runner.spare_pid
+    assert first and spare and first != spare
+    assert wait_result(qtbot, runner, {"job": "ping"})[-1]["pid"] == first
+
+    events: list[dict[str, Any]] = []
+    runner.submit({"job": "sleep", "seconds": 30}, events.append)
+    qtbot.waitUntil(lambda: bool(events), timeout=10_000)  # inside the job
+    assert runner.busy() is False, "a sleep job is not one of the long jobs"
+    started = time.perf_counter()
+    with qtbot.waitSignal(runner.workerReady, timeout=1000):  # the spare is ready already
+        runner.cancel()
+    assert time.perf_counter() - started < 0.1
+    assert events[-1]["error"]["kind"] == "cancelled"
+    assert runner.worker_pid == spare
+    qtbot.waitUntil(lambda: not pid_alive(first), timeout=1000)
+
+    assert wait_result(qtbot, runner, {"job": "ping"})[-1]["pid"] == spare
+    assert [r["job"] for r in requests_of(tmp_path, spare)] == ["ping"], \
+        "the spare got nothing before it took over, and not the cancelled job"
+    qtbot.waitUntil(lambda: runner.spare_ready, timeout=10_000)  # a new spare is warming
+    assert runner.spare_pid not in (None, first, spare)
+    assert len(events) == 2, "the cancelled job heard nothing after its error"
+
+
+def test_killed_worker_fails_its_jobs_with_the_signal(qtbot, runner: JobRunner) -> None:
+    with qtbot.waitSignal(runner.workerReady, timeout=10_000):
+        runner.start()
+    qtbot.waitUntil(lambda: runner.spare_ready, timeout=10_000)
+    pid, spare = runner.worker_pid, runner.spare_pid
+    assert pid is not None
+    events: list[dict[str, Any]] = []
+    runner.submit({"job": "sleep", "seconds": 30}, events.append)
+    qtbot.waitUntil(lambda: bool(events), timeout=10_000)
+    with qtbot.waitSignal(runner.workerLost, timeout=5000) as lost:
+        os.kill(pid, signal.SIGKILL)
+    assert "signal 9 (SIGKILL: killed from outside" in lost.args[0]
+    assert events[-1]["error"]["kind"] == "worker_crashed"
+    assert events[-1]["error"]["message"] == lost.args[0]
+    assert runner.worker_pid == spare and runner.ready_info is not None
+    assert wait_result(qtbot, runner, {"job": "ping"})[-1]["pid"] == spare
+
+
+def test_a_worker_that_keeps_dying_early_is_not_restarted(qtbot) -> None:
+    runner = JobRunner(command=[sys.executable, "-c", "raise SystemExit(4)"])
+    lost: list[str] = []
+    runner.workerLost.connect(lost.append)
+    events: list[dict[str, Any]] = []
+    runner.submit({"job": "ping"}, events.append)
+    qtbot.waitUntil(lambda: len(lost) == JobRunner.MAX_EARLY_DEATHS, timeout=10_000)
+    qtbot.wait(200)
+    assert len(lost) == JobRunner.MAX_EARLY_DEATHS
+    assert all("exit status 4" in sentence for sentence in lost)
+    assert runner.worker_pid is None and events[-1]["error"]["kind"] == "worker_crashed"
+
+
+def test_shutdown_ends_the_worker_and_the_spare(qtbot, runner: JobRunner) -> None:
+    with qtbot.waitSignal(runner.workerReady, timeout=10_000):
+        runner.start()
+    qtbot.waitUntil(lambda: runner.spare_ready, timeout=10_000)
+    pids = [runner.worker_pid, runner.spare_pid]
+    started = time.perf_counter()
+    runner.shutdown()
+    assert time.perf_counter() - started < 1.5
+    assert runner.worker_pid is None and runner.spare_pid is None
+    assert not any(pid_alive(pid) for pid in pids if pid)
+    runner.deleteLater()  # no "QProcess: Destroyed while process is still running"
+    qtbot.wait(50)

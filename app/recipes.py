@@ -9,10 +9,10 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine import dirs, shipped
 from engine import recipe as recipes
-from engine import shipped
-from engine.describe import PICKLE_SUFFIXES, split_source
-from engine.recipe import Recipe
+from engine.recipe import Recipe, split_source
+from engine.source.describe import PICKLE_SUFFIXES
 
 MODEL_SUFFIXES = (".py", ".pt2", ".pt", ".pth")
 OPENABLE_SUFFIXES = (*MODEL_SUFFIXES, ".onnx", ".toml")
@@ -29,7 +29,7 @@ class ExampleRecipe:
 def list_examples() -> list[ExampleRecipe]:
     """The gallery: every shipped example recipe, default first, titled after its example."""
     try:
-        from engine.examples import EXAMPLES  # plain data; the models build lazily
+        from engine.source.examples import EXAMPLES  # plain data; the models build lazily
     except Exception:  # the gallery still lists files by name
         EXAMPLES = {}
     found: list[ExampleRecipe] = []
@@ -54,8 +54,8 @@ def list_examples() -> list[ExampleRecipe]:
 
 
 def default_output_dir() -> Path:
-    """The folder a new, unsaved recipe works in: the user's data folder (`shipped.data_dir`)."""
-    return shipped.data_dir()
+    """The folder a new, unsaved recipe works in: the user's data folder (`dirs.data_dir`)."""
+    return dirs.data_dir()
 
 
 def fallback_recipe(out_dir: Path) -> Recipe:
@@ -124,7 +124,7 @@ def file_problems(recipe: Recipe) -> list[tuple[str, str]]:
 
 def needs_trust(recipe: Recipe) -> bool:
     """True when the source is a pickled whole module the user has not yet trusted."""
-    from engine.describe import archive_kind
+    from engine.source.describe import archive_kind
 
     src = source_file(recipe)
     if recipe.model.trust_pickle or src is None or src.suffix.lower() not in PICKLE_SUFFIXES:

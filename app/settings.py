@@ -19,30 +19,21 @@ from typing import Any
 
 import tomlkit
 
-from engine.writing import write_text_atomic
+from engine import dirs
+from engine.files import write_text_atomic
 
 SETTINGS_VERSION = 1
 MAX_RECENT = 10
 THEMES = ("system", "light", "dark")
 
 
-def config_dir() -> Path:
-    """$ONNX_STUDIO_CONFIG_DIR, or the platformdirs user config folder for the app."""
-    override = os.environ.get("ONNX_STUDIO_CONFIG_DIR")
-    if override:
-        return Path(override)
-    import platformdirs
-
-    return Path(platformdirs.user_config_dir("onnx-studio", appauthor=False))
-
-
 def settings_path() -> Path:
-    return config_dir() / "settings.toml"
+    return dirs.config_dir() / "settings.toml"
 
 
 def _legacy_path() -> Path:
     """Where releases before the TOML file kept the settings (as JSON)."""
-    return config_dir() / "settings.json"
+    return dirs.config_dir() / "settings.json"
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Parity plots of one validation: ONNX Runtime against PyTorch, and the error histogram.
 
-The data is the `.npz` the validation wrote (engine.validate_metrics.load_plots: per output,
+The data is the `.npz` the validation wrote (engine.validation.metrics.load_plots: per output,
 evenly sampled reference/candidate pairs of its worst trial and a histogram of the error).
 pyqtgraph and numpy are imported when a plot is first drawn, never at window start, and a
 plot is drawn only once the panel is on screen.
@@ -74,7 +74,7 @@ class ParityPlots(QWidget):
                        + (f" ({path} is missing)." if path else "."))
             return
         try:
-            from engine.validate_metrics import load_plots
+            from engine.validation.metrics import load_plots
 
             data = load_plots(path)
         except Exception as exc:  # a truncated or foreign file: say so, keep the rest

@@ -1,6 +1,6 @@
 """The Validation tab: does the ONNX file compute what the PyTorch model computes?
 
-It shows one `validation` object (engine.validate; from an export with validation on, or from
+It shows one `validation` object (engine.validation; from an export with validation on, or from
 the worker's validate job): a verdict, the worst numbers per output, every trial (select one
 for its own numbers), parity plots, per-node errors and the validation's warnings. The tab
 never runs anything itself; its Validate button asks the window to.

@@ -61,7 +61,7 @@ TABS = ("Summary", "Warnings", "Validation", "Graph", "Python", "Log")
 
 
 # pyqtgraph too: the Validation tab's parity plots need it as soon as a result arrives
-GRAPH_MODULES = ("numpy", "onnx", "engine.graph", "engine.layout", "app.graph", "pyqtgraph")
+GRAPH_MODULES = ("numpy", "onnx", "engine.graph", "app.graph", "pyqtgraph")
 
 
 def preload_graph_modules() -> threading.Thread:
@@ -349,7 +349,7 @@ class MainWindow(QMainWindow):
     def _update_python(self) -> None:
         if not self._python_dirty:
             return
-        from engine.codegen import generate
+        from engine.export.codegen import generate
 
         try:
             code = generate(self.recipe)
@@ -529,7 +529,7 @@ class MainWindow(QMainWindow):
         # it can run here without importing torch.
         import dataclasses
 
-        from engine.describe import describe
+        from engine.source.describe import describe
 
         desc = describe(source, self.recipe.base_dir)
         self._describe_event(source, {"type": "result", "description": dataclasses.asdict(desc)})

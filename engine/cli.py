@@ -12,7 +12,6 @@ import contextlib
 import json
 import os
 import sys
-import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -203,7 +202,7 @@ class Progress:
 
 
 def _cmd_export(args: argparse.Namespace, progress: Progress) -> ExportReport:
-    from engine.export import export
+    from engine.pipeline import export
 
     recipe = recipe_from_args(args)
     if args.save_recipe:
@@ -212,8 +211,7 @@ def _cmd_export(args: argparse.Namespace, progress: Progress) -> ExportReport:
 
 
 def _cmd_validate(args: argparse.Namespace, progress: Progress) -> ExportReport:
-    from engine.summary import summarize
-    from engine.validate import validate
+    from engine.pipeline import validate_file
 
     recipe = recipes.load(args.recipe)
     if args.rtol is not None:
@@ -221,27 +219,11 @@ def _cmd_validate(args: argparse.Namespace, progress: Progress) -> ExportReport:
     if args.atol is not None:
         recipe.validate.atol = args.atol
     recipe.check()
-    model = Path(args.model).resolve()
-    summary = summarize(model)
-    report = ExportReport(output=str(model), exporter=None,
-                          opset=summary["opset_imports"].get(""),
-                          graph={k: summary[k] for k in ("nodes", "inputs", "outputs")})
-    started = time.perf_counter()
-    try:
-        report.validation = validate(recipe, model, progress.events())
-    finally:
-        report.seconds["validate"] = time.perf_counter() - started
-    report.ok = bool(report.validation.get("ok"))
-    if not report.ok:
-        report.error = StudioError(
-            "validation", report.validation.get("message") or "ONNX Runtime disagrees with "
-            "PyTorch.",
-            "See the per-output numbers; loosen rtol/atol only if the differences are rounding.")
-    return report
+    return validate_file(recipe, Path(args.model).resolve(), progress.events())
 
 
 def _cmd_inspect(args: argparse.Namespace) -> dict[str, Any]:
-    from engine.summary import summarize
+    from engine.graph.summary import summarize
 
     summary = summarize(Path(args.model))
     graph = {k: summary[k] for k in ("nodes", "inputs", "outputs")}

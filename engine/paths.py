@@ -13,8 +13,7 @@ import copy
 import os
 from pathlib import Path
 
-from engine.describe import split_source
-from engine.recipe import Recipe
+from engine.recipe import Recipe, split_source
 
 
 def rebase_recipe_paths(recipe: Recipe, new_folder: Path, *, absolute: bool = False) -> Recipe:

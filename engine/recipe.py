@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 
 from engine import toml_writer
 from engine.errors import StudioError
-from engine.writing import write_text_atomic
+from engine.files import write_text_atomic
 
 RECIPE_VERSION = 1
 
@@ -145,6 +146,40 @@ class Recipe:
 
     def to_toml(self) -> str:
         return dumps(to_dict(self))
+
+
+# ---------------------------------------------------------------------------- model.source
+
+_PY_SOURCE = re.compile(r"^(?P<path>.+\.py)(?::(?P<name>[^:/\\]*))?$")
+
+
+def split_source(source: str) -> tuple[str | None, str]:
+    """(file, name) of a source string, by parse's rules and without touching the disk.
+
+    "net.py:Net" -> ("net.py", "Net"); "model.pt" or "C:\\m\\model.pt" -> (that path, "");
+    "example:alexnet" -> (None, "alexnet"); "" -> (None, "").
+    """
+    text = source.strip()
+    builtin = builtin_source(text)
+    if builtin is not None:
+        return None, builtin[2]
+    if not text:
+        return None, ""
+    return python_source_parts(text) or (text, "")
+
+
+def builtin_source(text: str) -> tuple[str, None, str] | None:
+    """(kind, None, name) for the example: and torchvision: sources, which name no file."""
+    for prefix in ("example", "torchvision"):
+        if text.startswith(prefix + ":"):
+            return prefix, None, text[len(prefix) + 1:].strip()
+    return None
+
+
+def python_source_parts(text: str) -> tuple[str, str] | None:
+    """(file, name) when `text` names a .py file (a Windows drive colon is not a name's)."""
+    match = _PY_SOURCE.match(text)
+    return (match["path"], (match["name"] or "").strip()) if match else None
 
 
 # ---------------------------------------------------------------------------- loading

@@ -16,9 +16,10 @@ import os
 import shutil
 from pathlib import Path
 
+from engine import dirs
 from engine import recipe as recipes
-from engine.describe import split_source
-from engine.writing import write_text_atomic
+from engine.files import write_text_atomic
+from engine.recipe import split_source
 
 
 def root() -> Path:
@@ -45,22 +46,8 @@ def is_shipped(path: str | os.PathLike[str]) -> bool:
     return Path(path).resolve().is_relative_to(root().resolve())
 
 
-def data_dir() -> Path:
-    """$ONNX_STUDIO_DATA_DIR, or the platformdirs user data folder.
-
-    $ONNX_STUDIO_OUTPUT_DIR, the name this folder had when it only held the window's example
-    exports, still counts when $ONNX_STUDIO_DATA_DIR is not set.
-    """
-    for variable in ("ONNX_STUDIO_DATA_DIR", "ONNX_STUDIO_OUTPUT_DIR"):
-        if os.environ.get(variable):
-            return Path(os.environ[variable])
-    import platformdirs
-
-    return Path(platformdirs.user_data_dir("onnx-studio", appauthor=False))
-
-
 def examples_dir() -> Path:
-    return data_dir() / "examples"
+    return dirs.data_dir() / "examples"
 
 
 def working_copy(path: str | os.PathLike[str]) -> Path:

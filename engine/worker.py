@@ -46,19 +46,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, NoReturn, cast
 
+from engine import dirs
+
 PROTOCOL_VERSION = 1
 WARM_FIRST_ENV = "ONNX_STUDIO_WORKER_WARM_FIRST"  # "1": say ready only once warmed up
 _JOB_FOLDER_MAX_AGE_S = 24 * 3600
-
-
-def cache_dir() -> Path:
-    """The folder for per-job files: $ONNX_STUDIO_CACHE_DIR or the platformdirs user cache."""
-    override = os.environ.get("ONNX_STUDIO_CACHE_DIR")
-    if override:
-        return Path(override)
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("onnx-studio", appauthor=False))
 
 
 def _jsonable(value: Any) -> Any:
@@ -92,7 +84,7 @@ class Channel:
 
 
 def _job_dir(job_id: Any) -> Path:
-    path = cache_dir() / "jobs" / f"{os.getpid()}-{job_id}"
+    path = dirs.cache_dir() / "jobs" / f"{os.getpid()}-{job_id}"
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -114,7 +106,7 @@ def _events(send: Callable[[dict[str, Any]], None]) -> Any:
 
 def job_export(request: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
     from engine import recipe as recipes
-    from engine.export import export  # lazy: the lead's module, heavy imports inside
+    from engine.pipeline import export  # lazy: the lead's module, heavy imports inside
 
     base_dir = Path(request.get("base_dir") or Path.cwd())
     recipe = recipes.loads(request["recipe"], base_dir=base_dir, name="recipe")
@@ -140,7 +132,7 @@ def job_validate(request: dict[str, Any], send: Callable[[dict[str, Any]], None]
     be run at all (no file, unreadable recipe, missing provider) is a StudioError -> `error`.
     """
     from engine import recipe as recipes
-    from engine.validate import validate  # lazy: imports torch and onnxruntime inside
+    from engine.validation.validator import validate  # lazy: imports torch and onnxruntime inside
 
     base_dir = Path(request.get("base_dir") or Path.cwd())
     recipe = recipes.loads(request["recipe"], base_dir=base_dir, name="recipe")
@@ -155,7 +147,7 @@ def job_validate(request: dict[str, Any], send: Callable[[dict[str, Any]], None]
 def job_describe(request: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
     import dataclasses
 
-    from engine.describe import describe
+    from engine.source.describe import describe
 
     base_dir = Path(request.get("base_dir") or Path.cwd())
     description = describe(request["source"], base_dir)
@@ -174,7 +166,7 @@ def job_devices(request: dict[str, Any], send: Callable[[dict[str, Any]], None])
     from torch.onnx import _constants
 
     from engine.export import exporter_opsets, torchscript_default_opset
-    from engine.ort_session import ort_max_opset
+    from engine.validation.ort_session import ort_max_opset
 
     return {
         "type": "result",
@@ -232,7 +224,7 @@ def handle(request: dict[str, Any], channel: Channel) -> None:
 
 
 def _clean_old_job_folders() -> None:
-    root = cache_dir() / "jobs"
+    root = dirs.cache_dir() / "jobs"
     if not root.is_dir():
         return
     now = time.time()
@@ -246,7 +238,7 @@ def _clean_old_job_folders() -> None:
 
 def _warm_up_imports() -> None:
     """Import what every export needs now, while the user is still filling in the form."""
-    for name in ("engine.export", "engine.sources", "engine.inputs", "onnx", "onnxscript",
+    for name in ("engine.pipeline", "onnx", "onnxscript",
                  "torch.export"):
         try:
             __import__(name)

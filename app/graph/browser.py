@@ -27,8 +27,8 @@ from app.graph import colors
 from app.graph.canvas import BoxFonts, GraphCanvas
 from app.graph.properties import PropertiesPanel
 from app.graph.view import GraphView
-from engine.graph import GraphModel
-from engine.layout import GraphLayout
+from engine.graph.layout import GraphLayout
+from engine.graph.model import GraphModel
 
 MAX_EXPORT_PIXELS = 12000  # longest side of an exported PNG
 

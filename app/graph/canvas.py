@@ -26,8 +26,8 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem, QWidget
 
 from app.graph import colors
-from engine.graph import GraphModel
-from engine.layout import HEADER, Item, Scene
+from engine.graph.layout import HEADER, Item, Scene
+from engine.graph.model import GraphModel
 
 TEXT_LOD = 0.42  # below this scale labels would be under ~5 px: not drawn
 CURVE_LOD = 0.3  # below this, edges are straight segments in one call

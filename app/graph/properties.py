@@ -11,8 +11,8 @@ from PySide6.QtCore import QUrl, Signal
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QLabel, QTextBrowser, QVBoxLayout, QWidget
 
-from engine.graph import GraphModel, format_shape
-from engine.layout import GraphLayout
+from engine.graph.layout import GraphLayout
+from engine.graph.model import GraphModel, format_shape
 
 _MAX_STATS = 50_000_000  # elements; larger initializers get shape only (memory, time)
 

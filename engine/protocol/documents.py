@@ -45,7 +45,7 @@ class Graph(Wire):
 
     @classmethod
     def from_summary(cls, summary: dict[str, Any]) -> Graph:
-        """From engine.summary.summarize's dict (its `opset_imports` is not part of `graph`)."""
+        """From engine.graph.summarize's dict (its `opset_imports` is not part of `graph`)."""
         return cls.from_dict({k: summary[k] for k in ("nodes", "inputs", "outputs")})
 
 
@@ -110,7 +110,7 @@ class Error(Wire):
 
 @dataclass(kw_only=True)
 class TrialOutput(Wire):
-    """One output in one trial: ONNX Runtime against PyTorch (engine.validate_metrics.compare).
+    """One output in one trial: ONNX Runtime against PyTorch (engine.validation.metrics.compare).
 
     Non-finite numbers are None (null), never NaN: the validation keeps its JSON strict.
     """
@@ -178,7 +178,7 @@ class Trial(Wire):
 
 @dataclass(kw_only=True)
 class NodeMetrics(Wire):
-    """One ONNX node's values against the FX node it came from (engine.validate_nodes)."""
+    """One ONNX node's values against the FX node it came from (engine.validation.nodes)."""
 
     max_abs_diff: float | None
     max_rel_diff: float | None
@@ -201,7 +201,7 @@ class Intermediates(Wire):
 
 @dataclass(kw_only=True)
 class Validation(Wire):
-    """The contract's `validation` object, with what engine.validate adds after its keys."""
+    """The contract's `validation` object, with what engine.validation adds after its keys."""
 
     ok: bool
     # one sentence: how many trials failed, and the first one's reason
@@ -278,7 +278,7 @@ class InspectDocument(Wire):
 
     @classmethod
     def from_summary(cls, summary: dict[str, Any]) -> InspectDocument:
-        """From engine.summary.summarize's dict."""
+        """From engine.graph.summary.summarize's dict."""
         graph = {k: summary[k] for k in ("nodes", "inputs", "outputs")}
         return cls.from_dict({"ok": True, **graph, "opset_imports": summary["opset_imports"],
                               "graph": graph, "error": None})
@@ -289,7 +289,7 @@ class InspectDocument(Wire):
 
 @dataclass(kw_only=True)
 class Candidate(Wire):
-    """A class or factory in a model file that could be the model (engine.describe)."""
+    """A class or factory in a model file that could be the model (engine.source.describe)."""
 
     name: str
     kind: str  # "class" | "factory"
@@ -299,7 +299,7 @@ class Candidate(Wire):
 
 @dataclass(kw_only=True)
 class SourceDescription(Wire):
-    """What a model source offers, read without running it (engine.describe's fields)."""
+    """What a model source offers, read without running it (engine.source.describe's fields)."""
 
     kind: str
     candidates: list[Candidate] = field(default_factory=list)

@@ -14,8 +14,8 @@ from PySide6.QtWidgets import QComboBox
 
 from app import settings as settings_mod
 from app.window import MainWindow
+from engine import dirs, shipped
 from engine import recipe as recipes
-from engine import shipped
 from tests.conftest import REPO
 
 
@@ -190,14 +190,14 @@ def test_settings_round_trip_and_recent_list() -> None:
     assert len(settings.recent_recipes) == settings_mod.MAX_RECENT
     settings_mod.save(settings)
     assert settings_mod.load() == (settings, None)
-    leftovers = [p for p in settings_mod.config_dir().iterdir()
+    leftovers = [p for p in dirs.config_dir().iterdir()
                  if p != settings_mod.settings_path()]
     assert leftovers == [], "the atomic write leaves no temp file"
 
 
 def test_settings_of_an_earlier_release_are_read_once() -> None:
     """Before the TOML file, the settings were JSON: read when no TOML file exists, kept."""
-    legacy = settings_mod.config_dir() / "settings.json"
+    legacy = dirs.config_dir() / "settings.json"
     legacy.parent.mkdir(parents=True, exist_ok=True)
     legacy.write_text(json.dumps({"version": 1, "recent_recipes": ["/tmp/a.toml"],
                                   "theme": "dark"}), encoding="utf-8")

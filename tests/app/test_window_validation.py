@@ -98,7 +98,7 @@ def test_export_with_validation_fills_the_tab_and_the_graph(window: MainWindow, 
     window.tabs.setCurrentWidget(tab)
     tab.sections.setCurrentWidget(tab.plots)
     qtbot.waitUntil(lambda: drawn_items(tab.plots)["scatter_points"] > 0, timeout=10_000)
-    from engine.validate_metrics import load_plots
+    from engine.validation.metrics import load_plots
 
     data = load_plots(Path(validation["plots"]))["logits"]
     drawn = drawn_items(tab.plots)

@@ -214,8 +214,8 @@ def bench_file(path: Path, runs: int, interact: bool) -> dict[str, float]:
 
     from app.graph import GraphBrowser, time_first_paint
     from app.graph.canvas import BoxFonts
-    from engine.graph import GraphModel
-    from engine.layout import GraphLayout
+    from engine.graph.layout import GraphLayout
+    from engine.graph.model import GraphModel
 
     app = QApplication.instance() or QApplication([])
     assert isinstance(app, QApplication)
@@ -390,9 +390,9 @@ def compare_cores(path: Path, runs: int) -> tuple[float, float, int]:
     ``layout_sugiyama`` (same per-group graphs, sizes ignored by igraph): seconds each."""
     import igraph
 
-    from engine.graph import GraphModel
-    from engine.layered import LayeredLayout
-    from engine.layout import GraphLayout
+    from engine.graph.layered import LayeredLayout
+    from engine.graph.layout import GraphLayout
+    from engine.graph.model import GraphModel
 
     lay = GraphLayout(GraphModel.load(path))
     lay.expand_all()

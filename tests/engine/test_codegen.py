@@ -1,8 +1,8 @@
-"""engine.codegen: the generated script runs on its own and makes the studio's export.
+"""engine.export.codegen: the generated script runs on its own and makes the studio's export.
 
 Each script runs in a subprocess from another folder; its ONNX file is checked, run in ONNX
-Runtime on the studio's own inputs (engine.inputs.make_inputs) and compared with the studio's
-own model (engine.sources.load_model): same seed, same weights, same inputs, same numbers.
+Runtime on the studio's own inputs (engine.source.inputs.make_inputs) and compared with the studio's
+own model (engine.source.load.load_model): same seed, same weights, same inputs, same numbers.
 """
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ import onnxruntime as ort
 import pytest
 import torch
 
-from engine import codegen, sources
 from engine import recipe as recipes
 from engine.errors import StudioError
-from engine.inputs import make_inputs
+from engine.export import codegen
+from engine.source import load as sources
+from engine.source.inputs import make_inputs
 from tests.conftest import REPO
 
 NET = '''

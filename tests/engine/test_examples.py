@@ -14,13 +14,13 @@ import pytest
 import torch
 
 from engine import recipe as recipes
-from engine.describe import describe
-from engine.examples import EXAMPLES, RECIPES
-from engine.export import export
-from engine.inputs import make_inputs
+from engine.pipeline import export
 from engine.recipe import Recipe
 from engine.report import ExportReport
-from engine.sources import load_model
+from engine.source.describe import describe
+from engine.source.examples import EXAMPLES, RECIPES
+from engine.source.inputs import make_inputs
+from engine.source.load import load_model
 
 EXPORTING = [name for name, ex in EXAMPLES.items() if ex.expected == "exports"]
 

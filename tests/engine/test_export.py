@@ -1,4 +1,4 @@
-"""engine.export with real torch, onnx and onnxruntime on tiny models."""
+"""engine.export.exporter with real torch, onnx and onnxruntime on tiny models."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import torch
 
 from engine import recipe as recipes
 from engine.events import Events
-from engine.export import export
+from engine.pipeline import export
 from engine.report import ExportReport
 from tests.engine.models import TINY_NET, write_models
 
@@ -61,7 +61,7 @@ def test_dynamo_export_writes_a_checked_file_with_named_dynamic_axes(dynamo_expo
     assert doc["exporter"] == "dynamo" and isinstance(doc["opset"], int)
     assert set(doc["seconds"]) >= {"load", "export"}
     # the file computes what the model computes (the same seeded weights), at another batch
-    from engine.sources import load_model
+    from engine.source.load import load_model
 
     module = load_model(recipe).module
     x = np.random.default_rng(0).standard_normal((5, 4), dtype=np.float32)
@@ -214,7 +214,7 @@ def test_pitfalls_in_the_source_become_warnings_with_lines(model_dir: Path) -> N
 @pytest.mark.parametrize("exporter", ["dynamo", "torchscript"])
 def test_an_exported_program_file_exports_with_both_exporters(model_dir: Path, tmp_path: Path,
                                                               exporter: str) -> None:
-    from engine.sources import load_model
+    from engine.source.load import load_model
 
     module = load_model(make_recipe(model_dir)).module
     program = torch.export.export(module, (torch.randn(2, 4),))

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.graph import GraphModel, auxiliary_nodes, format_shape
+from engine.graph.model import GraphModel, auxiliary_nodes, format_shape
 from tests.engine import models
 
 

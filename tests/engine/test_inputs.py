@@ -11,15 +11,15 @@ import pytest
 import torch
 
 from engine.errors import StudioError
-from engine.inputs import (
-    check_device,
+from engine.recipe import DTYPES, InputSpec, OutputSpec, Recipe
+from engine.source.device import check_device
+from engine.source.inputs import (
     dynamic_axes,
     dynamic_shapes,
     dynamic_size_warnings,
     input_shapes,
     make_inputs,
 )
-from engine.recipe import DTYPES, InputSpec, OutputSpec, Recipe
 
 
 def _recipe(*inputs: InputSpec, outputs: tuple[OutputSpec, ...] = (), base: Path | None = None,

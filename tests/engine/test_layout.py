@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.graph import GraphModel
-from engine.layered import LayeredLayout
-from engine.layout import Box, GraphLayout, Scene
+from engine.graph.layered import LayeredLayout
+from engine.graph.layout import Box, GraphLayout, Scene
+from engine.graph.model import GraphModel
 
 
 def _overlap(a: Box, b: Box) -> bool:

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from engine import dirs, shipped
 from engine import recipe as recipes
-from engine import shipped
-from engine.describe import split_source
-from engine.examples import EXAMPLES, RECIPES
+from engine.recipe import split_source
+from engine.source.examples import EXAMPLES, RECIPES
 from tests.conftest import REPO
 
 
@@ -50,14 +50,14 @@ def test_data_folder_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch,
                                                 tmp_path: Path) -> None:
     monkeypatch.setenv("ONNX_STUDIO_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("ONNX_STUDIO_OUTPUT_DIR", str(tmp_path / "old"))
-    assert shipped.data_dir() == tmp_path / "data"
+    assert dirs.data_dir() == tmp_path / "data"
     assert shipped.examples_dir() == tmp_path / "data" / "examples"
     monkeypatch.delenv("ONNX_STUDIO_DATA_DIR")
-    assert shipped.data_dir() == tmp_path / "old", "the older variable still counts"
+    assert dirs.data_dir() == tmp_path / "old", "the older variable still counts"
     monkeypatch.delenv("ONNX_STUDIO_OUTPUT_DIR")
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     if sys.platform.startswith("linux"):
-        assert shipped.data_dir() == tmp_path / "xdg" / "onnx-studio"
+        assert dirs.data_dir() == tmp_path / "xdg" / "onnx-studio"
 
 
 def test_a_shipped_recipe_runs_from_a_copy_in_the_data_folder() -> None:

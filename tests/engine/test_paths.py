@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from engine import recipe as recipes
-from engine.describe import split_source
 from engine.paths import portable_path, rebase_recipe_paths
+from engine.recipe import split_source
 
 
 @pytest.mark.parametrize(("source", "expected"), [

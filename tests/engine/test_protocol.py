@@ -261,7 +261,7 @@ TODAYS_LINES = [  # shapes engine.worker writes on paths the subprocess tests be
     '"ExportPitfall", "message": "m", "source": "net.py:3", "hint": "h"}], "error": {"kind": '
     '"unsupported_operator", "message": "m", "hint": "h", "unsupported_ops": ["aten::foo"]}, '
     '"validation": null}, "details": "Traceback", "extra": {}, "job_dir": "/c/jobs/1-7"}',
-    # engine.validate: plot data that could not be saved, and an output no trial produced
+    # engine.validation: plot data that could not be saved, and an output no trial produced
     '{"id": 12, "type": "result", "validation": {"ok": false, "message": "2 of 2 trials '
     'failed; first: m", "rtol": 0.001, "atol": 1e-05, "outputs": [{"name": "y", '
     '"max_abs_diff": null, "max_rel_diff": null, "passed": false, "message": "no trial produced '
@@ -493,7 +493,7 @@ def test_the_contract_example_decodes_and_encodes_back_unchanged(name: str, bloc
 def _contract_order(line: str) -> str:
     """`line` with each `validation.outputs` entry in the contract's key order.
 
-    engine.validate writes `passed` right after `name`; the contract (and OutputMetrics) put it
+    engine.validation writes `passed` right after `name`; the contract (and OutputMetrics) put it
     after `max_rel_diff`. The only difference in today's documents; a no-op once validate
     builds OutputMetrics.
     """
@@ -536,7 +536,7 @@ def test_the_clis_documents_decode_and_encode_back_unchanged(model_dir: Path,
     document = decode(line, InspectDocument)
     assert document.graph.nodes == document.nodes and document.opset_imports[""] >= 7
     assert encode(document) == line
-    from engine.summary import summarize
+    from engine.graph.summary import summarize
 
     assert InspectDocument.from_summary(summarize(model_dir / "cli.onnx")) == document
 

@@ -20,9 +20,9 @@ from onnx import TensorProto, helper
 
 from engine import recipe as recipes
 from engine.cli import main
-from engine.request_check import check_request
-from engine.validate_metrics import compare
-from engine.writing import write_text_atomic
+from engine.export.request_check import check_request
+from engine.files import write_text_atomic
+from engine.validation.metrics import compare
 from tests.conftest import REPO
 
 MODELS = '''
@@ -240,7 +240,7 @@ def test_dynamo_below_18_is_refused_before_exporting(
 
 def test_an_opset_above_the_torchscript_exporters_is_refused(
         folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from engine.export import exporter_opsets
+    from engine.export.exporter import exporter_opsets
 
     high = exporter_opsets()["torchscript"][1]
     out = folder / "ts_high.onnx"

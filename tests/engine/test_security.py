@@ -27,11 +27,11 @@ from typing import Any
 import pytest
 import torch
 
-from engine import pt2_archive
-from engine.describe import describe
 from engine.errors import StudioError
 from engine.recipe import ModelSpec, Recipe
-from engine.sources import load_model
+from engine.source import pt2_archive
+from engine.source.describe import describe
+from engine.source.load import load_model
 from tests.conftest import REPO
 
 TIMEOUT = 120  # seconds for any subprocess step

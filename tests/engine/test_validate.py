@@ -1,7 +1,7 @@
-"""engine.validate against real tiny models: real torch, real onnx exports, real onnxruntime.
+"""engine.validation against real tiny models: real torch, real onnx exports, real onnxruntime.
 
 Every model is a class in a .py file written to a temp folder and named by a recipe
-("models.py:Name"), loaded by engine.sources and fed by engine.inputs, as a user's would be.
+("models.py:Name"), loaded and fed by engine.source, as a user's would be.
 Exports are made once per session with torch.onnx.export directly, so that some can be wrong
 on purpose (a baked `.item()`, a dynamic axis left out).
 """
@@ -22,10 +22,10 @@ import torch
 from engine import recipe as recipe_mod
 from engine.errors import StudioError
 from engine.events import Events
-from engine.inputs import dynamic_shapes, make_inputs
-from engine.sources import load_model
-from engine.validate import other_sizes, plan_trials, validate
-from engine.validate_metrics import load_plots
+from engine.source.inputs import dynamic_shapes, make_inputs
+from engine.source.load import load_model
+from engine.validation.metrics import load_plots
+from engine.validation.validator import other_sizes, plan_trials, validate
 
 MODELS = textwrap.dedent('''
     import torch
@@ -564,7 +564,7 @@ def test_missing_provider_is_a_request_error(two_heads) -> None:
 
 
 def test_opset_above_onnxruntime_is_refused_with_the_reason(two_heads, tmp_path: Path) -> None:
-    from engine.ort_session import ort_max_opset
+    from engine.validation.ort_session import ort_max_opset
 
     recipe, path = two_heads
     model = onnx.load(str(path))
@@ -654,8 +654,8 @@ EXPORTING_EXAMPLES = ["loop_traced", "loop_scripted", "inplace_index", "inplace_
 
 @pytest.mark.parametrize("name", EXPORTING_EXAMPLES)
 def test_seed_examples_validate(name: str, tmp_path: Path) -> None:
-    from engine.examples import EXAMPLES
-    from engine.export import export
+    from engine.pipeline import export
+    from engine.source.examples import EXAMPLES
 
     recipe = recipe_mod.load(EXAMPLES[name].recipe)
     recipe.export.output = str(tmp_path / f"{name}.onnx")
@@ -669,8 +669,8 @@ def test_seed_examples_validate(name: str, tmp_path: Path) -> None:
 
 
 def test_custom_op_example_cannot_run_and_says_why(tmp_path: Path) -> None:
-    from engine.examples import EXAMPLES
-    from engine.export import export
+    from engine.pipeline import export
+    from engine.source.examples import EXAMPLES
 
     recipe = recipe_mod.load(EXAMPLES["custom_op"].recipe)
     recipe.export.output = str(tmp_path / "custom_op.onnx")
@@ -683,7 +683,7 @@ def test_custom_op_example_cannot_run_and_says_why(tmp_path: Path) -> None:
 
 
 def test_nan_and_inf_must_agree() -> None:
-    from engine.validate_metrics import compare
+    from engine.validation.metrics import compare
 
     ref = np.array([1.0, np.nan, np.inf, -np.inf], np.float32)
     same = compare(ref, ref.copy(), 1e-3, 1e-5)
@@ -697,7 +697,7 @@ def test_nan_and_inf_must_agree() -> None:
 
 
 def test_metrics_tolerance_rule_shape_dtype_and_cosine() -> None:
-    from engine.validate_metrics import compare
+    from engine.validation.metrics import compare
 
     ref = np.array([1.0, 100.0, 0.0], np.float32)
     near = np.array([1.0 + 9e-6, 100.05, 1e-6], np.float32)  # all inside atol + rtol*|ref|
@@ -717,7 +717,7 @@ def test_metrics_tolerance_rule_shape_dtype_and_cosine() -> None:
 
 
 def test_plot_sample_is_capped_and_evenly_spaced() -> None:
-    from engine.validate_metrics import PLOT_POINTS, plot_sample
+    from engine.validation.metrics import PLOT_POINTS, plot_sample
 
     ref = np.arange(250_000, dtype=np.float32)
     sample = plot_sample(ref, ref + 1)
@@ -730,7 +730,7 @@ def test_plot_sample_is_capped_and_evenly_spaced() -> None:
 
 
 def test_int64_outputs_are_compared_exactly_beyond_float_precision() -> None:
-    from engine.validate_metrics import compare
+    from engine.validation.metrics import compare
 
     metrics = compare(np.array([2**53 + 1, 7]), np.array([2**53, 7]), 0.0, 0.0)
     assert metrics["passed"] is False and metrics["mismatched"] == 1

@@ -3,7 +3,7 @@
 `parse` classifies a source string (file.py:Name, .pt2, .pt/.pth, example:, torchvision:);
 `describe` reads the file only (ast for .py, the zip directory for .pt/.pt2), so the window
 can call it without importing torch and without running anything the user has not asked to
-run. Loading the model is engine.sources' job.
+run. Loading the model is engine.source.load' job.
 """
 
 from __future__ import annotations
@@ -11,13 +11,12 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
-import re
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.errors import StudioError
-from engine.recipe import Recipe
+from engine.recipe import Recipe, builtin_source, python_source_parts
 
 KINDS = ("python", "exported_program", "torchscript", "pickle", "example", "torchvision")
 PICKLE_SUFFIXES = (".pt", ".pth", ".pkl", ".bin")
@@ -50,7 +49,6 @@ class ParsedSource:
     name: str = ""  # class/factory for python, example or torchvision model name
 
 
-_PY_SOURCE = re.compile(r"^(?P<path>.+\.py)(?::(?P<name>[^:/\\]*))?$")
 
 
 def parse(source: str, base_dir: Path) -> ParsedSource:
@@ -60,10 +58,10 @@ def parse(source: str, base_dir: Path) -> ParsedSource:
         raise StudioError("source", "No model source given.",
                           "Name a .py file and class (net.py:Net), a .pt2/.pt file, or "
                           "an example such as example:alexnet.")
-    builtin = _builtin(text)
+    builtin = builtin_source(text)
     if builtin is not None:
         return ParsedSource(*builtin)
-    python = _python_parts(text)
+    python = python_source_parts(text)
     if python is not None:
         file, name = python
         if name and not name.isidentifier():
@@ -83,35 +81,6 @@ def parse(source: str, base_dir: Path) -> ParsedSource:
     raise StudioError("source", f"Cannot tell what kind of model {text!r} is.",
                       "Use file.py:ClassName, a .pt2 ExportedProgram, a TorchScript or "
                       "pickled .pt/.pth file, example:NAME or torchvision:NAME.")
-
-
-def split_source(source: str) -> tuple[str | None, str]:
-    """(file, name) of a source string, by parse's rules and without touching the disk.
-
-    "net.py:Net" -> ("net.py", "Net"); "model.pt" or "C:\\m\\model.pt" -> (that path, "");
-    "example:alexnet" -> (None, "alexnet"); "" -> (None, "").
-    """
-    text = source.strip()
-    builtin = _builtin(text)
-    if builtin is not None:
-        return None, builtin[2]
-    if not text:
-        return None, ""
-    return _python_parts(text) or (text, "")
-
-
-def _builtin(text: str) -> tuple[str, None, str] | None:
-    """(kind, None, name) for the example: and torchvision: sources, which name no file."""
-    for prefix in ("example", "torchvision"):
-        if text.startswith(prefix + ":"):
-            return prefix, None, text[len(prefix) + 1:].strip()
-    return None
-
-
-def _python_parts(text: str) -> tuple[str, str] | None:
-    """(file, name) when `text` names a .py file (a Windows drive colon is not a name's)."""
-    match = _PY_SOURCE.match(text)
-    return (match["path"], (match["name"] or "").strip()) if match else None
 
 
 def _resolve(path: str, base_dir: Path) -> Path:
@@ -183,7 +152,7 @@ def _pt2_params(path: Path) -> list[str]:
 
 
 def _describe_example(name: str) -> SourceDescription:
-    from engine.examples import EXAMPLES
+    from engine.source.examples import EXAMPLES
 
     example = EXAMPLES.get(name)
     if example is None:
@@ -326,7 +295,7 @@ def missing_name_message(path: Path, name: str, candidates: list[Candidate]) -> 
 
 
 def unknown_example(name: str) -> StudioError:
-    from engine.examples import EXAMPLES
+    from engine.source.examples import EXAMPLES
 
     return StudioError("source", f"There is no example called {name!r}.",
                        f"Examples: {', '.join(sorted(EXAMPLES))}.")

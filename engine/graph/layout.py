@@ -3,7 +3,7 @@
 Each expanded group is laid out on its own (its children: nodes and child groups, plus an
 entry and an exit port), so a collapsed module is one box and expanding one re-lays out
 only that group and the coordinates of its ancestors. Each group's items are placed by the
-small Sugiyama in engine.layered.
+small Sugiyama in engine.graph.layered.
 
 Why not igraph's C ``layout_sugiyama``: measured over every group of a fully expanded graph
 (tests/benchmarks/bench_graph.py --compare-igraph) it is about 2.4x faster (0.2 s against
@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from engine.graph import GraphModel, auxiliary_nodes, format_shape, no_gc
-from engine.layered import LayeredLayout, Placement
+from engine.graph.layered import LayeredLayout, Placement
+from engine.graph.model import GraphModel, auxiliary_nodes, format_shape, no_gc
 
 PAD = 14.0  # inside an expanded group
 HEADER = 22.0  # title strip of an expanded group

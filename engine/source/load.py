@@ -2,8 +2,8 @@
 
 `load_model` runs user code (it imports the .py, unpickles a trusted module) and needs torch,
 imported inside functions so importing this module stays cheap. Telling what a source is
-without running it (`parse`, `describe`) lives in engine.describe; checkpoints (state_dicts
-applied to the built module) in engine.checkpoints.
+without running it (`parse`, `describe`) lives in engine.source.describe; checkpoints (state_dicts
+applied to the built module) in engine.source.checkpoints.
 """
 
 from __future__ import annotations
@@ -22,8 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.checkpoints import apply_checkpoint
-from engine.describe import (
+from engine.errors import StudioError, one_line
+from engine.recipe import ModelSpec, Recipe
+from engine.source.checkpoints import apply_checkpoint
+from engine.source.describe import (
     NO_TORCHVISION,
     ParsedSource,
     default_name,
@@ -33,8 +35,7 @@ from engine.describe import (
     parse,
     unknown_example,
 )
-from engine.errors import StudioError, one_line
-from engine.recipe import ModelSpec, Recipe
+from engine.source.device import check_device
 
 # Module-name prefix for imported user files; a counter makes each load a fresh module so a
 # warm worker picks up edits and two files called model.py never collide.
@@ -66,8 +67,6 @@ def load_model(recipe: Recipe, device: str = "cpu") -> LoadedModel:
     mode, as torch.onnx's TrainingMode.PRESERVE means (a freshly built nn.Module is in
     train mode, a pickled or TorchScript one in the mode it was saved in).
     """
-    from engine.inputs import check_device
-
     check_device(device)
     spec = recipe.model
     parsed = parse(spec.source, recipe.base_dir)
@@ -242,7 +241,7 @@ def _import_file(path: Path) -> Any:
 
 
 def _load_example(name: str, kwargs: dict[str, Any]) -> tuple[Any, Path]:
-    from engine.examples import EXAMPLES
+    from engine.source.examples import EXAMPLES
 
     example = EXAMPLES.get(name)
     if example is None:
@@ -334,12 +333,12 @@ def _load_exported_program(path: Path | None, checkpoint: str | None,
                            trust_pickle: bool) -> LoadedModel:
     """A .pt2, refused without trust_pickle when loading it would run code from the file.
 
-    engine.pt2_archive reads the archive first without loading anything; an untrusted file
+    engine.source.pt2_archive reads the archive first without loading anything; an untrusted file
     that passes is loaded with every torch.load forced to weights_only=True.
     """
     import torch
 
-    from engine import pt2_archive
+    from engine.source import pt2_archive
 
     assert path is not None
     must_exist(path, "ExportedProgram file")

@@ -10,8 +10,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from engine.describe import must_exist
 from engine.errors import StudioError, one_line
+from engine.source.describe import must_exist
 
 
 def apply_checkpoint(module: Any, path: Path) -> None:

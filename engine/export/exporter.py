@@ -1,6 +1,6 @@
-"""One call that turns a recipe into an ONNX file: `export(recipe, events) -> ExportReport`.
+"""One call that turns a recipe into an ONNX file: `export_model(recipe, events)`.
 
-The steps are load, inputs, capture/convert, write and check, then (optionally) validate.
+The steps are load, inputs, capture/convert, check against the request, and write.
 Every user-facing failure becomes a `StudioError` on the report, never an exception, and the
 file only appears at its target path once it is complete and `onnx.checker` accepts it.
 """
@@ -18,13 +18,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from engine import diagnose
 from engine.errors import StudioError, one_line
 from engine.events import Events
+from engine.export import diagnose
+from engine.export.onnx_file import AtomicOnnxWrite, check_output_path
+from engine.export.request_check import check_request
 from engine.recipe import DYNAMO_MIN_OPSET, Recipe
 from engine.report import ExportReport
-from engine.request_check import check_request
-from engine.writing import AtomicOnnxWrite, check_output_path
+from engine.source.device import check_device
 
 # The dynamo exporter prints its stages as "[torch.onnx] <stage>..." lines; each becomes a step
 # of the progress bar (fraction of the export part).
@@ -45,64 +46,31 @@ _NOISE = (
 )
 
 
-def export(recipe: Recipe, events: Events | None = None, *, validate: bool | None = None,
-           plot_dir: Path | None = None) -> ExportReport:
-    """Export the recipe's model; with `validate` (default: the recipe's), run ONNX Runtime too
-    and keep the plot data in `plot_dir` (default: beside the .onnx file)."""
+def export_model(recipe: Recipe, events: Events | None = None) -> tuple[ExportReport, Any]:
+    """Export the recipe's model: the report, and the loaded model (None when it failed) so a
+    validation that follows can reuse it instead of building it again."""
     events = events or Events()
-    validate = recipe.validate.enabled if validate is None else validate
     report = ExportReport(output=str(recipe.output_path), exporter=recipe.export.exporter)
-    span = (0.0, 0.6) if validate else (0.0, 1.0)
     try:
-        loaded = _export(recipe, events.part(*span), report)
+        loaded = _export(recipe, events, report)
     except StudioError as err:
-        return report.fail(err)
+        return report.fail(err), None
     except (Exception, SystemExit) as exc:  # a bug of ours or torch's: still a sentence
         return report.fail(StudioError(
             "export", f"The export failed unexpectedly: {one_line(exc)}.",
-            "Open the details for the full traceback.", details=traceback.format_exc()))
+            "Open the details for the full traceback.", details=traceback.format_exc())), None
     report.ok = True
-    if validate:
-        _validate_into(report, recipe, loaded, events.part(0.6, 1.0), plot_dir)
-    events.progress(1.0, "Done")
-    return report
-
-
-def _validate_into(report: ExportReport, recipe: Recipe, loaded: Any, events: Events,
-                   plot_dir: Path | None) -> None:
-    from engine.validate import validate as run_validation
-
-    started = time.perf_counter()
-    try:
-        result = run_validation(recipe, recipe.output_path, events, loaded=loaded,
-                                plot_dir=plot_dir)
-    except StudioError as err:
-        report.fail(err)
-        return
-    except Exception as exc:
-        report.fail(StudioError(
-            "validation", f"Validation failed unexpectedly: {one_line(exc)}.",
-            "Open the details for the full traceback.", details=traceback.format_exc()))
-        return
-    finally:
-        report.seconds["validate"] = time.perf_counter() - started
-    report.validation = result
-    if not result.get("ok", False):
-        report.fail(StudioError(
-            "validation", result.get("message") or "ONNX Runtime disagrees with PyTorch.",
-            "Compare the per-output numbers; loosen rtol/atol if the differences are rounding, "
-            "otherwise look for values baked in at export time (see Warnings).",
-        ))
+    return report, loaded
 
 
 def _export(recipe: Recipe, events: Events, report: ExportReport) -> Any:
-    from engine import inputs as inputs_mod
-    from engine import sources
+    from engine.source import inputs as inputs_mod
+    from engine.source import load as sources
 
     recipe.check()
     opts = recipe.export
     _check_opset(opts.exporter, opts.opset)
-    inputs_mod.check_device(opts.device)
+    check_device(opts.device)
     target = check_output_path(recipe.output_path)
 
     events.progress(0.0, "Loading extensions")
@@ -153,7 +121,7 @@ def _export(recipe: Recipe, events: Events, report: ExportReport) -> Any:
         events.progress(0.88, "Checking the ONNX file")
         write.finish(external_data=opts.external_data)
     events.progress(0.97, "Reading the graph")
-    from engine.summary import summarize
+    from engine.graph.summary import summarize
 
     summary = summarize(target)
     report.graph = {k: summary[k] for k in ("nodes", "inputs", "outputs")}
@@ -169,7 +137,7 @@ def _export_dynamo(recipe: Recipe, model: Any, args: tuple[Any, ...], path: Path
                    translation_table: dict[Any, Any]) -> None:
     import torch
 
-    from engine import inputs as inputs_mod
+    from engine.source import inputs as inputs_mod
 
     opts = recipe.export
     dynamic_shapes = inputs_mod.dynamic_shapes(recipe)
@@ -241,7 +209,7 @@ def _export_torchscript(recipe: Recipe, model: Any, args: tuple[Any, ...], path:
                         fixed_mode: bool = False) -> None:
     import torch
 
-    from engine import inputs as inputs_mod
+    from engine.source import inputs as inputs_mod
 
     opts = recipe.export
     training = {

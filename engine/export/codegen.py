@@ -2,12 +2,12 @@
 
 The script is what a user would have written by hand; the window shows it in the Python tab so
 an export made by clicking can move into a build script. It follows the studio step by step:
-sources are classified by `engine.describe` (the same parsing `load_model` uses), models are
+sources are classified by `engine.source.describe` (the same parsing `load_model` uses), models are
 built under the recipe's seed and put in eval mode as `load_model` does (not with training =
-"preserve"), and inputs are drawn from a generator seeded like `engine.inputs.make_inputs`, so
+"preserve"), and inputs are drawn from a generator seeded like `engine.source.make_inputs`, so
 the script's model and inputs are the studio's. Only the `example:` source needs this package
 at run time.
-No torch import here: the GUI calls this module (engine.describe is torch-free).
+No torch import here: the GUI calls this module (engine.source.describe is torch-free).
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ import keyword
 from pathlib import Path
 from typing import Any
 
-from engine import describe as source_info
-from engine import inputs as inputs_mod
 from engine.errors import StudioError
 from engine.recipe import InputSpec, Recipe
+from engine.source import describe as source_info
+from engine.source import inputs as inputs_mod
 
 _TRAINING = {"eval": "EVAL", "preserve": "PRESERVE", "train": "TRAINING"}
 _DTYPE_ALIASES = {"float": "float32", "double": "float64", "half": "float16",
@@ -66,7 +66,7 @@ def _call(func: str, kwargs: dict[str, Any], *args: str) -> str:
 
 def _model_lines(recipe: Recipe) -> tuple[list[str], list[str], str, str]:
     """(imports, lines, name, kind): the lines bind `name` to what torch.onnx.export gets;
-    kind is the source's kind as engine.describe names it."""
+    kind is the source's kind as engine.source.describe names it."""
     spec = recipe.model
     parsed = source_info.parse(spec.source, recipe.base_dir)  # StudioError for a malformed source
     if parsed.kind == "exported_program":
@@ -77,7 +77,7 @@ def _model_lines(recipe: Recipe) -> tuple[list[str], list[str], str, str]:
              "seed: same weights"]
     kind = parsed.kind
     if kind == "example":
-        imports.append("from engine.examples import EXAMPLES  # ONNX Export Studio's examples")
+        imports.append("from engine.source.examples import EXAMPLES  # the studio's examples")
         lines.append("model = " + _call(f"EXAMPLES[{_py(parsed.name)}].build", spec.kwargs))
     elif kind == "torchvision":
         imports.append("import torchvision")
@@ -115,7 +115,7 @@ def _model_lines(recipe: Recipe) -> tuple[list[str], list[str], str, str]:
         lines.append("model = torch.jit.script(model)")
     if recipe.export.device != "cpu":
         lines.append(f"model = model.to({_py(recipe.export.device)})")
-    # engine.export sets the mode last: train(True) for "train", nothing for "preserve" (the
+    # the exporter sets the mode last: train(True) for "train", nothing for "preserve" (the
     # model keeps its own mode: no eval() above either), train(False) again for "eval".
     if recipe.export.training == "train":
         lines.append("model.train()  # training = \"train\"")
@@ -186,7 +186,7 @@ def _torchvision_lines(name: str, kwargs: dict[str, Any]) -> list[str]:
 
 
 def _checkpoint_lines(recipe: Recipe, checkpoint: str) -> list[str]:
-    """Load a state_dict the way engine.checkpoints.apply_checkpoint does (weights only)."""
+    """Load a state_dict the way engine.source.checkpoints.apply_checkpoint does (weights only)."""
     path = _path_expr(recipe, checkpoint)
     load = (f"state = load_file({path}, device='cpu')"
             if checkpoint.lower().endswith(".safetensors")
@@ -208,7 +208,7 @@ def _checkpoint_lines(recipe: Recipe, checkpoint: str) -> list[str]:
 
 
 def _input_expr(recipe: Recipe, spec: InputSpec) -> tuple[str, str]:
-    """(expression, import) drawing one input exactly as engine.inputs._fill does."""
+    """(expression, import) drawing one input exactly as engine.source.inputs._fill does."""
     shape = _py(list(spec.shape))
     name = _dtype_name(spec.dtype)
     dt = f"torch.{name}"
@@ -273,7 +273,7 @@ def _input_lines(recipe: Recipe) -> tuple[list[str], list[str]]:
 
 
 def _dynamic_lines(recipe: Recipe) -> tuple[list[str], list[str]]:
-    """(lines, export kwargs) for the recipe's dynamic axes, as engine.inputs builds them."""
+    """(lines, export kwargs) for the recipe's dynamic axes, as engine.source.inputs builds them."""
     if recipe.export.exporter == "dynamo":
         if not any(spec.dynamic for spec in recipe.inputs):
             return [], []
@@ -299,7 +299,7 @@ def _dynamic_lines(recipe: Recipe) -> tuple[list[str], list[str]]:
 
 
 def _extension_lines(recipe: Recipe) -> tuple[list[str], list[str]]:
-    """(lines, export kwargs): run each extension as engine.export does, before the model."""
+    """(lines, export kwargs): run each extension as the exporter does, before the model."""
     opts = recipe.export
     if not opts.extensions:
         return [], []

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.writing import write_bytes_atomic
+from engine.files import write_bytes_atomic
 
 PLOT_POINTS = 100_000  # scatter points kept per output; enough for a plot, small on disk
 HIST_BINS = 64

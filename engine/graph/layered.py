@@ -3,7 +3,7 @@
 Longest-path layering in graph order, dummy nodes on long edges, barycenter ordering, and
 coordinates by weighted isotonic regression (straight chains, no overlaps); routes leave a box
 along its bottom and enter the next along its top. It knows nothing about ONNX graphs or
-module groups: engine.layout lays out each group with it.
+module groups: engine.graph.layout lays out each group with it.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 and warn never to load untrusted files. `scan` reads the archive with `zipfile`, `json`,
 `ast` and `pickletools` only (nothing is unpickled, evaluated or imported) and lists every
 entry through which loading it, or calling the loaded module, could run code from the file.
-engine.sources refuses such a file unless the recipe says `trust_pickle = true`.
+engine.source.load refuses such a file unless the recipe says `trust_pickle = true`.
 
 What torch 2.13 does with a .pt2 (torch/export/__init__.py `load`,
 torch/export/pt2_archive/_package.py `load_pt2`, torch/_export/serde/serialize.py):

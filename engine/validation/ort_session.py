@@ -15,7 +15,7 @@ from typing import Any
 
 from engine.errors import StudioError, one_line
 from engine.recipe import Recipe
-from engine.validate_metrics import validation_warning as _warning
+from engine.validation.metrics import validation_warning as _warning
 
 OPTIMIZATION_LEVELS = ("disable", "basic", "extended", "all")
 # Domains of the standard operator sets; onnxruntime's own (com.microsoft, ...) are asked

@@ -6,7 +6,7 @@ random draws and on other sizes of every dynamic dimension, and returns the cont
 `validation` object. One ONNX Runtime session serves every trial: a session accepts any size
 on a dynamic axis, so there is no reason to pay its creation more than once.
 
-Reading the file and opening the session (and their checks) are engine.ort_session.
+Reading the file and opening the session (and their checks) are engine.validation.ort_session.
 torch, onnx and onnxruntime are imported inside the functions that need them.
 """
 
@@ -23,10 +23,16 @@ import numpy as np
 
 from engine.errors import StudioError, one_line
 from engine.events import Events
-from engine.ort_session import create_session, ort_message, preflight, read_onnx, session_settings
 from engine.recipe import Recipe
-from engine.validate_metrics import PlotKeeper, compare, worst
-from engine.validate_metrics import validation_warning as _warning
+from engine.validation.metrics import PlotKeeper, compare, worst
+from engine.validation.metrics import validation_warning as _warning
+from engine.validation.ort_session import (
+    create_session,
+    ort_message,
+    preflight,
+    read_onnx,
+    session_settings,
+)
 
 RANDOM_FILLS = frozenset({"randn", "rand", "randint"})
 
@@ -69,7 +75,7 @@ def validate(
 
     device = recipe.export.device
     if loaded is None:
-        from engine.sources import load_model
+        from engine.source.load import load_model
 
         # load_model seeds torch by the recipe, so a model without a checkpoint gets the same
         # random weights as in the export (weight_warnings says when it did not)
@@ -114,7 +120,7 @@ def validate(
     }
     if opts.intermediates:
         events.progress(0.9, "Comparing intermediate values")
-        from engine.validate_nodes import compare_nodes
+        from engine.validation.nodes import compare_nodes
 
         result["intermediates"] = compare_nodes(
             recipe, onnx_path, proto, loaded, run.export_inputs(), feed_names,
@@ -228,7 +234,7 @@ class _Runner:
         self._export_inputs: tuple[Any, ...] | None = None
 
     def make(self, seed: int, sizes: dict[str, int] | None) -> tuple[Any, ...]:
-        from engine.inputs import make_inputs
+        from engine.source.inputs import make_inputs
 
         return make_inputs(self.recipe, seed=seed, sizes=sizes or None, device=self.device)
 

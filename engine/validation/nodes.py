@@ -19,8 +19,8 @@ import numpy as np
 
 from engine.errors import one_line
 from engine.recipe import Recipe
-from engine.validate_metrics import REL_EPS
-from engine.validate_metrics import validation_warning as _warning
+from engine.validation.metrics import REL_EPS
+from engine.validation.metrics import validation_warning as _warning
 
 _FX_NODE = re.compile(r"^%(\S+) : .*?call_function\[target=([^\]]+)\]")
 _MAX_INLINE_BYTES = 1_800_000_000  # a protobuf must stay under 2 GB to be handed to ORT
@@ -106,7 +106,7 @@ def _fx_values(recipe: Recipe, loaded: Any, inputs: tuple[Any, ...]
     """Run the decomposed exported program node by node; keep every tensor it computes."""
     import torch
 
-    from engine.inputs import dynamic_shapes
+    from engine.source.inputs import dynamic_shapes
 
     program = loaded.exported_program
     if program is None:

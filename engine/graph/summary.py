@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import StudioError
-from engine.graph import dtype_name
+from engine.graph.model import dtype_name
 
 
 def _value_info(value: Any) -> dict[str, Any]:

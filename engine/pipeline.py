@@ -1,0 +1,72 @@
+"""Export, then validate: the path every recipe takes through the engine (CLI and worker).
+
+source (load the model, make the inputs) -> export (convert, check, write) -> validation
+(ONNX Runtime against the same loaded model). Above both, so neither imports the other.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from engine.errors import StudioError, one_line
+from engine.events import Events
+from engine.export.exporter import export_model
+from engine.graph.summary import summarize
+from engine.recipe import Recipe
+from engine.report import ExportReport
+from engine.validation.validator import validate as run_validation
+
+_VALIDATION_HINT = ("Compare the per-output numbers; loosen rtol/atol if the differences are "
+                    "rounding, otherwise look for values baked in at export time (see Warnings).")
+
+
+def export(recipe: Recipe, events: Events | None = None, *, validate: bool | None = None,
+           plot_dir: Path | None = None) -> ExportReport:
+    """Export the recipe's model; with `validate` (default: the recipe's), run ONNX Runtime too
+    and keep the plot data in `plot_dir` (default: beside the .onnx file)."""
+    events = events or Events()
+    validate = recipe.validate.enabled if validate is None else validate
+    report, loaded = export_model(recipe, events.part(0.0, 0.6 if validate else 1.0))
+    if report.ok and validate:
+        _validate_into(report, recipe, recipe.output_path, loaded, events.part(0.6, 1.0),
+                       plot_dir)
+    if report.ok:
+        events.progress(1.0, "Done")
+    return report
+
+
+def validate_file(recipe: Recipe, model: Path, events: Events | None = None, *,
+                  plot_dir: Path | None = None) -> ExportReport:
+    """Validate an existing .onnx file against the recipe's model, as an export document."""
+    summary = summarize(model)
+    report = ExportReport(output=str(model), exporter=None,
+                          opset=summary["opset_imports"].get(""),
+                          graph={k: summary[k] for k in ("nodes", "inputs", "outputs")})
+    report.ok = True
+    _validate_into(report, recipe, model, None, events or Events(), plot_dir)
+    return report
+
+
+def _validate_into(report: ExportReport, recipe: Recipe, model: Path, loaded: Any,
+                   events: Events, plot_dir: Path | None) -> None:
+    started = time.perf_counter()
+    try:
+        result = run_validation(recipe, model, events, loaded=loaded, plot_dir=plot_dir)
+    except StudioError as err:
+        report.fail(err)
+        return
+    except Exception as exc:
+        report.fail(StudioError(
+            "validation", f"Validation failed unexpectedly: {one_line(exc)}.",
+            "Open the details for the full traceback.", details=traceback.format_exc()))
+        return
+    finally:
+        report.seconds["validate"] = time.perf_counter() - started
+    report.validation = result
+    if not result.get("ok", False):
+        report.fail(StudioError(
+            "validation", result.get("message") or "ONNX Runtime disagrees with PyTorch.",
+            _VALIDATION_HINT))

@@ -10,8 +10,10 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from engine.errors import StudioError
 from engine.files import durable, existing_mode, sync_folder
@@ -112,12 +114,15 @@ class AtomicOnnxWrite:
                               f"{str(exc).strip().splitlines()[0] if str(exc).strip() else exc}.",
                               "This is an exporter bug or a custom operator without a schema; "
                               "see the details.", details=str(exc)) from None
-        data_files = [p for p in path.parent.iterdir() if p != path]
+        data_files = self._rename_data_away_from(referenced_data(self.target))
         self.total_bytes = path.stat().st_size + sum(p.stat().st_size for p in data_files)
+        previous = referenced_data(self.target)
         # an overwritten file keeps its owner's choice of mode (a private 0600 model stays
         # private); new files keep the mode the umask gave them when the exporter wrote them
         onnx_mode = existing_mode(self.target)
         try:
+            # data first, under names the old .onnx does not use, then the .onnx: a kill at any
+            # step leaves the old pair or the new pair, never a file reading another's weights
             for data in data_files:
                 final = self.target.parent / data.name
                 mode = existing_mode(final)
@@ -131,18 +136,79 @@ class AtomicOnnxWrite:
                               f"{exc.strerror or exc}.") from None
         sync_folder(self.target.parent)
         self.external_data_file = data_files[0].name if data_files else None
-        stale = self.target.with_name(self.target.name + ".data")
-        if not data_files and stale.exists():
-            stale.unlink()  # the previous export's weights; the new file holds its own
+        for name in previous - {p.name for p in data_files}:
+            # the previous export's weights, now read by nothing
+            (self.target.parent / name).unlink(missing_ok=True)
+
+    def _rename_data_away_from(self, taken: set[str]) -> list[Path]:
+        """Give the new data files names the current target does not read; the new data files.
+
+        The exporter names its data `<file>.onnx.data`; when the file being replaced reads that
+        name, the new data becomes `<file>.onnx.1.data` (and back again the next time).
+        """
+        import onnx
+
+        path = self.temp_path
+        data_files = [p for p in path.parent.iterdir() if p != path]
+        clashes = [p for p in data_files if p.name in taken]
+        if not clashes:
+            return data_files
+        names = [f"{self.target.name}.data", f"{self.target.name}.1.data"]
+        free = [n for n in names if n not in taken]
+        renames = {}
+        for data in clashes:
+            new_name = free.pop(0) if free else f"{self.target.name}.{os.getpid()}.data"
+            renames[data.name] = new_name
+            os.replace(data, data.with_name(new_name))
+        model = onnx.load(str(path), load_external_data=False)
+        for tensor in _tensors(model.graph):
+            for entry in tensor.external_data:
+                if entry.key == "location" and entry.value in renames:
+                    entry.value = renames[entry.value]
+        onnx.save_model(model, str(path))
+        return [p for p in path.parent.iterdir() if p != path]
 
     def _resave(self, external: bool) -> None:
         import onnx
+        from onnx.external_data_helper import set_external_data
 
         path = self.temp_path
         model = onnx.load(str(path), load_external_data=True)
         for p in list(path.parent.iterdir()):
             p.unlink()
-        onnx.save_model(model, str(path), save_as_external_data=external,
-                        all_tensors_to_one_file=True, location=f"{path.name}.data",
-                        size_threshold=0)
+        if external:
+            # marked here, not with save_model(save_as_external_data=True): onnx checks that
+            # location against the current directory, so re-exporting from the output folder
+            # would fail on the previous export's data file
+            for tensor in _tensors(model.graph):
+                if tensor.HasField("raw_data"):
+                    set_external_data(tensor, f"{path.name}.data")
+        onnx.save_model(model, str(path))
+
+def referenced_data(path: Path) -> set[str]:
+    """The external data files the ONNX file at `path` reads (empty when it has none)."""
+    import onnx
+
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except Exception:  # no file, or not ONNX: it reads nothing we could break
+        return set()
+    return {entry.value for tensor in _tensors(model.graph) for entry in tensor.external_data
+            if entry.key == "location"}
+
+
+def _tensors(graph: Any) -> Iterator[Any]:
+    """Every TensorProto of a graph and its subgraphs (initializers and tensor attributes)."""
+    yield from graph.initializer
+    for sparse in graph.sparse_initializer:
+        yield sparse.values
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.HasField("t"):
+                yield attr.t
+            yield from attr.tensors
+            if attr.HasField("g"):
+                yield from _tensors(attr.g)
+            for sub in attr.graphs:
+                yield from _tensors(sub)
 

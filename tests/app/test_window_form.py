@@ -434,3 +434,21 @@ def test_onnx_studio_gui_exit_after_paint_reports_the_graph(tmp_path) -> None:
     timings = json.loads(result.stdout.strip().splitlines()[-1])
     assert timings["nodes"] == 2
     assert 0 < timings["window_s"] < 10 and 0 < timings["graph_s"] < 10
+
+
+@pytest.mark.parametrize(("field", "text", "words"), [
+    ("rtol", "nan", "rtol must be a number"),
+    ("atol", "inf", "atol must be a number"),
+    ("rtol", "-1e-3", "validate.rtol"),
+    ("atol", "-1", "validate.atol"),
+])
+def test_a_tolerance_that_is_not_a_finite_number_disables_export(
+        window: MainWindow, field: str, text: str, words: str) -> None:
+    edit = getattr(window.options_form, field)
+    edit.setText(text)
+    edit.editingFinished.emit()
+    assert not window.export_button.isEnabled()
+    assert words in window.export_button.toolTip(), window.export_button.toolTip()
+    edit.setText("1e-3")
+    edit.editingFinished.emit()
+    assert window.export_button.isEnabled(), window.export_button.toolTip()

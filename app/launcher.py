@@ -1,7 +1,8 @@
 """The `onnx-studio` console script: every engine command, plus `gui` (the default).
 
 Kept free of Qt imports so `onnx-studio export` starts as fast as the engine alone; Qt loads
-only when the window is asked for.
+only when the window is asked for, and only after `app.platform_check` has found that it can
+open one here (else the reason and the fix are printed and the exit status is 2).
 """
 
 from __future__ import annotations
@@ -10,6 +11,11 @@ from collections.abc import Sequence
 
 
 def _open_window(file: str | None, exit_after_paint: bool) -> int:
+    from app.platform_check import ensure_usable  # Qt-free: no display, missing libraries
+
+    status = ensure_usable("onnx-studio gui")
+    if status:
+        return status
     from app.main import run
 
     return run(file, exit_after_paint)

@@ -7,6 +7,7 @@ lives in the worker process, and onnx/pyqtgraph load when the Graph tab first ne
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -32,8 +33,9 @@ def run(path: str | None = None, exit_after_paint: bool = False) -> int:
     app.setOrganizationName("onnx-studio")
     app.setDesktopFileName("onnx-studio")
     settings, notice = settings_mod.load()
-    if notice:
-        settings_mod.save(settings)  # the user is told once: next start finds a good file
+    if notice:  # the user is told once: next start finds a good file
+        with contextlib.suppress(OSError):  # unwritable: the notice says so, the window opens
+            settings_mod.save(settings)
     window = MainWindow(settings, notice, start_worker=not exit_after_paint)
     file = Path(path).expanduser() if path else None
     window.load_initial(file if file is None or file.suffix.lower() == ".toml" else None)
@@ -45,8 +47,8 @@ def run(path: str | None = None, exit_after_paint: bool = False) -> int:
         graph_s: float | None = None
         nodes: int | None = None
         if file is not None and file.suffix.lower() != ".toml":
-            window.tabs.setCurrentWidget(window.graph)
-            graph_s, nodes = window.graph.time_load(file)
+            window.tabs.setCurrentWidget(window.tabs.graph)
+            graph_s, nodes = window.tabs.graph.time_load(file)
         print(json.dumps({"window_s": round(window_s, 4),
                           "graph_s": round(graph_s, 4) if graph_s is not None else None,
                           "nodes": nodes}), flush=True)
@@ -68,4 +70,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--exit-after-paint", action="store_true",
                         help="paint once, print timings as JSON and exit")
     args = parser.parse_args(args_list)
+    from app.platform_check import ensure_usable  # before Qt: no display, missing libraries
+
+    frozen = getattr(sys, "frozen", False)
+    status = ensure_usable(Path(sys.executable).name if frozen else "python -m app")
+    if status:
+        return status
     return run(args.file, args.exit_after_paint)

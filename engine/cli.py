@@ -1,7 +1,8 @@
 """`onnx-studio`: the command line face of the engine (export, validate, inspect, gui).
 
 Exit status: 0 success, 1 the export or validation failed, 2 the request itself is wrong.
-With --json the last line of standard output is one JSON object on every outcome; progress,
+With --json the last line of standard output is one JSON object on every outcome (a typed
+document of engine.protocol: `ExportReport`, or `InspectDocument` for inspect); progress,
 warnings and logs go to standard error.
 """
 
@@ -9,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import sys
 import traceback
@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 from engine import recipe as recipes
-from engine import shipped
+from engine import shipped, torch_private
 from engine.errors import StudioError
 from engine.events import Events
 from engine.paths import rebase_recipe_paths
+from engine.protocol import Error, ExportReport, InspectDocument, WarningItem, encode
 from engine.recipe import InputSpec, OutputSpec, Recipe
-from engine.report import ExportReport
 
 
 class RequestError(Exception):
@@ -222,44 +222,54 @@ def _cmd_validate(args: argparse.Namespace, progress: Progress) -> ExportReport:
     return validate_file(recipe, Path(args.model).resolve(), progress.events())
 
 
-def _cmd_inspect(args: argparse.Namespace) -> dict[str, Any]:
+def _cmd_inspect(args: argparse.Namespace) -> InspectDocument:
     from engine.graph.summary import summarize
 
-    summary = summarize(Path(args.model))
-    graph = {k: summary[k] for k in ("nodes", "inputs", "outputs")}
     # The contract prints `graph` plus `opset_imports`: the fields sit at the top level, and
     # under "graph" as in the export document, so either reading of it works.
-    return {"ok": True, **summary, "graph": graph, "error": None}
+    return InspectDocument.from_summary(summarize(Path(args.model)))
 
 
-def _print_inspect(doc: dict[str, Any], out: TextIO) -> None:
-    out.write(f"nodes: {doc['nodes']}\n")
-    opsets = ", ".join(f"{d or 'ai.onnx'} {v}" for d, v in doc["opset_imports"].items())
+def _print_inspect(doc: InspectDocument, out: TextIO) -> None:
+    out.write(f"nodes: {doc.nodes}\n")
+    opsets = ", ".join(f"{d or 'ai.onnx'} {v}" for d, v in doc.opset_imports.items())
     out.write(f"opsets: {opsets}\n")
-    for role in ("inputs", "outputs"):
-        for v in doc[role]:
-            shape = "x".join(str(d) for d in v["shape"]) if v["shape"] is not None else "?"
-            out.write(f"{role[:-1]:6} {v['name']}: {v['dtype']}[{shape}]\n")
+    for role, values in (("input", doc.inputs), ("output", doc.outputs)):
+        for v in values:
+            shape = "x".join(str(d) for d in v.shape) if v.shape is not None else "?"
+            out.write(f"{role:6} {v.name}: {v.dtype}[{shape}]\n")
 
 
 def _print_report(report: ExportReport, out: TextIO) -> None:
     if report.ok:
-        nodes = report.graph["nodes"] if report.graph else "?"
+        nodes = report.graph.nodes if report.graph else "?"
         seconds = ", ".join(f"{k} {v:.1f} s" for k, v in report.seconds.items())
         out.write(f"wrote {report.output} ({nodes} nodes, opset {report.opset}; {seconds})\n")
     if report.validation:
-        for o in report.validation.get("outputs", []):
-            verdict = "ok" if o.get("passed") else "FAILED"
-            out.write(f"  {o['name']}: max abs {o.get('max_abs_diff')}, "
-                      f"max rel {o.get('max_rel_diff')} {verdict}\n")
-        for t in report.validation.get("trials", []):
-            if not t.get("ok"):
-                out.write(f"  trial {t.get('kind')} {t.get('sizes', '')} failed: "
-                          f"{t.get('message', '')}\n")
+        for o in report.validation.outputs:
+            verdict = "ok" if o.passed else "FAILED"
+            out.write(f"  {o.name}: max abs {o.max_abs_diff}, "
+                      f"max rel {o.max_rel_diff} {verdict}\n")
+        for t in report.validation.trials:
+            if not t.ok:
+                out.write(f"  trial {t.kind} {t.sizes if t.sizes is not None else ''} failed: "
+                          f"{t.message or ''}\n")
 
 
-def _error_doc(err: StudioError) -> dict[str, Any]:
-    return ExportReport(error=err).to_json()
+def _error_document(err: StudioError, warnings: list[WarningItem]) -> ExportReport:
+    """The document of a command that failed before it had a report: the error, the warnings."""
+    return ExportReport(warnings=list(warnings)).fail(err)
+
+
+def _environment_warnings(progress: Progress) -> list[WarningItem]:
+    """A warning (shown now, on one line, and kept for the document) when the installed torch
+    lies outside the range this release is tested with."""
+    sentence = torch_private.untested_torch_sentence()
+    if sentence is None:
+        return []
+    item = WarningItem(category="Environment", message=sentence, source="")
+    progress.warning(item.to_dict())
+    return [item]
 
 
 OpenWindow = Callable[[str | None, bool], int]
@@ -325,42 +335,42 @@ def _stdout_kept_for_results() -> Iterator[TextIO]:
 def _run_command(parser: argparse.ArgumentParser, argv: list[str], out: TextIO) -> int:
     want_json = "--json" in argv
     verbose = "-v" in argv or "--verbose" in argv
+    environment: list[WarningItem] = []
+    doc: ExportReport | InspectDocument
     try:
         args = parser.parse_args(argv)
         progress = Progress(sys.stderr, verbose)
         if args.command == "inspect":
-            doc, code = _cmd_inspect(args), 0
+            doc = _cmd_inspect(args)
             if not want_json:
                 _print_inspect(doc, out)
         else:
+            environment = _environment_warnings(progress)
             report = (_cmd_export if args.command == "export" else _cmd_validate)(args, progress)
             progress.done()
-            doc = report.to_json()
-            code = report.error.exit_code if report.error else 0
-            if report.error is not None:
-                _report_error(report.error, verbose)
+            report.warnings[:0] = environment
+            doc = report
             if not want_json:
                 _print_report(report, out)
     except RequestError as exc:
-        err = StudioError("recipe", str(exc)[0].upper() + str(exc)[1:])
-        _report_error(err, verbose)
-        doc, code = _error_doc(err), 2
+        doc = _error_document(StudioError("recipe", str(exc)[0].upper() + str(exc)[1:]),
+                              environment)
     except StudioError as err:
-        _report_error(err, verbose)
-        doc, code = _error_doc(err), err.exit_code
+        doc = _error_document(err, environment)
     except Exception as exc:  # our own bug: still one sentence and the JSON line
-        bug = StudioError("export", f"onnx-studio failed unexpectedly: {exc}.",
-                          "Run with --verbose and report the traceback.",
-                          details=traceback.format_exc())
-        _report_error(bug, verbose)
-        doc, code = _error_doc(bug), 1
+        doc = _error_document(StudioError(
+            "export", f"onnx-studio failed unexpectedly: {exc}.",
+            "Run with --verbose and report the traceback.", details=traceback.format_exc()),
+            environment)
+    if doc.error is not None:
+        _report_error(doc.error, verbose)
     if want_json:
-        out.write(json.dumps(doc) + "\n")
+        out.write(encode(doc) + "\n")
     out.flush()
-    return code
+    return doc.error.exit_status() if doc.error is not None else 0
 
 
-def _report_error(err: StudioError, verbose: bool) -> None:
+def _report_error(err: Error, verbose: bool) -> None:
     sys.stderr.write(f"error: {err.message}\n")
     if err.hint:
         sys.stderr.write(f"hint: {err.hint}\n")

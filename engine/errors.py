@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 # error.kind values of the JSON contract, and the exit status each one maps to:
 # 2 when the request itself is wrong, 1 when the export or the validation failed.
 KINDS = {
@@ -16,6 +14,7 @@ KINDS = {
     "validation": 1,
     "cancelled": 1,
     "worker_crashed": 1,
+    "worker_protocol": 1,  # a line between the window, the CLI and the worker that does not fit
 }
 
 
@@ -29,7 +28,10 @@ def one_line(exc: BaseException, limit: int = 300) -> str:
 
 
 class StudioError(Exception):
-    """A failure the user can act on: one sentence, a hint, and the details behind a toggle."""
+    """A failure the user can act on: one sentence, a hint, and the details behind a toggle.
+
+    Its JSON (the contract's `error` object) is `engine.protocol.Error.from_exception(exc)`.
+    """
 
     def __init__(
         self,
@@ -51,18 +53,3 @@ class StudioError(Exception):
         # A kind's usual status, unless this case says otherwise (an output path under a
         # regular file is a wrong request, while a full disk during the write is a failure).
         self.exit_code = KINDS[kind] if exit_code is None else exit_code
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "message": self.message,
-            "hint": self.hint,
-            "unsupported_ops": self.unsupported_ops,
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any], details: str = "") -> StudioError:
-        return cls(
-            data["kind"], data["message"], data.get("hint", ""),
-            data.get("unsupported_ops"), details,
-        )

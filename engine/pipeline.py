@@ -15,8 +15,8 @@ from engine.errors import StudioError, one_line
 from engine.events import Events
 from engine.export.exporter import export_model
 from engine.graph.summary import summarize
+from engine.protocol import ExportReport, Graph, Validation
 from engine.recipe import Recipe
-from engine.report import ExportReport
 from engine.validation.validator import validate as run_validation
 
 _VALIDATION_HINT = ("Compare the per-output numbers; loosen rtol/atol if the differences are "
@@ -42,10 +42,9 @@ def validate_file(recipe: Recipe, model: Path, events: Events | None = None, *,
                   plot_dir: Path | None = None) -> ExportReport:
     """Validate an existing .onnx file against the recipe's model, as an export document."""
     summary = summarize(model)
-    report = ExportReport(output=str(model), exporter=None,
+    report = ExportReport(ok=True, output=str(model), exporter=None,
                           opset=summary["opset_imports"].get(""),
-                          graph={k: summary[k] for k in ("nodes", "inputs", "outputs")})
-    report.ok = True
+                          graph=Graph.from_summary(summary))
     _validate_into(report, recipe, model, None, events or Events(), plot_dir)
     return report
 
@@ -65,8 +64,8 @@ def _validate_into(report: ExportReport, recipe: Recipe, model: Path, loaded: An
         return
     finally:
         report.seconds["validate"] = time.perf_counter() - started
-    report.validation = result
-    if not result.get("ok", False):
+    report.validation = Validation.from_dict(result)
+    if not report.validation.ok:
         report.fail(StudioError(
-            "validation", result.get("message") or "ONNX Runtime disagrees with PyTorch.",
+            "validation", report.validation.message or "ONNX Runtime disagrees with PyTorch.",
             _VALIDATION_HINT))

@@ -7,7 +7,8 @@ died) end the worker at once, together with every process its jobs started. {"jo
 and the end of stdin end it once the requests before them are answered, so a client may write
 its requests and close stdin. With ONNX_STUDIO_WORKER_WARM_FIRST=1 (a spare, which nobody waits
 for) the worker finishes its warm-up imports before it says `ready`. The protocol, one JSON
-object per line:
+object per line, each one a class of engine.protocol (requests decoded with `protocol.decode`,
+everything said encoded with `protocol.encode`):
 
 request  {"id": 7, "job": "export", "recipe": "<TOML text>", "base_dir": "/dir",
           "validate": null | true | false}
@@ -15,7 +16,9 @@ request  {"id": 7, "job": "export", "recipe": "<TOML text>", "base_dir": "/dir",
           "onnx": "/dir/out/model.onnx"}           (onnx: default the recipe's output)
          {"id": 8, "job": "describe", "source": "net.py", "base_dir": "/dir"}
          {"id": 9, "job": "devices"}            {"id": 10, "job": "ping"}
-events   {"type": "ready", "pid": 123, "torch": "2.13.0", "import_s": 2.1}   (once, no id)
+         {"job": "quit"}                        {"job": "abort"}
+events   {"type": "ready", "protocol": 1, "pid": 123, "torch": "2.13.0", "import_s": 2.1,
+          "torch_tested": true}                 (once, no id)
          {"id": 7, "type": "progress", "fraction": 0.4, "stage": "export"}
          {"id": 7, "type": "log", "line": "..."}
          {"id": 7, "type": "warning", "category": "...", "message": "...", "source": "f.py:3"}
@@ -24,8 +27,22 @@ events   {"type": "ready", "pid": 123, "torch": "2.13.0", "import_s": 2.1}   (on
          {"id": 7, "type": "error", "error": {"kind", "message", "hint", "unsupported_ops"},
           "details": "traceback"}
 
+A line that is not a request (not JSON, an unknown job, a missing or mistyped field) is answered
+by an `error` of kind "worker_protocol" naming the field, with the request's id when it has
+one; the worker lives on.
+
 Every job ends with exactly one `result` or `error`. Large arrays never travel in a line: they
 are written as .npz files into the job's folder (`job_dir`) under the platformdirs cache.
+
+A clean slate per job: a job never inherits state from the one before it. After every job the
+modules imported from the user's files are removed from `sys.modules`
+(engine.source.load.forget_user_modules), so the next job imports them afresh: an edited file
+is read again, and a `model.py` or `helper.py` in another folder is not mistaken for this one.
+What extension files register (custom symbolics, torch.library ops) cannot be unregistered, so
+a worker that has run a job with extensions (export.extensions, even one that failed) ends
+right after that job's final line, with exit status 0 and nothing more read: the next job
+always runs in a fresh worker, whatever its extensions. A request sent after such a job is
+never started and gets no answer; the client sends it again to a fresh worker.
 """
 
 from __future__ import annotations
@@ -46,35 +63,49 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, NoReturn, cast
 
-from engine import dirs
+from engine import dirs, protocol, torch_private
+from engine.errors import StudioError
+from engine.protocol import (
+    PROTOCOL_VERSION,
+    AbortRequest,
+    DescribeRequest,
+    DescribeResult,
+    DevicesRequest,
+    DevicesResult,
+    ErrorEvent,
+    Event,
+    ExportRequest,
+    ExportResult,
+    LogLine,
+    PingRequest,
+    Pong,
+    Progress,
+    ProtocolError,
+    QuitRequest,
+    Ready,
+    Request,
+    Result,
+    SourceDescription,
+    ValidateRequest,
+    ValidateResult,
+    Validation,
+    WarningEvent,
+    WarningItem,
+)
 
-PROTOCOL_VERSION = 1
 WARM_FIRST_ENV = "ONNX_STUDIO_WORKER_WARM_FIRST"  # "1": say ready only once warmed up
 _JOB_FOLDER_MAX_AGE_S = 24 * 3600
 
 
-def _jsonable(value: Any) -> Any:
-    """json.dumps fallback: numpy scalars and arrays, paths, sets, anything else as text."""
-    if hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
-        return value.item()
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    if isinstance(value, os.PathLike):
-        return os.fspath(value)
-    if isinstance(value, set | frozenset | tuple):
-        return list(value)
-    return str(value)
-
-
 class Channel:
-    """Writes protocol lines to the pipe; safe to call from any thread."""
+    """Writes protocol messages to the pipe, one encoded line each; safe from any thread."""
 
     def __init__(self, stream: IO[str]) -> None:
         self._stream = stream
         self._lock = threading.Lock()
 
-    def send(self, message: dict[str, Any]) -> None:
-        line = json.dumps(message, default=_jsonable, allow_nan=True)
+    def send(self, message: Event) -> None:
+        line = protocol.encode(message)
         with self._lock:
             self._stream.write(line + "\n")
             self._stream.flush()
@@ -83,49 +114,46 @@ class Channel:
 # ---------------------------------------------------------------------------- jobs
 
 
-def _job_dir(job_id: Any) -> Path:
+Send = Callable[[Event], None]
+
+
+def _job_dir(job_id: int | None) -> Path:
     path = dirs.cache_dir() / "jobs" / f"{os.getpid()}-{job_id}"
     path.mkdir(parents=True, exist_ok=True)
     return path
 
 
-def _events(send: Callable[[dict[str, Any]], None]) -> Any:
+def _events(job_id: int | None, send: Send) -> Any:
+    """engine.events callbacks that send the job's progress, log and warning events."""
     from engine.events import Events
 
     def progress(fraction: float, stage: str) -> None:
-        send({"type": "progress", "fraction": float(fraction), "stage": str(stage)})
+        send(Progress(id=job_id, fraction=float(fraction), stage=str(stage)))
 
     def log(line: str) -> None:
-        send({"type": "log", "line": str(line)})
+        send(LogLine(id=job_id, line=str(line)))
 
     def warning(item: dict[str, Any]) -> None:
-        send({"type": "warning", **item})
+        send(WarningEvent(id=job_id, warning=WarningItem.from_dict(item)))
 
     return Events(progress=progress, log=log, warning=warning)
 
 
-def job_export(request: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+def job_export(request: ExportRequest, send: Send) -> ExportResult:
+    """Export the recipe (and validate it, if asked); a failed export is a result too."""
     from engine import recipe as recipes
     from engine.pipeline import export  # lazy: the lead's module, heavy imports inside
 
-    base_dir = Path(request.get("base_dir") or Path.cwd())
-    recipe = recipes.loads(request["recipe"], base_dir=base_dir, name="recipe")
-    job_dir = _job_dir(request.get("id"))
-    events = _events(send)
+    base_dir = Path(request.base_dir or Path.cwd())
+    recipe = recipes.loads(request.recipe, base_dir=base_dir, name="recipe")
+    job_dir = _job_dir(request.id)
+    events = _events(request.id, send)
     events.progress(0.0, "Starting")
-    report = export(recipe, events, validate=request.get("validate"), plot_dir=job_dir)
-    data = report.to_json()
-    return {
-        "type": "result",
-        "report": data,
-        "details": report.error.details if report.error else "",
-        "extra": report.extra,
-        "job_dir": str(job_dir),
-    }
+    report = export(recipe, events, validate=request.validate, plot_dir=job_dir)
+    return ExportResult.from_report(request.id, report, str(job_dir))
 
 
-def job_validate(request: dict[str, Any], send: Callable[[dict[str, Any]], None]
-                 ) -> dict[str, Any]:
+def job_validate(request: ValidateRequest, send: Send) -> ValidateResult:
     """Validate an existing .onnx file against the recipe's model; plot data in the job folder.
 
     A validation that disagrees is a result with `validation.ok` false; a request that cannot
@@ -134,27 +162,31 @@ def job_validate(request: dict[str, Any], send: Callable[[dict[str, Any]], None]
     from engine import recipe as recipes
     from engine.validation.validator import validate  # lazy: imports torch and onnxruntime inside
 
-    base_dir = Path(request.get("base_dir") or Path.cwd())
-    recipe = recipes.loads(request["recipe"], base_dir=base_dir, name="recipe")
-    onnx = recipe.resolve(request["onnx"]) if request.get("onnx") else recipe.output_path
-    job_dir = _job_dir(request.get("id"))
-    events = _events(send)
+    base_dir = Path(request.base_dir or Path.cwd())
+    recipe = recipes.loads(request.recipe, base_dir=base_dir, name="recipe")
+    onnx = recipe.resolve(request.onnx) if request.onnx else recipe.output_path
+    job_dir = _job_dir(request.id)
+    events = _events(request.id, send)
     events.progress(0.0, "Starting")
     result = validate(recipe, onnx, events, plot_dir=job_dir)
-    return {"type": "result", "validation": result, "onnx": str(onnx), "job_dir": str(job_dir)}
+    return ValidateResult(id=request.id, validation=Validation.from_dict(result), onnx=str(onnx),
+                          job_dir=str(job_dir))
 
 
-def job_describe(request: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+def job_describe(request: DescribeRequest, send: Send) -> DescribeResult:
+    """What a model source offers, read without running it."""
     import dataclasses
 
     from engine.source.describe import describe
 
-    base_dir = Path(request.get("base_dir") or Path.cwd())
-    description = describe(request["source"], base_dir)
-    return {"type": "result", "description": dataclasses.asdict(description)}
+    base_dir = Path(request.base_dir or Path.cwd())
+    description = describe(request.source, base_dir)
+    return DescribeResult(id=request.id, description=SourceDescription.from_dict(
+        dataclasses.asdict(description)))
 
 
-def job_devices(request: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+def job_devices(request: DevicesRequest, send: Send) -> DevicesResult:
+    """The devices, the exporters' opsets and the versions this worker offers."""
     import torch
 
     devices = ["cpu"]
@@ -163,64 +195,50 @@ def job_devices(request: dict[str, Any], send: Callable[[dict[str, Any]], None])
     mps = getattr(torch.backends, "mps", None)
     if mps is not None and mps.is_available():
         devices.append("mps")
-    from torch.onnx import _constants
-
     from engine.export import exporter_opsets, torchscript_default_opset
     from engine.validation.ort_session import ort_max_opset
 
-    return {
-        "type": "result",
-        "devices": devices,
-        "opsets": {name: list(span) for name, span in exporter_opsets().items()},
-        "default_opset": {"dynamo": int(_constants.ONNX_DEFAULT_OPSET),
-                          "torchscript": torchscript_default_opset()},
-        "ort_max_opset": ort_max_opset(),
-        "torch": torch.__version__,
-    }
+    return DevicesResult(
+        id=request.id,
+        devices=devices,
+        opsets={name: list(span) for name, span in exporter_opsets().items()},
+        default_opset={"dynamo": torch_private.onnx_default_opset(),
+                       "torchscript": torchscript_default_opset()},
+        ort_max_opset=ort_max_opset(),
+        torch=torch.__version__,
+    )
 
 
-def job_ping(request: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-    return {"type": "result", "pong": True, "pid": os.getpid()}
+def job_ping(request: PingRequest, send: Send) -> Pong:
+    """Alive: the worker's process id."""
+    return Pong(id=request.id, pid=os.getpid())
 
 
-JOBS: dict[str, Callable[[dict[str, Any], Callable[[dict[str, Any]], None]], dict[str, Any]]] = {
-    "export": job_export,
-    "validate": job_validate,
-    "describe": job_describe,
-    "devices": job_devices,
-    "ping": job_ping,
+# by the request's `job`; quit and abort are no jobs: the request reader and main() act on them
+JOBS: dict[str, Callable[[Any, Send], Result]] = {
+    ExportRequest.TAG: job_export,
+    ValidateRequest.TAG: job_validate,
+    DescribeRequest.TAG: job_describe,
+    DevicesRequest.TAG: job_devices,
+    PingRequest.TAG: job_ping,
 }
 
 
-def handle(request: dict[str, Any], channel: Channel) -> None:
+def handle(request: Request, channel: Channel) -> None:
     """Run one request, sending its events and exactly one final result or error."""
-    job_id = request.get("id")
-
-    def send(message: dict[str, Any]) -> None:
-        channel.send({"id": job_id, **message})
-
-    job = JOBS.get(str(request.get("job")))
-    if request.get("job") in ("export", "validate"):
+    job_id = cast(int | None, getattr(request, "id", None))
+    job = JOBS.get(request.TAG)
+    if isinstance(request, ExportRequest | ValidateRequest):
         # their warnings.catch_warnings() is process-wide: let the warm-up's imports finish
         _WARM_UP.join()
-    if job is None:
-        send({"type": "error", "error": {
-            "kind": "recipe", "message": f"Unknown job {request.get('job')!r}; the worker runs "
-            f"{', '.join(JOBS)}.", "hint": "", "unsupported_ops": []}, "details": ""})
-        return
     try:
-        send(job(request, send))
+        if job is None:
+            raise StudioError("worker_protocol", f"The request {request.TAG!r} is not a job; "
+                              f"the worker runs {', '.join(JOBS)}.", ProtocolError.hint)
+        channel.send(job(request, channel.send))
     except Exception as exc:
-        from engine.errors import StudioError
-
-        details = traceback.format_exc()
-        if isinstance(exc, StudioError):
-            error = exc.to_json()
-            details = exc.details or details
-        else:
-            error = {"kind": "export", "message": f"The worker failed: {exc}",
-                     "hint": "Open Details for the traceback.", "unsupported_ops": []}
-        send({"type": "error", "error": error, "details": details})
+        channel.send(ErrorEvent.from_exception(job_id, exc, traceback.format_exc()))
+    _forget_user_modules()  # clean slate: the next job imports the user's files afresh
 
 
 def _clean_old_job_folders() -> None:
@@ -320,33 +338,51 @@ def _default_sigterm() -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def _job_of(line: str) -> Any:
+def read_request(line: str) -> Request | ErrorEvent:
+    """The request on one line, or the error event that answers a line that is none.
+
+    The error names what does not fit (`protocol.decode`'s ProtocolError) and carries the
+    line's id when the line is a JSON object with an integer id, so the client can match it.
+    """
     try:
-        return json.loads(line).get("job")
-    except (ValueError, AttributeError):
-        return None
+        return protocol.decode(line, Request)
+    except ProtocolError as exc:
+        try:
+            data = json.loads(line)
+        except ValueError:
+            data = None
+        data = data if isinstance(data, dict) else {}
+        job_id = data.get("id") if type(data.get("id")) is int else None
+        unknown_job = exc.message_type == "request" and exc.field == "job" and "job" in data
+        what = "Unknown job" if unknown_job else "Unreadable request"
+        error = StudioError("worker_protocol", f"{what}: {exc.message}.", exc.hint,
+                            details=line.strip()[:500])
+        return ErrorEvent.from_exception(job_id, error)
 
 
-def _read_requests(stream: IO[str]) -> queue.SimpleQueue[str | None]:
-    """Request lines, read on a thread so that `abort` is heard during a job; None at the end.
+def _read_requests(stream: IO[str]) -> queue.SimpleQueue[Request | ErrorEvent | None]:
+    """Requests (or the errors answering unreadable lines), read on a thread so that `abort` is
+    heard during a job; None at the end.
 
     `abort` ends the worker here and now (`end_now`). After `quit`, or at the end of input,
     nothing more is read and the main loop ends once the requests before are answered.
     """
-    lines: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+    requests: queue.SimpleQueue[Request | ErrorEvent | None] = queue.SimpleQueue()
 
     def read() -> None:
         for line in stream:
-            job = _job_of(line)
-            if job == "abort":
+            if not line.strip():
+                continue
+            request = read_request(line)
+            if isinstance(request, AbortRequest):
                 end_now()
-            lines.put(line)
-            if job == "quit":
+            requests.put(request)
+            if isinstance(request, QuitRequest):
                 return
-        lines.put(None)
+        requests.put(None)
 
     threading.Thread(target=read, name="stdin", daemon=True).start()
-    return lines
+    return requests
 
 
 class _ClientStream:
@@ -372,23 +408,51 @@ class _ClientStream:
             end_now()
 
 
+# ---------------------------------------------------------------------------- clean slate
+# A job never inherits state from the one before it (user modules, registered extensions).
+
+
+def _forget_user_modules() -> None:
+    """Remove the modules the job imported from the user's files (never ends the worker)."""
+    try:
+        from engine.source.load import forget_user_modules
+
+        forget_user_modules()
+    except Exception:
+        traceback.print_exc()  # stderr, which the GUI logs; the next job still runs
+
+
+def _ran_extensions() -> bool:
+    """True once a job has run extension files here: the worker then ends (see the docstring)."""
+    exporter = sys.modules.get("engine.export.exporter")  # never imported: nothing ran
+    if exporter is None or not exporter.extensions_run():
+        return False
+    sys.stderr.write("The worker ran extension files, which cannot be unregistered; it ends "
+                     "so that the next job starts in a fresh worker.\n")
+    sys.stderr.flush()
+    return True
+
+
 def main() -> int:
     _Process.pid = os.getpid()
     _Process.leads_group = _lead_process_group()
     _end_on_sigterm()
     # The protocol owns the original stdout; everything else (prints from user models,
     # torch's own messages, C-level writes to fd 1) goes to stderr, which the GUI logs.
-    protocol = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
+    protocol_out = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    channel = Channel(cast(IO[str], _ClientStream(protocol)))
+    channel = Channel(cast(IO[str], _ClientStream(protocol_out)))
     requests = _read_requests(sys.stdin)
 
     started = time.perf_counter()
     import torch  # warm: every job after this one reuses the import
 
-    ready = {"type": "ready", "protocol": PROTOCOL_VERSION, "pid": os.getpid(),
-             "torch": torch.__version__, "import_s": round(time.perf_counter() - started, 3)}
+    ready = Ready(protocol=PROTOCOL_VERSION, pid=os.getpid(), torch=torch.__version__,
+                  import_s=round(time.perf_counter() - started, 3),
+                  torch_tested=torch_private.torch_is_tested(torch.__version__))
+    if (untested := torch_private.untested_torch_sentence(torch.__version__)) is not None:
+        sys.stderr.write(untested + "\n")  # the client logs stderr; `ready` says it too
     # Warm up on a thread so a describe or devices job is answered at once meanwhile; a spare
     # says ready once warm, so that it takes an export at once.
     _WARM_UP.start()
@@ -396,22 +460,15 @@ def main() -> int:
         _WARM_UP.join()
     channel.send(ready)
     _clean_old_job_folders()
-    while (line := requests.get()) is not None:
-        raw = line.strip()
-        if not raw:
+    while (request := requests.get()) is not None:
+        if isinstance(request, ErrorEvent):  # a line that is no request: answered, in order
+            channel.send(request)
             continue
-        try:
-            request = json.loads(raw)
-            if not isinstance(request, dict):
-                raise ValueError("a request is a JSON object")
-        except ValueError as exc:
-            channel.send({"type": "error", "error": {
-                "kind": "recipe", "message": f"Unreadable request: {exc}", "hint": "",
-                "unsupported_ops": []}, "details": raw[:500]})
-            continue
-        if request.get("job") == "quit":
+        if isinstance(request, QuitRequest):
             break
         handle(request, channel)
+        if _ran_extensions():  # clean slate: never reused once extensions ran (docstring)
+            break
     return 0
 
 

@@ -17,6 +17,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from engine import torch_private
+
 PITFALL_CATEGORY = "ExportPitfall"
 
 
@@ -238,24 +240,22 @@ def unsupported_operators_dynamo(
 ) -> list[str]:
     """Every operator of the captured program that has no ONNX translation after decomposition."""
     import torch
-    from torch.onnx._internal.exporter import _constants, _core, _dispatching, _registration
 
     exported = (
         module if isinstance(module, torch.export.ExportedProgram)
         else torch.export.export(module, args, dynamic_shapes=dynamic_shapes, strict=False)
     )
-    registry = _registration.ONNXRegistry.from_torchlib(
-        opset_version=max(opset or _constants.TORCHLIB_OPSET, _constants.TORCHLIB_OPSET)
-    )
+    torchlib = torch_private.torchlib_opset()
+    registry = torch_private.onnx_registry(max(opset or torchlib, torchlib))
     for torch_op, onnx_op in (custom_translation_table or {}).items():
         registry.register_op(torch_op, onnx_op, is_complex=False)
-    program = _core._prepare_exported_program_for_export(exported, registry=registry)
+    program = torch_private.prepare_for_onnx(exported, registry)
     missing: set[str] = set()
     for node in program.graph.nodes:
         if node.op != "call_function":
             continue
         try:
-            function, _ = _dispatching.dispatch(node, registry)
+            function, _ = torch_private.dispatch(node, registry)
         except Exception:  # a dispatcher crash means no usable translation either
             function = None
         if function is None:

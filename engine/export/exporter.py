@@ -18,13 +18,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from engine import torch_private
 from engine.errors import StudioError, one_line
 from engine.events import Events
 from engine.export import diagnose
 from engine.export.onnx_file import AtomicOnnxWrite, check_output_path
 from engine.export.request_check import check_request
+from engine.protocol import ExportFacts, ExportReport, Graph, WarningItem
 from engine.recipe import DYNAMO_MIN_OPSET, Recipe
-from engine.report import ExportReport
 from engine.source.device import check_device
 
 # The dynamo exporter prints its stages as "[torch.onnx] <stage>..." lines; each becomes a step
@@ -90,8 +91,7 @@ def _export(recipe: Recipe, events: Events, report: ExportReport) -> Any:
         found += diagnose.scan_source(Path(loaded.source_file),
                                       diagnose.used_class_names(loaded.module))
     for item in found:
-        report.warnings.append(item)
-        events.warning(item)
+        _warn(report, events, item)
 
     events.progress(0.15, "Exporting")
     started = time.perf_counter()
@@ -105,8 +105,7 @@ def _export(recipe: Recipe, events: Events, report: ExportReport) -> Any:
             _export_dynamo(recipe, model, args, write.temp_path, translation_table)
             for note in _name_output_dims(write.temp_path, recipe):
                 item = {"category": "DynamicShape", "message": note, "source": ""}
-                report.warnings.append(item)
-                events.warning(item)
+                _warn(report, events, item)
         else:
             _export_torchscript(recipe, model, args, write.temp_path,
                                 fixed_mode=loaded.kind == "exported_program")
@@ -114,8 +113,7 @@ def _export(recipe: Recipe, events: Events, report: ExportReport) -> Any:
         checked = check_request(write.temp_path, recipe,
                                 output_axes=opts.exporter != "dynamo")
         for item in checked.warnings:
-            report.warnings.append(item)
-            events.warning(item)
+            _warn(report, events, item)
         if checked.error is not None:
             raise checked.error
         events.progress(0.88, "Checking the ONNX file")
@@ -124,13 +122,19 @@ def _export(recipe: Recipe, events: Events, report: ExportReport) -> Any:
     from engine.graph.summary import summarize
 
     summary = summarize(target)
-    report.graph = {k: summary[k] for k in ("nodes", "inputs", "outputs")}
+    report.graph = Graph.from_summary(summary)
     report.opset = summary["opset_imports"].get("", None)
-    report.extra.update(
+    report.extra = ExportFacts(
         file_bytes=write.total_bytes, external_data=write.external_data_file,
         opset_imports=summary["opset_imports"],
     )
     return loaded
+
+
+def _warn(report: ExportReport, events: Events, item: dict[str, Any]) -> None:
+    """A warning for the report (typed, as it crosses to the user) and for the events now."""
+    report.warnings.append(WarningItem.from_dict(item))
+    events.warning(item)
 
 
 def _export_dynamo(recipe: Recipe, model: Any, args: tuple[Any, ...], path: Path,
@@ -240,21 +244,17 @@ def _export_torchscript(recipe: Recipe, model: Any, args: tuple[Any, ...], path:
 
 def torchscript_default_opset() -> int:
     """The opset the TorchScript exporter writes when the recipe names none."""
-    from torch.onnx import _constants
-
-    return min(_constants.ONNX_DEFAULT_OPSET, _constants.ONNX_TORCHSCRIPT_EXPORTER_MAX_OPSET)
+    return min(torch_private.onnx_default_opset(), torch_private.torchscript_max_opset())
 
 
 def exporter_opsets() -> dict[str, tuple[int, int]]:
     """The opsets each exporter of the installed torch writes, lowest and highest."""
-    from torch.onnx import _constants
-
-    ts_max = getattr(_constants, "ONNX_TORCHSCRIPT_EXPORTER_MAX_OPSET", 20)
+    lowest, highest = torch_private.onnx_opset_range()
     return {
         # dynamo's translations start at 18; below it only a version conversion is tried,
         # which fails for most operators and then silently keeps 18
-        "dynamo": (DYNAMO_MIN_OPSET, int(_constants.ONNX_MAX_OPSET)),
-        "torchscript": (int(_constants.ONNX_MIN_OPSET), int(ts_max)),
+        "dynamo": (DYNAMO_MIN_OPSET, highest),
+        "torchscript": (lowest, torch_private.torchscript_max_opset()),
     }
 
 
@@ -319,7 +319,7 @@ def _dry_run(module: Any, args: tuple[Any, ...], recipe: Recipe) -> None:
             f"{one_line(exc)}.",
             "Check the number, order, shapes and dtypes of the inputs against forward().",
             details=traceback.format_exc()) from None
-    leaves = torch.utils._pytree.tree_leaves(result)
+    leaves = torch_private.tree_leaves(result)
     if not any(isinstance(leaf, torch.Tensor) for leaf in leaves):
         returned = "None" if result is None else f"no tensor ({type(result).__name__})"
         raise StudioError(
@@ -360,6 +360,17 @@ def _set_training_mode(module: Any, training: str) -> None:
     module.train(training == "train")
 
 
+# Every extension file run in this process, as (resolved path, mtime), recorded before it runs.
+# What an extension registers (custom symbolics, torch.library ops) cannot be undone, so a
+# process that ran one is not clean any more: the warm worker ends after such a job.
+_extensions_run: set[tuple[str, float]] = set()
+
+
+def extensions_run() -> frozenset[tuple[str, float]]:
+    """The extension files this process has run, as (resolved path, mtime); empty when none."""
+    return frozenset(_extensions_run)
+
+
 def _run_extensions(recipe: Recipe) -> dict[Any, Any]:
     """Run each extension file; collect its `custom_translation_table` (dynamo) if it has one."""
     table: dict[Any, Any] = {}
@@ -368,6 +379,8 @@ def _run_extensions(recipe: Recipe) -> dict[Any, Any]:
         if not path.is_file():
             raise StudioError("source", f"Extension file {path} does not exist; fix "
                               "export.extensions.")
+        with contextlib.suppress(OSError):
+            _extensions_run.add((str(path.resolve()), path.stat().st_mtime))
         try:
             namespace = runpy.run_path(str(path), run_name=f"onnx_studio_extension_{path.stem}")
         except (Exception, SystemExit) as exc:
@@ -433,7 +446,7 @@ def _captured(events: Events, report: ExportReport, loaded: Any) -> Iterator[Non
     handler = _LogForwarder(events)
     torch_logger = logging.getLogger("torch")
     torch_logger.addHandler(handler)
-    registration = logging.getLogger("torch.onnx._internal.exporter._registration")
+    registration = logging.getLogger(torch_private.DYNAMO_REGISTRATION_LOGGER)
     registration.addFilter(_not_noise)
     try:
         with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(writer):
@@ -446,8 +459,7 @@ def _captured(events: Events, report: ExportReport, loaded: Any) -> Iterator[Non
         torch_logger.removeHandler(handler)
         registration.removeFilter(_not_noise)
         for item in _user_warnings(caught, loaded):
-            report.warnings.append(item)
-            events.warning(item)
+            _warn(report, events, item)
 
 
 def _user_warnings(caught: list[warnings.WarningMessage], loaded: Any) -> list[dict[str, Any]]:

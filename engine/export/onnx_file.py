@@ -123,10 +123,14 @@ class AtomicOnnxWrite:
         try:
             # data first, under names the old .onnx does not use, then the .onnx: a kill at any
             # step leaves the old pair or the new pair, never a file reading another's weights
+            # the data keeps the mode of the data it replaces (under whichever name)
+            old_data_modes = [m for m in (existing_mode(self.target.parent / n)
+                                          for n in sorted(previous)) if m is not None]
             for data in data_files:
                 final = self.target.parent / data.name
                 mode = existing_mode(final)
-                mode = onnx_mode if mode is None else mode
+                if mode is None:
+                    mode = old_data_modes[0] if old_data_modes else onnx_mode
                 durable(data, mode)
                 os.replace(data, final)
             durable(path, onnx_mode)

@@ -14,7 +14,8 @@ few lines each. Decoding speed is no concern: a job sends tens of lines.
 
 - `encode(message) -> str`: one JSON line (NaN allowed, as before; metrics are null instead).
 - `decode(line, expected=None) -> message`: by `job` (requests) or `type` (events; results
-  by the job asked for or their distinguishing key); `expected` may also be a document class.
+  by the job asked for or their distinguishing key); `expected` may also be a document class,
+  or `Request` (the worker reads its stdin so: a line without `job` is an error).
 - `X.to_dict()` / `X.from_dict(d)` for nested documents. Unknown keys are ignored; a missing
   or mistyped field raises `ProtocolError` (kind "worker_protocol") naming class and field.
 - Omission: None is written as null, except `omit_if_none` fields (left out) and UNSET
@@ -47,6 +48,7 @@ from engine.protocol.messages import (
     PROTOCOL_VERSION,
     REQUESTS,
     RESULTS,
+    AbortRequest,
     DescribeRequest,
     DescribeResult,
     DevicesRequest,
@@ -77,6 +79,7 @@ __all__ = [
     "REQUESTS",
     "RESULTS",
     "UNSET",
+    "AbortRequest",
     "Candidate",
     "DescribeRequest",
     "DescribeResult",

@@ -241,8 +241,9 @@ def _round_seconds(seconds: dict[str, float]) -> dict[str, float]:
 class ExportReport(Wire):
     """The result of an export (and its validation): the CLI's JSON document, key for key.
 
-    The same attributes as engine.report.ExportReport; `seconds` are written rounded to the
-    millisecond, and `extra` stays out of the document (it travels in `ExportResult`).
+    The export and the validation fill it in (engine.export.exporter, engine.pipeline); the CLI
+    prints it and the worker sends it inside `ExportResult`. `seconds` are written rounded to
+    the millisecond, and `extra` stays out of the document (it travels in `ExportResult`).
     """
 
     ok: bool = field(default=False, metadata=REQUIRED)

@@ -9,6 +9,7 @@ distinguishing key (`report`, `validation`, `description`, `devices`, `pong`).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from dataclasses import dataclass, field
@@ -112,18 +113,31 @@ class QuitRequest(Request):
     id: int | None = field(default=None, metadata=OMIT)
 
 
+@dataclass(kw_only=True)
+class AbortRequest(Request):
+    """End the worker at once, with every process its job started (heard during a job too)."""
+
+    TAG = "abort"
+    id: int | None = field(default=None, metadata=OMIT)
+
+
 # ---------------------------------------------------------------------------- events
 
 
 @dataclass(kw_only=True)
 class Ready(Event):
-    """The worker has imported torch (in `import_s` seconds) and takes jobs; sent once."""
+    """The worker has imported torch (in `import_s` seconds) and takes jobs; sent once.
+
+    `torch_tested`: whether that torch is in the range this release is tested with
+    (engine.torch_private.TESTED_TORCH); None from a worker too old to say.
+    """
 
     TAG = "ready"
     protocol: int
     pid: int
     torch: str
     import_s: float
+    torch_tested: bool | None = field(default=None, metadata=OMIT)
 
 
 @dataclass(kw_only=True)
@@ -208,8 +222,16 @@ class ExportResult(Result):
     @classmethod
     def from_report(cls, job_id: int | None, report: ExportReport, job_dir: str
                     ) -> ExportResult:
-        """The result message of an export job that produced `report`."""
-        details = (report.error.details or "") if report.error else ""
+        """The result message of an export job that produced `report`.
+
+        The error's details move beside the report (as the worker has always sent them), so
+        the traceback travels once; `report` itself is left as it is.
+        """
+        details = ""
+        if report.error is not None and report.error.details is not None:
+            details = report.error.details
+            report = dataclasses.replace(report, error=dataclasses.replace(report.error,
+                                                                           details=None))
         return cls(id=job_id, report=report, details=details, extra=report.extra,
                    job_dir=job_dir)
 
@@ -263,7 +285,8 @@ class Pong(Result):
 
 
 REQUESTS: Final[dict[str, type[Request]]] = {cls.TAG: cls for cls in (
-    ExportRequest, ValidateRequest, DescribeRequest, DevicesRequest, PingRequest, QuitRequest)}
+    ExportRequest, ValidateRequest, DescribeRequest, DevicesRequest, PingRequest, QuitRequest,
+    AbortRequest)}
 EVENTS: Final[dict[str, type[Event]]] = {cls.TAG: cls for cls in (
     Ready, Progress, LogLine, WarningEvent, ErrorEvent)}
 RESULTS: Final[dict[str, type[Result]]] = {cls.JOB: cls for cls in (
@@ -302,9 +325,10 @@ def decode(line: str | bytes, expected: str | None = None) -> Message: ...
 def decode(line: str | bytes, expected: type[Wire] | str | None = None) -> Wire:
     """The message on one line; ProtocolError when it is not JSON or does not fit its class.
 
-    `expected` may be a class (a document such as ExportReport, or the one message the line
-    must be) or the job name of the request the line answers, which picks its result class.
-    Without it, the line's `job` or `type` says what it is.
+    `expected` may be a class (a document such as ExportReport, the one message the line must
+    be, or `Request`: any request, by its `job`) or the job name of the request the line
+    answers, which picks its result class. Without it, the line's `job` or `type` says what it
+    is.
     """
     text = line.decode("utf-8", errors="replace") if isinstance(line, bytes) else line
     try:
@@ -318,7 +342,9 @@ def decode(line: str | bytes, expected: type[Wire] | str | None = None) -> Wire:
 
 
 def _message_class(data: dict[str, Any], expected: type[Wire] | str | None) -> type[Wire]:
-    if isinstance(expected, type):
+    if expected is Request and "job" not in data:
+        raise ProtocolError("request", "job", "is missing")
+    if isinstance(expected, type) and expected is not Request:
         tag_key = expected.TAG_KEY
         if tag_key is not None and data.get(tag_key) != expected.TAG:
             raise ProtocolError(expected.__name__, tag_key,

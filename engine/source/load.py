@@ -44,6 +44,10 @@ _counter = itertools.count()
 # Sibling modules imported by earlier user files (e.g. `layers.py` next to `net.py`); evicted
 # before the next load so an edited or same-named sibling in another folder is not reused.
 _siblings: set[str] = set()
+# The modules loaded before any user code ran: every path that runs user code (the model's
+# import, unpickling, extension files) imports this module first. `forget_user_modules` keeps
+# these whatever their files.
+_BASELINE = frozenset(sys.modules)
 
 
 @dataclass
@@ -214,6 +218,9 @@ def _import_file(path: Path) -> Any:
     before = set(sys.modules)
     sys.modules[name] = module  # dataclasses, pickling and TorchScript look the module up here
     sys.path.insert(0, folder)
+    # No .pyc written for the user's files: one is trusted while the source keeps its size and
+    # its mtime in whole seconds, so an edit within the same second would go unseen next time.
+    writes_bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True
     try:
         spec.loader.exec_module(module)
     except SyntaxError as exc:  # in a sibling module the file imports
@@ -231,6 +238,7 @@ def _import_file(path: Path) -> Any:
                           "Fix the error in the model file (or install the package it "
                           "imports).", details=traceback.format_exc()) from None
     finally:
+        sys.dont_write_bytecode = writes_bytecode
         with contextlib.suppress(ValueError):
             sys.path.remove(folder)
         for new in set(sys.modules) - before - {name}:
@@ -238,6 +246,74 @@ def _import_file(path: Path) -> Any:
             if file and Path(file).parent == path.parent:
                 _siblings.add(new)
     return module
+
+
+def forget_user_modules() -> list[str]:
+    """Remove from `sys.modules` every module imported from the user's files; returns their names.
+
+    The warm worker calls this after every job, so the next job imports the user's files
+    afresh: an edited model file or sibling is read again, and a `helper.py` in another folder
+    is not mistaken for this one. Removed: the model files imported here (`_studio_user_*`),
+    and each module whose top-level package appeared after `_BASELINE` and whose file lies
+    outside the Python installation (prefixes, standard library, site-packages, user
+    site-packages) and outside this engine package: the siblings and packages the user's files
+    import from their folders. Kept: everything loaded before user code ran, whatever was
+    loaded from the installation, such as torch's lazily imported submodules (they register
+    kernels and ops once per process and must not be imported twice), and modules without a
+    file (built in, or made in memory).
+    """
+    roots = _installation_roots()
+    forgotten = []
+    for name, module in sys.modules.copy().items():  # a copy: atomic under the GIL
+        top = name.partition(".")[0]
+        if not name.startswith(_USER_PREFIX):
+            if top in _BASELINE:
+                continue
+            places = _module_places(module)
+            if not places or any(_is_under(place, roots) for place in places):
+                continue  # built in, made in memory, or installed
+        if sys.modules.get(name) is module:
+            del sys.modules[name]
+            forgotten.append(name)
+    _siblings.clear()
+    importlib.invalidate_caches()  # the import system's folder listings are read afresh
+    return forgotten
+
+
+def _installation_roots() -> list[Path]:
+    """Folders whose modules are Python's or installed packages', or this engine's own."""
+    import site
+    import sysconfig
+
+    places = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+              *(getattr(site, "getsitepackages", list)()), site.getusersitepackages()}
+    places.update(path for key, path in sysconfig.get_paths().items()
+                  if key in ("stdlib", "platstdlib", "purelib", "platlib"))
+    places.add(str(Path(__file__).resolve().parents[1]))  # the engine package
+    roots = []
+    for place in places:
+        with contextlib.suppress(OSError, ValueError, TypeError):
+            roots.append(Path(place).resolve())
+    return roots
+
+
+def _module_places(module: Any) -> list[Path]:
+    """The file of a module, or the folders of a namespace package; [] for none (built in).
+
+    Read from the module's __dict__ directly: a lazily loaded module (importlib.util.
+    LazyLoader) would otherwise be loaded by the very look at its attributes.
+    """
+    try:
+        namespace = object.__getattribute__(module, "__dict__")
+        file = namespace.get("__file__")
+        found = [file] if isinstance(file, str) else list(namespace.get("__path__") or [])
+        return [Path(place).resolve() for place in found if isinstance(place, str) and place]
+    except Exception:  # not a module (sys.modules may hold anything): leave it be
+        return []
+
+
+def _is_under(path: Path, roots: list[Path]) -> bool:
+    return any(path.is_relative_to(root) for root in roots)
 
 
 def _load_example(name: str, kwargs: dict[str, Any]) -> tuple[Any, Path]:

@@ -75,6 +75,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from engine import torch_private
+
 
 class NotAnArchive(ValueError):
     """The file is not a zip archive, so torch cannot read it as a .pt2 either."""
@@ -119,10 +121,8 @@ def reader_disagreements(path: Path | str) -> list[Finding]:
     When torch's reader cannot open the file, torch falls back to the legacy layout, which it
     reads with zipfile itself: nothing to compare then.
     """
-    import torch
-
     try:
-        reader: Any = torch._C.PyTorchFileReader(str(path))
+        reader: Any = torch_private.pytorch_file_reader(str(path))
         records = reader.get_all_records()
         offsets = {name: reader.get_record_header_offset(name) for name in records}
     except Exception:

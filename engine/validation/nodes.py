@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from engine import torch_private
 from engine.errors import one_line
 from engine.recipe import Recipe
 from engine.validation.metrics import REL_EPS
@@ -141,13 +142,9 @@ def _decompose_like_the_exporter(program: Any) -> Any:
     mostly the same names, and the target check in compare_nodes drops the ones that differ.
     """
     try:
-        from torch.onnx._internal.exporter import _core, _registration
-
-        prepare = _core._prepare_exported_program_for_export
-        registry = _registration.ONNXRegistry.from_torchlib()
-    except (ImportError, AttributeError):
+        return torch_private.prepare_for_onnx(program, torch_private.onnx_registry())
+    except (ImportError, AttributeError):  # moved in this torch: the default decompositions
         return program.run_decompositions()
-    return prepare(program, registry=registry)
 
 
 def _ort_values(onnx_path: Path, names: list[str], inputs: tuple[Any, ...],

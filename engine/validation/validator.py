@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from engine import torch_private
 from engine.errors import StudioError, one_line
 from engine.events import Events
 from engine.recipe import Recipe
@@ -334,9 +335,8 @@ def flatten_outputs(value: Any) -> list[np.ndarray]:
     (..., 2), which is how ONNX carries them.
     """
     import torch
-    from torch.utils import _pytree
 
-    leaves, _ = _pytree.tree_flatten(value)
+    leaves, _ = torch_private.tree_flatten(value)
     arrays = []
     for leaf in leaves:
         if leaf is None:

@@ -15,8 +15,8 @@ import torch
 
 from engine import recipe as recipes
 from engine.pipeline import export
+from engine.protocol import ExportReport
 from engine.recipe import Recipe
-from engine.report import ExportReport
 from engine.source.describe import describe
 from engine.source.examples import EXAMPLES, RECIPES
 from engine.source.inputs import make_inputs
@@ -131,9 +131,10 @@ def test_export_agrees_with_eager_in_onnxruntime(name: str, exports: _Exports) -
 @pytest.mark.slow  # whichever alexnet test runs first exports it
 def test_alexnet(exports: _Exports) -> None:
     recipe, report = exports.get("alexnet")
-    assert report.graph["inputs"][0]["name"] == "actual_input_1"
-    assert report.graph["outputs"] == [{"name": "output1", "dtype": "float32",
-                                        "shape": [2, 1000]}]
+    assert report.graph is not None
+    assert report.graph.inputs[0].name == "actual_input_1"
+    assert report.to_dict()["graph"]["outputs"] == [{"name": "output1", "dtype": "float32",
+                                                     "shape": [2, 1000]}]
     ops = set(_ops(recipe.output_path))
     assert {"Conv", "MaxPool", "Relu"} <= ops and ops & {"Gemm", "MatMul"}
 
@@ -177,8 +178,9 @@ def test_list_loop_uses_onnx_sequences(exports: _Exports) -> None:
 
 def test_lstm_sequence_axis_is_dynamic(exports: _Exports) -> None:
     recipe, report = exports.get("lstm")
-    assert report.graph["inputs"][0]["shape"] == ["sequence", 3, 10]
-    assert report.graph["outputs"][0]["shape"] == ["sequence", 3, 40]
+    assert report.graph is not None
+    assert report.graph.inputs[0].shape == ["sequence", 3, 10]
+    assert report.graph.outputs[0].shape == ["sequence", 3, 40]
     session = ort.InferenceSession(str(recipe.output_path))
     for length in (1, 9):
         _assert_close(*_run_both(recipe, recipe.output_path, session,
@@ -187,7 +189,7 @@ def test_lstm_sequence_axis_is_dynamic(exports: _Exports) -> None:
 
 def test_implicit_cast_stays_float32(exports: _Exports) -> None:
     recipe, report = exports.get("implicit_cast")
-    assert report.graph["outputs"][0]["dtype"] == "float32"
+    assert report.graph is not None and report.graph.outputs[0].dtype == "float32"
     (out,) = ort.InferenceSession(str(recipe.output_path)).run(
         None, {"x": np.array([1.0], np.float32)})
     assert out.tolist() == [6.0]
@@ -243,7 +245,7 @@ def test_unconvertible_fails_with_every_operator_listed(exports: _Exports, expor
     assert not recipe.output_path.exists()
     error = report.error
     assert error is not None
-    data = error if isinstance(error, dict) else error.to_json()
+    data = error.to_dict()
     assert data["kind"] == "unsupported_operator"
     assert data["unsupported_ops"] == {
         "dynamo": ["prims.digamma.default", "prims.lgamma.default"],
@@ -259,8 +261,9 @@ def test_default_recipe_exports_with_dynamic_batch(exports: _Exports) -> None:
     recipe, report = exports.get("default")
     assert report.ok, report.error
     assert recipe.model.source.endswith("tiny_cnn.py:TinyCNN")
-    assert report.graph["inputs"][0]["shape"] == ["batch", 3, 32, 32]
-    assert report.graph["outputs"][0]["shape"] == ["batch", 10]
+    assert report.graph is not None
+    assert report.graph.inputs[0].shape == ["batch", 3, 32, 32]
+    assert report.graph.outputs[0].shape == ["batch", 10]
     session = ort.InferenceSession(str(recipe.output_path))
     for batch in (1, 3):
         _assert_close(*_run_both(recipe, recipe.output_path, session, sizes={"batch": batch}))
@@ -278,7 +281,7 @@ def test_tiny_cnn_model_file_describes_itself() -> None:
 def test_item_reshape_traced_ignores_y_and_dynamo_keeps_it(exports: _Exports) -> None:
     recipe, report = exports.get("item_reshape")
     assert report.ok, report.error
-    assert any(w["category"] == "TracerWarning" for w in report.warnings)
+    assert any(w.category == "TracerWarning" for w in report.warnings)
     session = ort.InferenceSession(str(recipe.output_path))
     assert [i.name for i in session.get_inputs()] == ["x"]  # y became a constant
     shapes = set()

@@ -14,7 +14,7 @@ import torch
 from engine import recipe as recipes
 from engine.events import Events
 from engine.pipeline import export
-from engine.report import ExportReport
+from engine.protocol import ExportReport
 from tests.engine.models import TINY_NET, write_models
 
 
@@ -54,7 +54,7 @@ def test_dynamo_export_writes_a_checked_file_with_named_dynamic_axes(dynamo_expo
     assert report.ok, report.error and report.error.message
     path = recipe.output_path
     onnx.checker.check_model(str(path))
-    doc = report.to_json()
+    doc = report.to_dict()
     assert doc["graph"]["inputs"] == [{"name": "x", "dtype": "float32", "shape": ["batch", 4]}]
     assert doc["graph"]["outputs"][0]["name"] == "y"
     assert doc["graph"]["outputs"][0]["shape"] == ["batch", 3]
@@ -120,7 +120,8 @@ def test_two_outputs_are_named(model_dir: Path) -> None:
     recipe.outputs = [recipes.OutputSpec(name="probs"), recipes.OutputSpec(name="mean")]
     report = export(recipe)
     assert report.ok, report.error and report.error.message
-    assert [o["name"] for o in report.graph["outputs"]] == ["probs", "mean"]  # type: ignore[index]
+    assert report.graph is not None
+    assert [o.name for o in report.graph.outputs] == ["probs", "mean"]
 
 
 def test_every_unsupported_operator_is_listed_torchscript(model_dir: Path) -> None:
@@ -198,17 +199,17 @@ def test_pitfalls_in_the_source_become_warnings_with_lines(model_dir: Path) -> N
     recipe.outputs = []
     report = export(recipe)
     assert report.ok, report.error and report.error.message
-    messages = {w["message"].split(" ")[0] + "|" + w["source"].rsplit("/", 1)[-1]
-                for w in report.warnings if w["category"] == "ExportPitfall"}
-    text = " ".join(w["message"] for w in report.warnings)
+    messages = {w.message.split(" ")[0] + "|" + w.source.rsplit("/", 1)[-1]
+                for w in report.warnings if w.category == "ExportPitfall"}
+    text = " ".join(w.message for w in report.warnings)
     assert "`.data`" in text and "`.item()`" in text and "real = real + ..." in text
     line = TINY_NET.splitlines().index("        real += 2") + 1
     assert any(m.endswith(f"tiny.py:{line}") for m in messages)
-    tracer = [w for w in report.warnings if w["category"] == "TracerWarning"]
-    assert tracer and all(w["source"].endswith(".py:" + w["source"].rsplit(":", 1)[1])
+    tracer = [w for w in report.warnings if w.category == "TracerWarning"]
+    assert tracer and all(w.source.endswith(".py:" + w.source.rsplit(":", 1)[1])
                           for w in tracer)
-    assert any("tiny.py" in w["source"] for w in tracer)
-    assert all(w.get("hint") for w in tracer), tracer  # each says what to change
+    assert any("tiny.py" in w.source for w in tracer)
+    assert all(w.hint for w in tracer), tracer  # each says what to change
 
 
 @pytest.mark.parametrize("exporter", ["dynamo", "torchscript"])
@@ -252,7 +253,7 @@ def test_pitfalls_of_classes_the_model_does_not_use_are_not_reported(model_dir: 
     recipe = make_recipe(model_dir, output="out/clean.onnx", exporter="torchscript")
     report = export(recipe)
     assert report.ok
-    assert [w for w in report.warnings if w["category"] == "ExportPitfall"] == []
+    assert [w for w in report.warnings if w.category == "ExportPitfall"] == []
 
 
 def test_dynamo_output_axes_get_the_recipe_names_or_a_warning(tmp_path: Path) -> None:
@@ -266,8 +267,8 @@ def test_dynamo_output_axes_get_the_recipe_names_or_a_warning(tmp_path: Path) ->
     report = export(recipe)
     assert report.ok, report.error and report.error.message
     assert report.graph is not None
-    assert [o["shape"] for o in report.graph["outputs"]] == [["n"], [4]]
-    fixed = [w["message"] for w in report.warnings if w["category"] == "DynamicShape"]
+    assert [o.shape for o in report.graph.outputs] == [["n"], [4]]
+    fixed = [w.message for w in report.warnings if w.category == "DynamicShape"]
     assert len(fixed) == 1 and "'total' axis 0" in fixed[0] and "fixed at 4" in fixed[0]
     (flat, _) = run_ort(recipe.output_path, x=np.ones((5, 4), np.float32))
     assert flat.shape == (20,)

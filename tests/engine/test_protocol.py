@@ -25,6 +25,7 @@ from engine.protocol import (
     REQUESTS,
     RESULTS,
     UNSET,
+    AbortRequest,
     Candidate,
     DescribeRequest,
     DescribeResult,
@@ -177,7 +178,9 @@ SAMPLES: list[Wire] = [
     DevicesRequest(id=9),
     PingRequest(id=10),
     QuitRequest(),
+    AbortRequest(),
     Ready(protocol=PROTOCOL_VERSION, pid=123, torch="2.13.0", import_s=2.1),
+    Ready(protocol=PROTOCOL_VERSION, pid=123, torch="2.14.0", import_s=2.1, torch_tested=False),
     Progress(id=7, fraction=0.4, stage="export"),
     LogLine(id=7, line="[torch.onnx] Obtain model graph"),
     WarningEvent(id=7, warning=WarningItem(category="TracerWarning", message="m",
@@ -253,8 +256,8 @@ def test_unknown_fields_are_ignored(sample: Wire) -> None:
 
 TODAYS_LINES = [  # shapes engine.worker writes on paths the subprocess tests below do not take
     # engine.worker.main: an unreadable request (no id)
-    '{"type": "error", "error": {"kind": "recipe", "message": "Unreadable request: x", '
-    '"hint": "", "unsupported_ops": []}, "details": "{oops"}',
+    '{"type": "error", "error": {"kind": "worker_protocol", "message": "Unreadable request: x", '
+    '"hint": "h", "unsupported_ops": []}, "details": "{oops"}',
     # engine.worker.handle: a failed export, its error details beside the report, no facts
     '{"id": 7, "type": "result", "report": {"ok": false, "output": "/o/m.onnx", "exporter": '
     '"dynamo", "opset": null, "seconds": {"load": 0.2}, "graph": null, "warnings": [{"category": '
@@ -338,6 +341,36 @@ def test_a_missing_field_is_a_protocol_error_naming_it(
 def test_bad_lines_are_protocol_errors(line: str, match: str) -> None:
     with pytest.raises(ProtocolError, match=re.escape(match)):
         decode(line)
+
+
+@pytest.mark.parametrize(("line", "match"), [
+    ('{"id": 1, "type": "progress", "fraction": 0.5, "stage": "s"}',
+     "request: field 'job' is missing"),
+    ('{"id": 1}', "request: field 'job' is missing"),
+    ('{"id": 1, "job": "fly"}', "request: field 'job' names no job this worker runs"),
+    ('{"id": 1, "job": "export"}', "ExportRequest: field 'recipe' is missing"),
+])
+def test_the_worker_reads_requests_only(line: str, match: str) -> None:
+    with pytest.raises(ProtocolError, match=re.escape(match)):
+        decode(line, Request)
+    assert decode(encode(AbortRequest()), Request) == AbortRequest()
+    assert decode('{"id": 4, "job": "ping", "new": 1}', Request) == PingRequest(id=4)
+
+
+def test_ready_says_whether_torch_is_tested_and_older_workers_do_not() -> None:
+    old = '{"type": "ready", "protocol": 1, "pid": 3, "torch": "2.13.0", "import_s": 1.0}'
+    assert decode(old, Ready).torch_tested is None and encode(decode(old)) == old
+    ready = Ready(protocol=1, pid=3, torch="2.13.0", import_s=1.0, torch_tested=True)
+    assert encode(ready) == old[:-1] + ', "torch_tested": true}'
+
+
+def test_an_export_result_carries_the_traceback_once() -> None:
+    report = _failed_report()
+    result = ExportResult.from_report(7, report, "/j")
+    assert result.details == "Traceback (most recent call last): ..."
+    assert result.report.error is not None and result.report.error.details is None
+    assert "details" not in result.to_dict()["report"]["error"]  # beside it, as always
+    assert report.error is not None and report.error.details  # the caller's report unchanged
 
 
 def test_an_expected_class_checks_the_tag() -> None:
@@ -597,6 +630,7 @@ def test_the_workers_lines_decode_and_encode_back_unchanged(worker: _Worker,
                                                             model_dir: Path) -> None:
     ready = _decoded(worker.line())
     assert isinstance(ready, Ready) and ready.protocol == PROTOCOL_VERSION
+    assert ready.torch_tested is True  # the test command installs a tested torch
 
     requests: list[Request] = [
         PingRequest(id=1),

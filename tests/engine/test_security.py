@@ -345,6 +345,7 @@ def evil_files(normal_pt2: Path, tmp_path_factory: pytest.TempPathFactory) -> li
     return [_evil(normal_pt2, root / case.name, case) for case in CASES]
 
 
+@pytest.mark.slow  # about 30 s: one CLI process per crafted file
 def test_cli_refuses_every_crafted_file(evil_files: list[Evil],
                                         tmp_path: Path) -> None:
     """`onnx-studio export evil.pt2 -o out.onnx --input x=2x3 --json`: exit 2, nothing runs.

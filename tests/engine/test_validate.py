@@ -660,11 +660,11 @@ def test_seed_examples_validate(name: str, tmp_path: Path) -> None:
     recipe = recipe_mod.load(EXAMPLES[name].recipe)
     recipe.export.output = str(tmp_path / f"{name}.onnx")
     report = export(recipe, validate=True)
-    assert report.ok, report.error and report.error.to_json()
-    assert report.validation is not None and report.validation["ok"] is True
-    assert report.validation["trials"][0]["kind"] == "export-inputs"
+    assert report.ok, report.error and report.error.to_dict()
+    assert report.validation is not None and report.validation.ok is True
+    assert report.validation.trials[0].kind == "export-inputs"
     if name == "lstm":  # the FAQ's point: other sequence lengths work
-        sizes = [t["sizes"] for t in report.validation["trials"] if t["kind"] == "dynamic-size"]
+        sizes = [t.sizes for t in report.validation.trials if t.kind == "dynamic-size"]
         assert sizes == [{"sequence": 2}, {"sequence": 7}]
 
 

@@ -142,6 +142,25 @@ def test_bad_requests_get_an_error_and_the_worker_lives_on(worker: Worker) -> No
     assert worker.run({"job": "ping"})[-1]["pong"] is True
 
 
+def test_a_request_that_does_not_fit_is_an_error_naming_the_field(worker: Worker) -> None:
+    for request, words in (({"job": "export"}, "field 'recipe' is missing"),
+                           ({"job": "describe", "source": 5}, "field 'source' must be a string"),
+                           ({"job": "ping", "id": "seven"}, None)):
+        if words is None:  # an id that is not the client's integer: answered without one
+            worker.send_raw(json.dumps(request))
+            error = worker.read()
+            assert "id" not in error and "'id' must be an integer" in error["error"]["message"]
+            continue
+        (error,) = worker.run(request)  # with the request's id, so the client can match it
+        assert error["type"] == "error" and error["error"]["kind"] == "worker_protocol"
+        assert words in error["error"]["message"] and error["error"]["hint"], error
+    assert worker.run({"job": "ping"})[-1]["pong"] is True
+
+
+def test_ready_says_the_torch_is_a_tested_one(worker: Worker) -> None:
+    assert worker.ready["torch_tested"] is True  # the test command installs a tested torch
+
+
 def test_describe_lists_classes_and_forward_params(worker: Worker, model_dir: Path) -> None:
     (result,) = worker.run({"job": "describe", "source": "net.py", "base_dir": str(model_dir)})
     desc = result["description"]

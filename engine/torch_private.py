@@ -1,0 +1,221 @@
+"""Every private torch API the engine uses, in one place: what it is for, and what to do when a
+torch release moves it.
+
+The engine reaches into torch's privates only through the functions here (a test greps the
+other modules for private torch access). Each one names the private it wraps and why no
+public API serves; tests/engine/test_torch_private.py calls every one on the installed torch,
+so a torch upgrade that moves one fails one named test instead of an export in a user's hands.
+When that happens: find where the new release keeps the thing (or its public replacement),
+change the one function here, and widen `TESTED_TORCH` (and pyproject.toml's torch line) only
+once the whole suite passes on that release.
+
+torch is imported inside the functions, never at module level: the window imports the engine
+without torch, and the worker imports torch once, when it starts.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final
+
+# The torch releases this engine is tested with: pyproject.toml's `torch` requirement says the
+# same (a test checks). Widen it only when the test suite has passed on the new release.
+TESTED_TORCH: Final = ">=2.13,<2.14"
+
+# ---------------------------------------------------------------------------- the tested range
+
+_CLAUSE = re.compile(r"\s*(>=|<=|==|!=|>|<)\s*(\d+(?:\.\d+)*)\s*$")
+_RELEASE = re.compile(r"\s*v?(\d+(?:\.\d+)*)(.*)$")
+_PRE = re.compile(r"[.\-_]?(a|b|c|rc|alpha|beta|pre|preview|dev)\d*")
+_POST = re.compile(r"[.\-_]?(post|rev|r)[.\-_]?(\d*)$")
+
+
+def _release(text: str) -> tuple[tuple[int, ...], bool, int]:
+    """The release numbers of a version, whether it is a pre- or development release, and its
+    post-release number (0: none).
+
+    "2.13.0+cpu" -> ((2, 13, 0), False, 0); "2.14.0.dev20250101" and "2.13.0rc1" are
+    pre-releases; "2.13.0.post1" is the first post-release of 2.13.0. A local label ("+cpu",
+    "+cu128") does not change the release.
+    """
+    match = _RELEASE.match(text)
+    if match is None:
+        raise ValueError(f"{text!r} is not a version")
+    numbers = tuple(int(n) for n in match.group(1).split("."))
+    rest = match.group(2).split("+", 1)[0].lower()
+    if _PRE.match(rest):
+        return numbers, True, 0
+    post = _POST.match(rest)
+    return numbers, False, int(post.group(2) or 0) + 1 if post else 0
+
+
+def _compare(a: tuple[int, ...], b: tuple[int, ...]) -> int:
+    width = max(len(a), len(b))
+    a, b = a + (0,) * (width - len(a)), b + (0,) * (width - len(b))
+    return (a > b) - (a < b)
+
+
+def torch_is_tested(version: str, tested: str = TESTED_TORCH) -> bool:
+    """Whether torch `version` (e.g. "2.13.0+cpu") lies in the `tested` range.
+
+    The range is comma-separated clauses (`>=`, `>`, `<=`, `<`, `==`, `!=` and a release), as
+    in pyproject.toml, compared as packaging's SpecifierSet compares final releases: a local
+    label is ignored, a post-release comes after its release (and `>` excludes the
+    post-releases of its own release). A pre- or development release is never tested: it is
+    not the build the suite ran on. Nor is a version that cannot be read. A tiny parser rather
+    than `packaging`, which is not a guaranteed dependency of the installed engine.
+    """
+    try:
+        release, pre, post = _release(version)
+    except ValueError:
+        return False
+    if pre:
+        return False
+    for clause in tested.split(","):
+        match = _CLAUSE.match(clause)
+        if match is None:
+            raise ValueError(f"{clause!r} in {tested!r} is not a version clause")
+        op = match.group(1)
+        order = _compare(release, tuple(int(n) for n in match.group(2).split(".")))
+        after = order > 0 or (order == 0 and post > 0)  # a post-release follows its release
+        ok = {">=": order >= 0, ">": order > 0, "<=": not after, "<": order < 0,
+              "==": order == 0 and not post, "!=": order != 0 or bool(post)}[op]
+        if not ok:
+            return False
+    return True
+
+
+def installed_torch_version() -> str | None:
+    """The installed torch's version, read without importing torch (None: not installed)."""
+    import importlib.metadata
+    import sys
+
+    module = sys.modules.get("torch")
+    if module is not None and isinstance(getattr(module, "__version__", None), str):
+        return str(module.__version__)
+    try:
+        return importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def untested_torch_sentence(version: str | None = None) -> str | None:
+    """One sentence when the installed torch lies outside the tested range, else None."""
+    version = installed_torch_version() if version is None else version
+    if version is None or torch_is_tested(version):
+        return None
+    return (f"torch {version} is installed, but this release of ONNX Export Studio is tested "
+            f"with torch {TESTED_TORCH}; exports may fail or differ. Install a tested torch "
+            "(the README names it).")
+
+
+# ---------------------------------------------------------------------------- torch.onnx constants
+# torch.onnx._constants: the opsets each exporter writes. torch.onnx has no public way to ask
+# which opsets it supports. If the module moves, look for ONNX_DEFAULT_OPSET in torch/onnx/.
+
+
+def _onnx_constants() -> Any:
+    from torch.onnx import _constants
+
+    return _constants
+
+
+def onnx_default_opset() -> int:
+    """The opset torch.onnx.export writes when none is given (torch.onnx._constants)."""
+    return int(_onnx_constants().ONNX_DEFAULT_OPSET)
+
+
+def onnx_opset_range() -> tuple[int, int]:
+    """The lowest and highest opset torch.onnx knows (ONNX_MIN_OPSET, ONNX_MAX_OPSET)."""
+    constants = _onnx_constants()
+    return int(constants.ONNX_MIN_OPSET), int(constants.ONNX_MAX_OPSET)
+
+
+def torchscript_max_opset() -> int:
+    """The highest opset the TorchScript exporter writes (ONNX_TORCHSCRIPT_EXPORTER_MAX_OPSET).
+
+    torch 2.13 has it; should a release drop the constant, 20 (its value since 2.5) stands.
+    """
+    return int(getattr(_onnx_constants(), "ONNX_TORCHSCRIPT_EXPORTER_MAX_OPSET", 20))
+
+
+# ---------------------------------------------------------------------------- pytree
+# torch.utils._pytree: flattening model outputs (tuples, lists, dicts, named tuples and the
+# containers torch registers) in the order the exporters flatten them. torch 2.13 has no public
+# pytree module; when torch.utils.pytree appears, switch both functions to it.
+
+
+def tree_leaves(value: Any) -> list[Any]:
+    """The leaves of a nested output, in the exporters' order (torch.utils._pytree)."""
+    from torch.utils import _pytree
+
+    return list(_pytree.tree_leaves(value))
+
+
+def tree_flatten(value: Any) -> tuple[list[Any], Any]:
+    """The leaves of a nested output and its structure (torch.utils._pytree.tree_flatten)."""
+    from torch.utils import _pytree
+
+    leaves, spec = _pytree.tree_flatten(value)
+    return list(leaves), spec
+
+
+# ---------------------------------------------------------------------------- dynamo exporter
+# torch.onnx._internal.exporter: the dynamo exporter's registry of ONNX translations, the
+# decomposition it runs before translating, and its dispatcher. Public torch.onnx.export only
+# fails at the first operator without a translation; these let engine.export.diagnose list all
+# of them, and engine.validation.nodes decompose exactly as the exporter does so that node names
+# match the ONNX values'. If they move, search torch/onnx/_internal/exporter/ for
+# `ONNXRegistry`, `_prepare_exported_program_for_export` and `def dispatch`.
+
+# The logger the dynamo exporter's registry speaks through (engine.export filters its noise).
+DYNAMO_REGISTRATION_LOGGER: Final = "torch.onnx._internal.exporter._registration"
+
+
+def torchlib_opset() -> int:
+    """The opset the dynamo exporter's translations (torchlib) are written for."""
+    from torch.onnx._internal.exporter import _constants
+
+    return int(_constants.TORCHLIB_OPSET)
+
+
+def onnx_registry(opset_version: int | None = None) -> Any:
+    """A fresh registry of the dynamo exporter's translations (ONNXRegistry.from_torchlib).
+
+    `register_op(torch_op, function, is_complex=False)` adds a custom translation to it.
+    """
+    from torch.onnx._internal.exporter import _registration
+
+    if opset_version is None:
+        return _registration.ONNXRegistry.from_torchlib()
+    return _registration.ONNXRegistry.from_torchlib(opset_version=opset_version)
+
+
+def prepare_for_onnx(program: Any, registry: Any) -> Any:
+    """The ExportedProgram decomposed as the dynamo exporter does before translating it."""
+    from torch.onnx._internal.exporter import _core
+
+    return _core._prepare_exported_program_for_export(program, registry=registry)
+
+
+def dispatch(node: Any, registry: Any) -> tuple[Any, str]:
+    """The translation the dynamo exporter picks for an FX node: (function or None, message)."""
+    from torch.onnx._internal.exporter import _dispatching
+
+    function, message = _dispatching.dispatch(node, registry)
+    return function, message
+
+
+# ---------------------------------------------------------------------------- archives
+# torch._C.PyTorchFileReader: torch's own zip reader (miniz), which torch.load and
+# torch.export.load use. engine.source.pt2_archive compares its view of an archive with Python's
+# zipfile, so a zip crafted to look different to the two cannot slip past the safety scan.
+# torch.serialization has no public reader; if it moves, look for `PyTorchFileReader` in
+# torch/serialization.py.
+
+
+def pytorch_file_reader(path: str) -> Any:
+    """torch's zip reader on `path`: get_all_records(), get_record_header_offset(name)."""
+    import torch
+
+    return torch._C.PyTorchFileReader(path)

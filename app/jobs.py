@@ -7,6 +7,11 @@ signal. Either way the spare takes over: it is started once the current worker i
 says ready itself once fully warmed up, so a replacement never waits for torch to import. A
 spare is sent no request until it takes over, and the jobs of a worker that ended are failed,
 never moved to another worker.
+
+One exit is no failure: a worker that exits with status 0 once it has answered every job it
+started retired on purpose (engine.worker ends after a job that ran extension files, so the
+next job gets a clean process). The spare takes over without a word to the user, and the
+requests that worker never started (sent while it was ending) go to the spare, once.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import contextlib
 import itertools
 import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +35,15 @@ JobCallback = Callable[[dict[str, Any]], None]
 # Jobs that run for seconds or more (the user waits on them, Cancel ends them), by their names
 LONG_JOBS = {"export": "export", "validate": "validation"}
 _RUNNERS: weakref.WeakSet[JobRunner] = weakref.WeakSet()
+
+
+@dataclass
+class _Job:
+    kind: str  # the request's `job`
+    request: dict[str, Any]
+    callback: JobCallback
+    heard: bool = False  # the worker has said something about it: it has started
+    resent: bool = False  # sent again after its worker retired without starting it
 
 
 @atexit.register
@@ -59,7 +74,7 @@ class JobRunner(QObject):
         _RUNNERS.add(self)
         self._command = command  # None: the real worker (tests may pass another program)
         self._ids = itertools.count(1)
-        self._jobs: dict[int, tuple[str, JobCallback]] = {}
+        self._jobs: dict[int, _Job] = {}
         self._worker: WorkerProcess | None = None  # runs the jobs
         self._spare: WorkerProcess | None = None  # warm and idle until it takes over
         self._spare_log: list[str] = []
@@ -145,7 +160,7 @@ class JobRunner(QObject):
             self.start()
         assert self._worker is not None
         job_id = next(self._ids)
-        self._jobs[job_id] = (str(request.get("job")), callback)
+        self._jobs[job_id] = _Job(str(request.get("job")), request, callback)
         self._worker.send({**request, "id": job_id})
         return job_id
 
@@ -161,7 +176,7 @@ class JobRunner(QObject):
                             "onnx": str(onnx)}, callback)
 
     def busy(self) -> bool:
-        return any(kind in LONG_JOBS for kind, _ in self._jobs.values())
+        return any(job.kind in LONG_JOBS for job in self._jobs.values())
 
     def cancel(self) -> None:
         """End every pending job now: their worker is ended and the spare takes over."""
@@ -174,9 +189,9 @@ class JobRunner(QObject):
     def _fail_all(self, kind: str, message: str, hint: str) -> None:
         """Fail every pending job; `{job}` in `message` becomes the job's name."""
         jobs, self._jobs = self._jobs, {}
-        for job_id, (job, callback) in jobs.items():
-            text = message.replace("{job}", LONG_JOBS.get(job, "job"))
-            callback({"id": job_id, "type": "error", "details": "", "error": {
+        for job_id, job in jobs.items():
+            text = message.replace("{job}", LONG_JOBS.get(job.kind, "job"))
+            job.callback({"id": job_id, "type": "error", "details": "", "error": {
                 "kind": kind, "message": text, "hint": hint, "unsupported_ops": []}})
 
     # ----------------------------------------------------------------- worker events
@@ -196,9 +211,10 @@ class JobRunner(QObject):
         entry = self._jobs.get(job_id) if isinstance(job_id, int) else None
         if entry is None:
             return
+        entry.heard = True
         if message.get("type") in ("result", "error"):
             del self._jobs[job_id]  # type: ignore[arg-type]
-        entry[1](message)
+        entry.callback(message)
 
     def _on_stderr(self, worker: WorkerProcess, text: str) -> None:
         if worker is not self._spare:
@@ -224,6 +240,8 @@ class JobRunner(QObject):
         self._worker = None
         if self._stopping:
             return
+        if self._retired(worker, code, crashed):
+            return
         sentence = f"The export worker stopped unexpectedly ({how})."
         self._fail_all(
             "worker_crashed", sentence,
@@ -235,3 +253,24 @@ class JobRunner(QObject):
             self._early_deaths += 1
         if self._early_deaths < self.MAX_EARLY_DEATHS:
             self.start()
+
+    def _retired(self, worker: WorkerProcess, code: int, crashed: bool) -> bool:
+        """Take a worker's clean exit quietly; True when it was one.
+
+        Status 0 from a worker that was ready and had started none of the jobs still waiting:
+        it retired after answering its last job (engine.worker, after extensions ran). The
+        spare takes over and is sent the jobs the worker never started, once each. An exit
+        during a job, or a second one before a resent job started, is a failure as any other.
+        """
+        jobs = list(self._jobs.items())
+        if code != 0 or crashed or worker.ready_info is None or any(
+                job.heard or job.resent for _, job in jobs):
+            return False
+        self.log.emit(f"The worker ended after its job ({exit_description(code, crashed)}); "
+                      "the spare takes over.")
+        self.start()
+        assert self._worker is not None
+        for job_id, job in jobs:
+            job.resent = True
+            self._worker.send({**job.request, "id": job_id})
+        return True

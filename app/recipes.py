@@ -1,4 +1,5 @@
-"""Recipe chores for the window: examples, paths moved between folders, missing-file checks.
+"""Recipe chores for the session and the forms: examples, paths shown relative to the recipe,
+missing-file checks, the kwargs field's text.
 
 Qt-free and torch-free; the Recipe stays the one source of truth, these only read or rewrite it.
 """
@@ -86,6 +87,14 @@ def load_example(path: Path) -> Recipe:
     """A shipped example recipe, loaded from its copy in the user's data folder (the shipped
     files may be read-only, and an export never lands in the install folder)."""
     return recipes.load(shipped.working_copy(path))
+
+
+def relative_source(path: Path, base: Path) -> str:
+    """Show a path relative to the recipe folder when it is inside it."""
+    try:
+        return str(path.resolve().relative_to(base.resolve()))
+    except ValueError:
+        return str(path)
 
 
 def source_file(recipe: Recipe) -> Path | None:

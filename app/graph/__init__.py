@@ -1,6 +1,27 @@
-"""The Graph tab: a fast, hierarchical browser of an ONNX graph (GraphBrowser)."""
+"""The Graph tab: a fast, hierarchical browser of an ONNX graph.
 
-from app.graph.browser import GraphBrowser
-from app.graph.timing import time_first_paint
+Owns `GraphTab` (the tab, a view of the session, light to import) and `GraphBrowser` (toolbar,
+breadcrumb, graph view, properties panel) with its canvas, colours and timing. The browser
+imports onnx and pyqtgraph, so it is imported on first use (`GraphBrowser` and
+`time_first_paint` are looked up lazily here), never at window start.
+"""
 
-__all__ = ["GraphBrowser", "time_first_paint"]
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from app.graph.tab import GraphTab, preload_graph_modules
+
+if TYPE_CHECKING:
+    from app.graph.browser import GraphBrowser
+    from app.graph.timing import time_first_paint
+
+__all__ = ["GraphBrowser", "GraphTab", "preload_graph_modules", "time_first_paint"]
+_LAZY = {"GraphBrowser": "app.graph.browser", "time_first_paint": "app.graph.timing"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'app.graph' has no attribute {name!r}")

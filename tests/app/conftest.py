@@ -13,6 +13,8 @@ from pytestqt.exceptions import TimeoutError as QtWaitTimeout
 
 from app import settings as settings_mod
 from app.jobs import JobRunner
+from app.outcomes import ExportOutcome
+from app.session import ExportSession
 from app.window import MainWindow
 
 SLOW_MODEL = '''
@@ -78,33 +80,26 @@ def shared_runner(qapp, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Jo
 def live_window(shared_runner: JobRunner, qtbot) -> Iterator[MainWindow]:
     """A fresh shown window per test, running its jobs on the module's warm worker.
 
-    The window is built without a worker of its own and handed the shared one, wired as its
-    own would be. After the test the worker is left idle, whatever the test did or where it
-    failed: a job still running is cancelled, then every job sent so far must have answered.
+    The window's session is handed the shared runner (a session never shuts down a runner it
+    was handed). After the test the worker is left idle, whatever the test did or where it
+    failed: the session stops listening first (a worker that becomes ready would send it a
+    job), a job still running is cancelled, then every job sent so far must have answered.
     """
-    w = MainWindow(settings_mod.Settings(), None, start_worker=False)
-    own = w.runner
-    w.runner, w.use_worker = shared_runner, True
-    wiring = [(shared_runner.workerReady, w._worker_ready),
-              (shared_runner.workerLost, w._worker_lost), (shared_runner.log, w._worker_log)]
-    for signal, slot in wiring:
-        signal.connect(slot)
-    if shared_runner.ready_info is not None:
-        w._worker_ready(shared_runner.ready_info)
+    session = ExportSession(runner=shared_runner)
+    w = MainWindow(settings_mod.Settings(), None, start_worker=False, session=session)
+    session.start_worker()  # warm already: it says so, and the options learn the devices
     w.load_initial(None)
     w.show()
     yield w
-    for signal, slot in wiring:  # first: a worker that becomes ready sends the window a job
-        signal.disconnect(slot)
+    session.shutdown()
     try:
-        _leave_idle(shared_runner, qtbot)
+        leave_idle(shared_runner, qtbot)
     finally:
-        w.runner = own  # closing the window shuts its runner down: not the shared one
         w.close()
         w.deleteLater()
 
 
-def _leave_idle(runner: JobRunner, qtbot) -> None:
+def leave_idle(runner: JobRunner, qtbot) -> None:
     if runner.busy():
         runner.cancel()  # the spare takes over
     answered: list[dict[str, Any]] = []
@@ -118,8 +113,11 @@ def _leave_idle(runner: JobRunner, qtbot) -> None:
 
 
 def export_and_wait(window: MainWindow, qtbot) -> dict[str, Any]:
-    """Click Export, wait for the job's final message and return it."""
-    assert window.export_button.isEnabled(), window.export_button.toolTip()
-    with qtbot.waitSignal(window.exportFinished, timeout=EXPORT_TIMEOUT_MS) as blocker:
-        qtbot.mouseClick(window.export_button, Qt.MouseButton.LeftButton)
-    return blocker.args[0]
+    """Click Export, wait for the job's final message and return it (as the worker sent it)."""
+    button = window.form.export_bar.export_button
+    assert button.isEnabled(), button.toolTip()
+    with qtbot.waitSignal(window.session.exportFinished, timeout=EXPORT_TIMEOUT_MS) as blocker:
+        qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+    outcome: ExportOutcome = blocker.args[0]
+    assert outcome.stamp.recipe == window.session.fingerprint, "stamped with the recipe sent"
+    return outcome.message

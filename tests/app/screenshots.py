@@ -54,29 +54,29 @@ def main(out_dir: Path, only: set[str] | None = None) -> int:
         image.save(str(out_dir / f"window_{name}.png"))
         print("wrote", out_dir / f"window_{name}.png")
 
-    pump(10, lambda: window.runner.ready_info is not None)
+    pump(10, lambda: window.session.runner.ready_info is not None)
     pump(1.0)
     shoot("empty")
 
     done: list[dict] = []
-    window.exportFinished.connect(done.append)
-    window.start_export()
-    pump(60, lambda: window.progress.value() >= 250)
+    window.session.exportFinished.connect(done.append)
+    window.session.start_export()
+    pump(60, lambda: window.form.export_bar.progress.value() >= 250)
     shoot("running")
     pump(120, lambda: bool(done))
     pump(1.0)
     shoot("success")
-    window.tabs.setCurrentWidget(window.graph)
+    window.tabs.setCurrentWidget(window.tabs.graph)
     shoot("graph")
 
     # one click on Validate, per-node numbers on: the tab shows outputs, trials and plots
     validated: list[dict] = []
-    window.validationFinished.connect(validated.append)
-    window.options_form.intermediates.setChecked(True)
-    window.start_validation()
+    window.session.validationFinished.connect(validated.append)
+    window.form.options_form.intermediates.setChecked(True)
+    window.session.start_validation()
     pump(120, lambda: bool(validated))
     pump(1.0)
-    window.tabs.setCurrentWidget(window.validation)
+    window.tabs.setCurrentWidget(window.tabs.validation)
     shoot("validation")
 
     # a traced .item() is baked into the file: right for the export inputs only
@@ -85,22 +85,22 @@ def main(out_dir: Path, only: set[str] | None = None) -> int:
         "        return x * x.mean().item()\n", encoding="utf-8")
     from engine import recipe as recipes
 
-    window.set_recipe(recipes.loads(
+    window.session.set_recipe(recipes.loads(
         'version = 1\n[model]\nsource = "baked.py:Baked"\n[[inputs]]\nname = "x"\n'
         'shape = [64, 32]\n[[outputs]]\nname = "y"\n[export]\noutput = "baked.onnx"\n'
         'exporter = "torchscript"\n[validate]\nenabled = true\nrandom_trials = 2\n',
         base_dir=tmp))
     done.clear()
-    window.start_export()
+    window.session.start_export()
     pump(120, lambda: bool(done))
-    window.validation.sections.setCurrentWidget(window.validation.plots)
+    window.tabs.validation.sections.setCurrentWidget(window.tabs.validation.plots)
     pump(1.0)
     shoot("validation_failed")
-    window.tabs.setCurrentWidget(window.summary)
+    window.tabs.setCurrentWidget(window.tabs.summary)
 
     done.clear()
-    window.set_recipe(load_example(shipped.recipes_dir() / "unconvertible.toml"))
-    window.start_export()
+    window.session.set_recipe(load_example(shipped.recipes_dir() / "unconvertible.toml"))
+    window.session.start_export()
     pump(120, lambda: bool(done))
     shoot("failure")
     window.close()

@@ -45,18 +45,19 @@ def load_slow(window: MainWindow, folder: Path) -> Path:
         f'version = 1\n[model]\nsource = "{model.name}:Slow"\n'
         '[[inputs]]\nname = "x"\nshape = [1, 4]\n[export]\noutput = "slow.onnx"\n',
         base_dir=folder)
-    window.set_recipe(recipe)
+    window.session.set_recipe(recipe)
     return folder / "slow.onnx"
 
 
 def start_slow_export(window: MainWindow, qtbot) -> int:
     """Click Export on the slow model and return once the worker is inside the job."""
-    qtbot.waitUntil(lambda: window.runner.ready_info is not None, timeout=60_000)
-    qtbot.mouseClick(window.export_button, Qt.MouseButton.LeftButton)
-    assert window.export_job is not None and window.cancel_button.isEnabled()
-    qtbot.waitUntil(lambda: window.progress.value() > 0 or window.stage.text() not in
+    qtbot.waitUntil(lambda: window.session.runner.ready_info is not None, timeout=60_000)
+    qtbot.mouseClick(window.form.export_bar.export_button, Qt.MouseButton.LeftButton)
+    bar = window.form.export_bar
+    assert window.session.export_job is not None and bar.cancel_button.isEnabled()
+    qtbot.waitUntil(lambda: bar.progress.value() > 0 or bar.stage.text() not in
                     ("Starting…", "Waiting for the worker…"), timeout=30_000)
-    child_file = Path(window.recipe.base_dir) / "slow_net.child"
+    child_file = Path(window.session.recipe.base_dir) / "slow_net.child"
     qtbot.waitUntil(child_file.exists, timeout=30_000)  # inside the model's constructor
     return int(child_file.read_text())
 
@@ -64,76 +65,78 @@ def start_slow_export(window: MainWindow, qtbot) -> int:
 @pytest.mark.slow
 def test_export_the_example(window: MainWindow, qtbot) -> None:
     window.load_default_recipe()
-    output = window.recipe.output_path
+    output = window.session.recipe.output_path
     assert not output.exists()
     message = export_and_wait(window, qtbot)
     assert message["type"] == "result", message
     report = message["report"]
     assert report["ok"], report
     assert output.is_file() and Path(report["output"]) == output
-    status = window.summary.status.text()
-    facts = window.summary.facts.toHtml()
+    status = window.tabs.summary.status.text()
+    facts = window.tabs.summary.facts.toHtml()
     assert "Exported" in status
     assert str(output) in facts and "Nodes" in facts
     for tensor in report["graph"]["inputs"] + report["graph"]["outputs"]:
         assert tensor["name"] in facts
     assert "batch" in facts, "dynamic names are shown"
-    assert window.progress.value() == 1000 and "Done" in window.stage.text()
-    assert "Export finished" in window.log.toPlainText()
-    assert window.export_button.isEnabled() and not window.cancel_button.isEnabled()
+    bar = window.form.export_bar
+    assert bar.progress.value() == 1000 and "Done" in bar.stage.text()
+    assert "Export finished" in window.tabs.log.toPlainText()
+    assert bar.export_button.isEnabled() and not bar.cancel_button.isEnabled()
     # a second export on the warm worker reuses the process
-    pid = window.runner.worker_pid
+    pid = window.session.runner.worker_pid
     assert export_and_wait(window, qtbot)["report"]["ok"]
-    assert window.runner.worker_pid == pid
+    assert window.session.runner.worker_pid == pid
 
 
 @pytest.mark.slow
 def test_cancel_a_long_export_then_export_again(window: MainWindow, qtbot,
                                                 tmp_path: Path) -> None:
     output = load_slow(window, tmp_path)
-    before = window.recipe.to_toml()
-    old_pid = window.runner.worker_pid
+    before = window.session.recipe.to_toml()
+    old_pid = window.session.runner.worker_pid
     assert old_pid is not None
     child = start_slow_export(window, qtbot)
     assert pid_alive(child)
 
     started = time.perf_counter()
-    with qtbot.waitSignal(window.exportFinished, timeout=1000) as blocker:
-        qtbot.mouseClick(window.cancel_button, Qt.MouseButton.LeftButton)
+    with qtbot.waitSignal(window.session.exportFinished, timeout=1000) as blocker:
+        qtbot.mouseClick(window.form.export_bar.cancel_button, Qt.MouseButton.LeftButton)
     assert time.perf_counter() - started < 1.0
-    assert blocker.args[0]["error"]["kind"] == "cancelled"
+    assert blocker.args[0].message["error"]["kind"] == "cancelled"
     qtbot.waitUntil(lambda: not pid_alive(old_pid) and not pid_alive(child), timeout=1000)
-    assert "cancelled" in window.summary.status.text()
-    assert window.recipe.to_toml() == before, "the form is unchanged"
+    assert "cancelled" in window.tabs.summary.status.text()
+    assert window.session.recipe.to_toml() == before, "the form is unchanged"
     assert not output.exists(), "no half-written file"
-    assert window.export_button.isEnabled()
+    assert window.form.export_bar.export_button.isEnabled()
 
     window.load_default_recipe()
     message = export_and_wait(window, qtbot)
     assert message["report"]["ok"], message
-    assert window.runner.worker_pid not in (None, old_pid), "a fresh worker did the export"
+    assert window.session.runner.worker_pid not in (None, old_pid), "a fresh worker did the export"
 
 
 @pytest.mark.slow
 def test_killed_worker_is_reported_and_replaced(window: MainWindow, qtbot,
                                                 tmp_path: Path) -> None:
     output = load_slow(window, tmp_path)
-    before = window.recipe.to_toml()
+    before = window.session.recipe.to_toml()
     child = start_slow_export(window, qtbot)
-    pid = window.runner.worker_pid
+    pid = window.session.runner.worker_pid
     assert pid is not None
-    qtbot.waitUntil(lambda: window.runner.spare_ready, timeout=60_000)
-    spare = window.runner.spare_pid
-    with qtbot.waitSignal(window.exportFinished, timeout=10_000) as blocker:
+    qtbot.waitUntil(lambda: window.session.runner.spare_ready, timeout=60_000)
+    spare = window.session.runner.spare_pid
+    with qtbot.waitSignal(window.session.exportFinished, timeout=10_000) as blocker:
         os.kill(pid, signal.SIGKILL)
-    error = blocker.args[0]["error"]
+    error = blocker.args[0].message["error"]
     assert error["kind"] == "worker_crashed"
     assert "SIGKILL" in error["message"] and "signal 9" in error["message"]
-    assert "crashed" in window.summary.status.text()
-    assert "SIGKILL" in window.summary.status.text()
-    assert window.recipe.to_toml() == before
+    assert "crashed" in window.tabs.summary.status.text()
+    assert "SIGKILL" in window.tabs.summary.status.text()
+    assert window.session.recipe.to_toml() == before
     assert not output.exists()
-    assert window.runner.worker_pid == spare and window.runner.ready_info is not None, \
+    runner = window.session.runner
+    assert runner.worker_pid == spare and runner.ready_info is not None, \
         "the warm spare took over at once"
     # the killed worker could not end its children; the runner ended its process group
     qtbot.waitUntil(lambda: not pid_alive(child), timeout=2000)
@@ -143,7 +146,7 @@ def test_killed_worker_is_reported_and_replaced(window: MainWindow, qtbot,
     window.load_default_recipe()
     message = export_and_wait(window, qtbot)
     assert message["report"]["ok"], message
-    assert window.runner.worker_pid not in (None, pid)
+    assert window.session.runner.worker_pid not in (None, pid)
     assert not child_file.exists(), "the crashed job was not run again by the new worker"
 
 
@@ -151,16 +154,17 @@ def test_spare_worker_takes_over_after_cancel(window: MainWindow, qtbot,
                                               tmp_path: Path) -> None:
     load_slow(window, tmp_path)
     start_slow_export(window, qtbot)
-    qtbot.waitUntil(lambda: window.runner.spare_ready, timeout=60_000)
-    spare = window.runner.spare_pid
+    qtbot.waitUntil(lambda: window.session.runner.spare_ready, timeout=60_000)
+    spare = window.session.runner.spare_pid
     clicked = time.perf_counter()
-    with qtbot.waitSignal(window.exportFinished, timeout=1000):
-        qtbot.mouseClick(window.cancel_button, Qt.MouseButton.LeftButton)
-    assert window.runner.worker_pid == spare and window.runner.ready_info is not None
+    with qtbot.waitSignal(window.session.exportFinished, timeout=1000):
+        qtbot.mouseClick(window.form.export_bar.cancel_button, Qt.MouseButton.LeftButton)
+    runner = window.session.runner
+    assert runner.worker_pid == spare and runner.ready_info is not None
 
     window.load_default_recipe()
     events: list[tuple[float, dict]] = []
-    window.runner.export(window.recipe.to_toml(), window.recipe.base_dir,
+    window.session.runner.export(window.session.recipe.to_toml(), window.session.recipe.base_dir,
                          lambda message: events.append((time.perf_counter(), message)))
     qtbot.waitUntil(lambda: any(m["type"] == "progress" for _, m in events), timeout=60_000)
     first_progress = next(t for t, m in events if m["type"] == "progress")
@@ -180,22 +184,22 @@ def test_failed_export_shows_sentence_hint_and_details(window: MainWindow, qtbot
     recipe = recipes.loads('version = 1\n[model]\nsource = "bad_net.py:Net"\n'
                            '[[inputs]]\nname = "x"\nshape = [2, 3]\n'
                            '[export]\noutput = "bad.onnx"\n', base_dir=tmp_path)
-    window.set_recipe(recipe)
+    window.session.set_recipe(recipe)
     message = export_and_wait(window, qtbot)
     assert message["type"] == "result" and not message["report"]["ok"]
     error = message["report"]["error"]
-    assert "failed" in window.summary.status.text().lower()
-    assert html.escape(error["message"][:40]) in window.summary.status.text()
+    assert "failed" in window.tabs.summary.status.text().lower()
+    assert html.escape(error["message"][:40]) in window.tabs.summary.status.text()
     if error.get("hint"):
-        assert window.summary.hint.isVisible()
+        assert window.tabs.summary.hint.isVisible()
     assert not (tmp_path / "bad.onnx").exists()
-    assert window.export_button.isEnabled(), "the next attempt is one click away"
+    assert window.form.export_bar.export_button.isEnabled(), "the next attempt is one click away"
     if message.get("details"):
-        assert window.summary.details_button.isVisible()
-        assert not window.summary.details.isVisible()
-        window.summary.details_button.click()
-        assert window.summary.details.isVisible()
-        assert window.summary.details.toPlainText().strip()
+        assert window.tabs.summary.details_button.isVisible()
+        assert not window.tabs.summary.details.isVisible()
+        window.tabs.summary.details_button.click()
+        assert window.tabs.summary.details.isVisible()
+        assert window.tabs.summary.details.toPlainText().strip()
 
 
 def test_describe_lists_candidates_and_names_inputs(window: MainWindow, qtbot,
@@ -206,11 +210,11 @@ def test_describe_lists_candidates_and_names_inputs(window: MainWindow, qtbot,
                      encoding="utf-8")
     window.load_default_recipe()
     assert window.open_path(model)
-    qtbot.waitUntil(lambda: window.model_form.candidates.count() == 1, timeout=60_000)
-    qtbot.waitUntil(lambda: [s.name for s in window.recipe.inputs][:2] == ["left", "right"],
+    qtbot.waitUntil(lambda: window.form.model_form.candidates.count() == 1, timeout=60_000)
+    qtbot.waitUntil(lambda: [s.name for s in window.session.recipe.inputs][:2] == ["left", "right"],
                     timeout=5000)
-    assert window.recipe.model.source.endswith("two.py:Pair")
-    assert "forward(left, right)" in window.model_form.forward_label.text()
+    assert window.session.recipe.model.source.endswith("two.py:Pair")
+    assert "forward(left, right)" in window.form.model_form.forward_label.text()
 
 
 def test_warnings_are_listed_with_their_source_line(window: MainWindow, qtbot,
@@ -219,21 +223,21 @@ def test_warnings_are_listed_with_their_source_line(window: MainWindow, qtbot,
     model.write_text("import torch\n\n\nclass Net(torch.nn.Module):\n"
                      "    def forward(self, x):\n        n = x.sum().item()\n"
                      "        return x * n\n", encoding="utf-8")
-    window.set_recipe(recipes.loads(
+    window.session.set_recipe(recipes.loads(
         'version = 1\n[model]\nsource = "warn_net.py:Net"\n[[inputs]]\nname = "x"\n'
         'shape = [2, 3]\n[export]\noutput = "w.onnx"\nexporter = "torchscript"\n',
         base_dir=tmp_path))
     message = export_and_wait(window, qtbot)
     assert message["report"]["ok"], message
-    count = window.warnings.count()
+    count = window.tabs.warnings.count()
     assert count == len(message["report"]["warnings"]) >= 1
     assert window.tabs.tabText(1) == f"Warnings ({count})"
-    tree = window.warnings.tree
+    tree = window.tabs.warnings.tree
     rows = [tree.topLevelItem(i) for i in range(count)]
     with_source = [r for r in rows if r.text(2).startswith(str(model))]
     assert with_source, [r.text(2) for r in rows]
     tree.setCurrentItem(with_source[0])
-    viewer = window.open_source(with_source[0].text(2))
+    viewer = window.tabs.warnings.open_source(with_source[0].text(2))
     assert viewer is not None and viewer.path == model
     assert viewer.text.textCursor().blockNumber() + 1 == 6, "the line of .item()"
     viewer.close()
@@ -245,15 +249,15 @@ def test_segfault_in_the_worker_is_reported(window: MainWindow, qtbot, tmp_path:
                      "    def __init__(self):\n        super().__init__()\n"
                      "        ctypes.string_at(0)  # reads address 0: SIGSEGV\n",
                      encoding="utf-8")
-    window.set_recipe(recipes.loads(
+    window.session.set_recipe(recipes.loads(
         'version = 1\n[model]\nsource = "crash_net.py:Net"\n[[inputs]]\nname = "x"\n'
         'shape = [1]\n[export]\noutput = "crash.onnx"\n', base_dir=tmp_path))
-    qtbot.waitUntil(lambda: window.runner.ready_info is not None, timeout=60_000)
-    pid = window.runner.worker_pid
+    qtbot.waitUntil(lambda: window.session.runner.ready_info is not None, timeout=60_000)
+    pid = window.session.runner.worker_pid
     message = export_and_wait(window, qtbot)
     assert message["type"] == "error"
     assert message["error"]["kind"] == "worker_crashed"
     assert "SIGSEGV" in message["error"]["message"]
     assert "segmentation fault" in message["error"]["message"]
-    qtbot.waitUntil(lambda: window.runner.ready_info is not None, timeout=60_000)
-    assert window.runner.worker_pid not in (None, pid), "a fresh worker is up"
+    qtbot.waitUntil(lambda: window.session.runner.ready_info is not None, timeout=60_000)
+    assert window.session.runner.worker_pid not in (None, pid), "a fresh worker is up"

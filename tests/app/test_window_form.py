@@ -16,6 +16,7 @@ from app import settings as settings_mod
 from app.window import MainWindow
 from engine import dirs, shipped
 from engine import recipe as recipes
+from engine.protocol import WarningItem
 from tests.conftest import REPO
 
 
@@ -29,92 +30,97 @@ def window(qtbot):
 
 
 def set_cell(window: MainWindow, row: int, col: int, text: str) -> None:
-    window.inputs_table.table.item(row, col).setText(text)
+    window.form.inputs_table.table.item(row, col).setText(text)
+
+
+def export_enabled(window: MainWindow) -> bool:
+    return window.form.export_bar.export_button.isEnabled()
 
 
 def test_opens_with_an_example_that_can_be_exported(window: MainWindow) -> None:
     assert window.windowTitle().endswith("ONNX Export Studio")
-    assert window.recipe.model.source, "an example recipe is loaded"
-    assert window.problems == {}
-    assert window.export_button.isEnabled()
-    assert window.inputs_table.table.rowCount() == len(window.recipe.inputs) >= 1
+    assert window.session.recipe.model.source, "an example recipe is loaded"
+    assert window.session.problems == {}
+    assert window.form.export_bar.export_button.isEnabled()
+    assert window.form.inputs_table.table.rowCount() == len(window.session.recipe.inputs) >= 1
 
 
 def test_bad_shape_disables_export_with_the_reason(window: MainWindow) -> None:
     set_cell(window, 0, 1, "2x-3")
-    assert window.recipe.inputs[0].shape == [2, -3]
-    assert not window.export_button.isEnabled()
-    reason = window.export_button.toolTip()
+    assert window.session.recipe.inputs[0].shape == [2, -3]
+    assert not window.form.export_bar.export_button.isEnabled()
+    reason = window.form.export_bar.export_button.toolTip()
     assert "inputs[0].shape" in reason and "negative" in reason
-    assert "negative" in window.problem_label.text() and window.problem_label.isVisible()
-    assert "negative" in window.inputs_table.table.item(0, 1).toolTip()
+    label = window.form.export_bar.problem_label
+    assert "negative" in label.text() and label.isVisible()
+    assert "negative" in window.form.inputs_table.table.item(0, 1).toolTip()
 
     set_cell(window, 0, 1, "2xabc")
-    assert not window.export_button.isEnabled()
-    assert "is not a shape" in window.export_button.toolTip()
+    assert not window.form.export_bar.export_button.isEnabled()
+    assert "is not a shape" in window.form.export_bar.export_button.toolTip()
 
     set_cell(window, 0, 1, "1x3x16x16")
-    assert window.recipe.inputs[0].shape == [1, 3, 16, 16]
-    assert window.export_button.isEnabled(), window.export_button.toolTip()
-    assert window.inputs_table.table.item(0, 1).toolTip() != ""  # the plain hint is back
+    assert window.session.recipe.inputs[0].shape == [1, 3, 16, 16]
+    assert export_enabled(window), window.form.export_bar.export_button.toolTip()
+    assert window.form.inputs_table.table.item(0, 1).toolTip() != ""  # the plain hint is back
 
 
 def test_duplicate_names_and_dynamic_axis_beyond_rank(window: MainWindow) -> None:
-    window.inputs_table.add_row()
-    set_cell(window, 1, 0, window.recipe.inputs[0].name)
-    assert not window.export_button.isEnabled()
-    assert "used twice" in window.export_button.toolTip()
-    window.inputs_table.table.selectRow(1)
-    window.inputs_table.remove_row()
-    assert window.export_button.isEnabled()
+    window.form.inputs_table.add_row()
+    set_cell(window, 1, 0, window.session.recipe.inputs[0].name)
+    assert not window.form.export_bar.export_button.isEnabled()
+    assert "used twice" in window.form.export_bar.export_button.toolTip()
+    window.form.inputs_table.table.selectRow(1)
+    window.form.inputs_table.remove_row()
+    assert window.form.export_bar.export_button.isEnabled()
 
     set_cell(window, 0, 5, "0=batch, 9=width")
-    assert "beyond the input's rank" in window.export_button.toolTip()
+    assert "beyond the input's rank" in window.form.export_bar.export_button.toolTip()
     set_cell(window, 0, 5, "0=batch, x")
-    assert "axis=name" in window.export_button.toolTip()
+    assert "axis=name" in window.form.export_bar.export_button.toolTip()
     set_cell(window, 0, 5, "0=batch")
-    assert window.export_button.isEnabled()
+    assert window.form.export_bar.export_button.isEnabled()
 
 
 def test_missing_model_file_is_marked(window: MainWindow, tmp_path: Path) -> None:
-    window.model_form.set_source(str(tmp_path / "nope.py") + ":Net")
-    assert not window.export_button.isEnabled()
-    assert "does not exist" in window.export_button.toolTip()
-    assert "does not exist" in window.model_form.source.toolTip()
-    assert window.model_form.source.styleSheet(), "the field is tinted"
+    window.form.model_form.set_source(str(tmp_path / "nope.py") + ":Net")
+    assert not window.form.export_bar.export_button.isEnabled()
+    assert "does not exist" in window.form.export_bar.export_button.toolTip()
+    assert "does not exist" in window.form.model_form.source.toolTip()
+    assert window.form.model_form.source.styleSheet(), "the field is tinted"
 
 
 def test_shared_dynamic_names_are_visible(window: MainWindow) -> None:
-    window.inputs_table.add_row()
+    window.form.inputs_table.add_row()
     set_cell(window, 1, 5, "0=batch")
     set_cell(window, 0, 5, "0=batch")
-    text = window.inputs_table.shared.text()
-    assert "batch" in text and window.recipe.inputs[1].name in text
-    assert "shared" in window.inputs_table.table.item(1, 5).toolTip()
+    text = window.form.inputs_table.shared.text()
+    assert "batch" in text and window.session.recipe.inputs[1].name in text
+    assert "shared" in window.form.inputs_table.table.item(1, 5).toolTip()
 
 
 def test_operator_export_type_only_for_torchscript(window: MainWindow) -> None:
-    options = window.options_form
+    options = window.form.options_form
     options.exporter.setCurrentText("dynamo")
     assert not options.export_type.isEnabled()
     options.exporter.setCurrentText("torchscript")
     assert options.export_type.isEnabled()
-    assert window.recipe.export.exporter == "torchscript"
+    assert window.session.recipe.export.exporter == "torchscript"
     # the opset list follows the exporter: the torchscript exporter writes up to 20
     values = [options.opset.itemData(i) for i in range(options.opset.count())]
     assert max(v for v in values if v) == 20
     options.export_type.setCurrentText("ONNX_ATEN_FALLBACK")
-    assert window.recipe.export.operator_export_type == "ONNX_ATEN_FALLBACK"
-    assert window.export_button.isEnabled()
+    assert window.session.recipe.export.operator_export_type == "ONNX_ATEN_FALLBACK"
+    assert window.form.export_bar.export_button.isEnabled()
 
 
 def test_opset_above_onnxruntime_warns(window: MainWindow) -> None:
-    options = window.options_form
+    options = window.form.options_form
     options.set_capabilities({"ort_max_opset": 21, "devices": ["cpu", "cuda:0"]})
     assert [options.device.itemText(i) for i in range(options.device.count())] == ["cpu",
                                                                                    "cuda:0"]
     options.opset.setCurrentIndex(options.opset.findData(23))
-    assert window.recipe.export.opset == 23
+    assert window.session.recipe.export.opset == 23
     assert options.opset_warning.isVisible()
     assert "above 21" in options.opset_warning.text()
     options.opset.setCurrentIndex(options.opset.findData(21))
@@ -123,41 +129,42 @@ def test_opset_above_onnxruntime_warns(window: MainWindow) -> None:
 
 def test_save_and_open_round_trip(window: MainWindow, tmp_path: Path, qtbot) -> None:
     set_cell(window, 0, 1, "3x3x20x20")
-    window.inputs_table.add_row()
+    window.form.inputs_table.add_row()
     set_cell(window, 1, 4, "value=5")
-    combo = window.inputs_table.table.cellWidget(1, 3)
+    combo = window.form.inputs_table.table.cellWidget(1, 3)
     assert isinstance(combo, QComboBox)
     combo.setCurrentText("full")
-    window.options_form.opset.setCurrentIndex(window.options_form.opset.findData(19))
-    window.model_form.kwargs.setText("num_classes = 7")
-    window.model_form.kwargs.editingFinished.emit()
-    assert window.problems == {}, window.problems
+    window.form.options_form.opset.setCurrentIndex(window.form.options_form.opset.findData(19))
+    window.form.model_form.kwargs.setText("num_classes = 7")
+    window.form.model_form.kwargs.editingFinished.emit()
+    assert window.session.problems == {}, window.session.problems
     path = tmp_path / "sub" / "saved.toml"
     path.parent.mkdir()
     assert window.save_recipe_to(path)
-    assert path.read_text(encoding="utf-8") == window.recipe.to_toml()
+    assert path.read_text(encoding="utf-8") == window.session.recipe.to_toml()
 
     other = MainWindow(settings_mod.Settings(), None, start_worker=False)
     qtbot.addWidget(other)
     assert other.open_path(path)
-    assert other.recipe == window.recipe
-    assert other.recipe.to_toml() == path.read_text(encoding="utf-8")
-    assert other.recipe.inputs[1].fill == "full" and other.recipe.inputs[1].value == 5
-    assert other.recipe.export.opset == 19 and other.recipe.model.kwargs == {"num_classes": 7}
-    assert other.inputs_table.table.item(0, 1).text() == "3x3x20x20"
+    assert other.session.recipe == window.session.recipe
+    assert other.session.recipe.to_toml() == path.read_text(encoding="utf-8")
+    opened = other.session.recipe
+    assert opened.inputs[1].fill == "full" and opened.inputs[1].value == 5
+    assert opened.export.opset == 19 and opened.model.kwargs == {"num_classes": 7}
+    assert other.form.inputs_table.table.item(0, 1).text() == "3x3x20x20"
     # relative paths in the saved file still reach the model
-    assert recipes.load(path).resolve(other.recipe.model.source.rpartition(":")[0]).is_file()
-    assert other.recipe_path == path.resolve()
+    assert recipes.load(path).resolve(opened.model.source.rpartition(":")[0]).is_file()
+    assert other.session.recipe_path == path.resolve()
     assert str(path.resolve()) in other.settings.recent_recipes
 
 
 def test_broken_recipe_is_reported_and_the_form_kept(window: MainWindow, tmp_path: Path) -> None:
-    before = window.recipe.to_toml()
+    before = window.session.recipe.to_toml()
     bad = tmp_path / "bad.toml"
     bad.write_text("version = 1\n[model\n", encoding="utf-8")
     assert not window.open_path(bad)
-    assert window.banner.isVisible() and "not valid TOML" in window.banner.label.text()
-    assert window.recipe.to_toml() == before
+    assert window.form.banner.isVisible() and "not valid TOML" in window.form.banner.label.text()
+    assert window.session.recipe.to_toml() == before
 
 
 def test_corrupt_settings_are_backed_up_and_reported_once(qtbot) -> None:
@@ -167,11 +174,12 @@ def test_corrupt_settings_are_backed_up_and_reported_once(qtbot) -> None:
     settings, notice = settings_mod.load()
     assert notice and "damaged" in notice
     assert settings == settings_mod.Settings()
-    assert path.with_name(path.name + ".bak").read_text(encoding="utf-8") == "{ not toml"
+    (backup,) = path.parent.glob(path.name + ".*.bak")  # timestamped; earlier ones are kept
+    assert backup.read_text(encoding="utf-8") == "{ not toml"
     window = MainWindow(settings, notice, start_worker=False)
     qtbot.addWidget(window)
     window.show()
-    assert window.banner.isVisible() and "damaged" in window.banner.label.text()
+    assert window.form.banner.isVisible() and "damaged" in window.form.banner.label.text()
     settings_mod.save(settings)
     assert settings_mod.load() == (settings, None), "told once: the next start is clean"
 
@@ -212,34 +220,35 @@ def test_settings_of_an_earlier_release_are_read_once() -> None:
 def test_warning_source_opens_at_its_line(window: MainWindow, tmp_path: Path) -> None:
     model = tmp_path / "net.py"
     model.write_text("a = 1\nb = 2\nc = x.item()\n", encoding="utf-8")
-    window.recipe.base_dir = tmp_path
-    window.warnings.add({"category": "TracerWarning", "message": "converting", "source":
-                         "net.py:3"})
-    assert window.warnings.count() == 1
-    window.warnings.tree.setCurrentItem(window.warnings.tree.topLevelItem(0))
-    assert window.warnings.open_button.isEnabled()
-    viewer = window.open_source("net.py:3")
+    with window.session.edit("model") as recipe:
+        recipe.base_dir = tmp_path
+    window.session.add_warnings([WarningItem(category="TracerWarning", message="converting",
+                                             source="net.py:3")])
+    assert window.tabs.warnings.count() == 1
+    window.tabs.warnings.tree.setCurrentItem(window.tabs.warnings.tree.topLevelItem(0))
+    assert window.tabs.warnings.open_button.isEnabled()
+    viewer = window.tabs.warnings.open_source("net.py:3")
     assert viewer is not None and viewer.text.textCursor().blockNumber() + 1 == 3
     viewer.close()
-    assert window.open_source("missing.py:1") is None
+    assert window.tabs.warnings.open_source("missing.py:1") is None
 
 
 def test_python_tab_shows_a_script(window: MainWindow) -> None:
-    window.tabs.setCurrentWidget(window.python)
-    code = window.python.text.toPlainText()
-    assert "torch.onnx.export(" in code and window.recipe.inputs[0].name in code
-    window.options_form.exporter.setCurrentText("torchscript")
-    assert "dynamo=False" in window.python.text.toPlainText()
-    window.python.copy()
+    window.tabs.setCurrentWidget(window.tabs.python)
+    code = window.tabs.python.text.toPlainText()
+    assert "torch.onnx.export(" in code and window.session.recipe.inputs[0].name in code
+    window.form.options_form.exporter.setCurrentText("torchscript")
+    assert "dynamo=False" in window.tabs.python.text.toPlainText()
+    window.tabs.python.copy()
     from PySide6.QtGui import QGuiApplication
 
-    assert QGuiApplication.clipboard().text() == window.python.text.toPlainText()
+    assert QGuiApplication.clipboard().text() == window.tabs.python.text.toPlainText()
 
 
 def test_keyboard_shortcut_switches_tabs(window: MainWindow, qtbot) -> None:
     window.activateWindow()
     qtbot.keyClick(window, Qt.Key.Key_6, Qt.KeyboardModifier.ControlModifier)
-    assert window.tabs.currentWidget() is window.log
+    assert window.tabs.currentWidget() is window.tabs.log
 
 
 def _run_gui_process(code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
@@ -262,11 +271,12 @@ def test_gui_process_never_imports_torch(tmp_path: Path) -> None:
         "w.load_initial(None)\n"
         "w.show(); app.processEvents()\n"
         "loop = QEventLoop()\n"
-        "w.exportFinished.connect(lambda m: (print(m['type'], m['report']['ok']), loop.quit()))\n"
+        "w.session.exportFinished.connect(\n"
+        "    lambda o: (print(o.message['type'], o.message['report']['ok']), loop.quit()))\n"
         "QTimer.singleShot(120_000, loop.quit)\n"
-        "w.start_export(); loop.exec()\n"
-        "w.tabs.setCurrentWidget(w.python); app.processEvents()\n"
-        "assert 'torch.onnx.export' in w.python.text.toPlainText()\n"
+        "w.session.start_export(); loop.exec()\n"
+        "w.tabs.setCurrentWidget(w.tabs.python); app.processEvents()\n"
+        "assert 'torch.onnx.export' in w.tabs.python.text.toPlainText()\n"
         "w.close()\n"
         "print('torch' in sys.modules, 'torch.onnx' in sys.modules)\n"
     )
@@ -294,16 +304,17 @@ def test_pickled_module_needs_explicit_trust(window: MainWindow, tmp_path: Path)
 
     torch.save(torch.nn.Linear(4, 2), tmp_path / "whole.pt")  # a pickled whole module
     torch.jit.save(torch.jit.script(torch.nn.Linear(4, 2)), tmp_path / "scripted.pt")
-    window.model_form.set_source(str(tmp_path / "whole.pt"))
-    assert not window.export_button.isEnabled()
-    assert "model.trust_pickle" in window.export_button.toolTip()
-    assert "runs code" in window.model_form.trust.toolTip()
-    window.model_form.trust.setChecked(True)
-    assert window.recipe.model.trust_pickle is True
-    assert "trust_pickle" not in window.export_button.toolTip()
-    window.model_form.trust.setChecked(False)
-    window.model_form.set_source(str(tmp_path / "scripted.pt"))
-    assert "trust_pickle" not in window.export_button.toolTip(), "TorchScript runs no pickle"
+    window.form.model_form.set_source(str(tmp_path / "whole.pt"))
+    assert not window.form.export_bar.export_button.isEnabled()
+    assert "model.trust_pickle" in window.form.export_bar.export_button.toolTip()
+    assert "runs code" in window.form.model_form.trust.toolTip()
+    window.form.model_form.trust.setChecked(True)
+    assert window.session.recipe.model.trust_pickle is True
+    assert "trust_pickle" not in window.form.export_bar.export_button.toolTip()
+    window.form.model_form.trust.setChecked(False)
+    window.form.model_form.set_source(str(tmp_path / "scripted.pt"))
+    assert "trust_pickle" not in window.form.export_bar.export_button.toolTip(), \
+        "TorchScript runs no pickle"
 
 
 def _drop(window: MainWindow, path: Path) -> bool:
@@ -332,32 +343,32 @@ def test_drag_and_drop_opens_recipes_and_models(window: MainWindow, tmp_path: Pa
     assert _drop(window, model)
     # describe runs in-process here (no worker): one class, so it is picked and the inputs
     # are named after forward()
-    assert window.recipe.model.source.endswith("pair.py:Pair")
-    assert [s.name for s in window.recipe.inputs][:2] == ["left", "right"]
+    assert window.session.recipe.model.source.endswith("pair.py:Pair")
+    assert [s.name for s in window.session.recipe.inputs][:2] == ["left", "right"]
     recipe_file = tmp_path / "r.toml"
     recipe_file.write_text('version = 1\n[model]\nsource = "pair.py:Pair"\n'
                            '[export]\noutput = "dropped.onnx"\n', encoding="utf-8")
     assert _drop(window, recipe_file)
-    assert window.recipe_path == recipe_file.resolve()
-    assert window.output.text() == "dropped.onnx"
+    assert window.session.recipe_path == recipe_file.resolve()
+    assert window.form.export_bar.output.text() == "dropped.onnx"
     notes = tmp_path / "notes.txt"
     notes.write_text("hi", encoding="utf-8")
     assert not _drop(window, notes), "other files are refused at drag-enter"
 
 
 def test_examples_gallery_replaces_the_recipe(window: MainWindow) -> None:
-    combo = window.model_form.examples
+    combo = window.form.model_form.examples
     titles = [combo.itemText(i) for i in range(combo.count())]
     assert len(titles) > 2 and titles[0].startswith("Choose")
     index = next(i for i in range(1, combo.count())
                  if combo.itemData(i).name == "lstm")
     combo.activated.emit(index)
-    assert window.recipe.model.source == "example:lstm"
+    assert window.session.recipe.model.source == "example:lstm"
     assert combo.currentIndex() == 0
-    assert window.export_button.isEnabled(), window.export_button.toolTip()
+    assert export_enabled(window), window.form.export_bar.export_button.toolTip()
     # it runs from a copy in the data folder, and exports beside that copy
-    assert window.recipe.base_dir == shipped.examples_dir() / "lstm"
-    assert window.recipe.base_dir in window.recipe.output_path.parents
+    assert window.session.recipe.base_dir == shipped.examples_dir() / "lstm"
+    assert window.session.recipe.base_dir in window.session.recipe.output_path.parents
 
 
 def test_theme_switch_is_saved(window: MainWindow) -> None:
@@ -366,7 +377,7 @@ def test_theme_switch_is_saved(window: MainWindow) -> None:
 
     window.set_theme("dark")
     assert QApplication.palette().color(QPalette.ColorRole.Window).lightness() < 100
-    assert window.dark and window.options_form.dark
+    assert window.dark and window.form.options_form.dark
     assert settings_mod.load()[0].theme == "dark"
     window.set_theme("light")
     assert QApplication.palette().color(QPalette.ColorRole.Window).lightness() > 150
@@ -374,9 +385,9 @@ def test_theme_switch_is_saved(window: MainWindow) -> None:
 
 
 def test_dynamic_axis_toggles_share_a_name(window: MainWindow) -> None:
-    window.inputs_table.add_row()
+    window.form.inputs_table.add_row()
     set_cell(window, 1, 1, "2x7")
-    dialog = window.inputs_table.edit_dynamic_axes(1)
+    dialog = window.form.inputs_table.edit_dynamic_axes(1)
     assert dialog is not None and len(dialog.toggles) == 2
     assert not dialog.names[0].isEnabled()
     offered = [dialog.names[0].itemText(i) for i in range(dialog.names[0].count())]
@@ -389,10 +400,10 @@ def test_dynamic_axis_toggles_share_a_name(window: MainWindow) -> None:
     dialog.names[1].setCurrentText("tokens")
     dialog.buttons.button(dialog.buttons.StandardButton.Ok).click()
     assert not dialog.isVisible()
-    assert window.recipe.inputs[1].dynamic == {0: "batch", 1: "tokens"}
-    assert window.inputs_table.table.item(1, 5).text() == "0=batch, 1=tokens"
-    assert window.recipe.inputs[1].name in window.inputs_table.shared.text()
-    assert window.export_button.isEnabled(), window.export_button.toolTip()
+    assert window.session.recipe.inputs[1].dynamic == {0: "batch", 1: "tokens"}
+    assert window.form.inputs_table.table.item(1, 5).text() == "0=batch, 1=tokens"
+    assert window.session.recipe.inputs[1].name in window.form.inputs_table.shared.text()
+    assert export_enabled(window), window.form.export_bar.export_button.toolTip()
 
 
 def test_window_geometry_is_restored(qtbot) -> None:
@@ -444,11 +455,12 @@ def test_onnx_studio_gui_exit_after_paint_reports_the_graph(tmp_path) -> None:
 ])
 def test_a_tolerance_that_is_not_a_finite_number_disables_export(
         window: MainWindow, field: str, text: str, words: str) -> None:
-    edit = getattr(window.options_form, field)
+    edit = getattr(window.form.options_form, field)
     edit.setText(text)
     edit.editingFinished.emit()
-    assert not window.export_button.isEnabled()
-    assert words in window.export_button.toolTip(), window.export_button.toolTip()
+    assert not window.form.export_bar.export_button.isEnabled()
+    button = window.form.export_bar.export_button
+    assert words in button.toolTip(), button.toolTip()
     edit.setText("1e-3")
     edit.editingFinished.emit()
-    assert window.export_button.isEnabled(), window.export_button.toolTip()
+    assert export_enabled(window), window.form.export_bar.export_button.toolTip()

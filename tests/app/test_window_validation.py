@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 
-from app.validation_common import texts
-from app.validation_plots import ParityPlots
+from app.validation.common import texts
+from app.validation.plots import ParityPlots
 from app.window import MainWindow
 from engine import recipe as recipes
 from tests.app.conftest import EXPORT_TIMEOUT_MS, export_and_wait, write_slow_model
@@ -55,29 +55,30 @@ def set_text(edit, text: str) -> None:
 
 
 def validate_and_wait(window: MainWindow, qtbot, how: str = "button") -> dict:
-    assert window.validate_button.isEnabled(), window.validate_button.toolTip()
-    with qtbot.waitSignal(window.validationFinished, timeout=JOB_TIMEOUT_MS) as blocker:
+    button = window.form.export_bar.validate_button
+    assert button.isEnabled(), button.toolTip()
+    with qtbot.waitSignal(window.session.validationFinished, timeout=JOB_TIMEOUT_MS) as blocker:
         if how == "shortcut":
             window.activateWindow()
             qtbot.keyClick(window, Qt.Key.Key_V, Qt.KeyboardModifier.ControlModifier
                            | Qt.KeyboardModifier.ShiftModifier)
         else:
-            qtbot.mouseClick(window.validation.validate_button, Qt.MouseButton.LeftButton)
-    return blocker.args[0]
+            qtbot.mouseClick(window.tabs.validation.validate_button, Qt.MouseButton.LeftButton)
+    return blocker.args[0].message
 
 
 @pytest.mark.slow
 def test_export_with_validation_fills_the_tab_and_the_graph(window: MainWindow, qtbot) -> None:
     window.load_default_recipe()
-    form = window.options_form
+    form = window.form.options_form
     set_check(form.validate, True)
     set_check(form.intermediates, True)
-    assert window.recipe.validate.enabled and window.recipe.validate.intermediates
+    assert window.session.recipe.validate.enabled and window.session.recipe.validate.intermediates
     message = export_and_wait(window, qtbot)
     report = message["report"]
     assert report["ok"], report
     validation = report["validation"]
-    tab = window.validation
+    tab = window.tabs.validation
 
     assert "Validation passed" in tab.verdict.text()
     assert f"rtol {validation['rtol']}, atol {validation['atol']}" in tab.facts.text()
@@ -127,8 +128,8 @@ def test_export_with_validation_fills_the_tab_and_the_graph(window: MainWindow, 
     tab.sections.setCurrentWidget(tab.nodes)
     tab.nodes.table.setCurrentItem(tab.nodes.table.topLevelItem(0))
     qtbot.mouseClick(tab.nodes.show_button, Qt.MouseButton.LeftButton)
-    assert window.tabs.currentWidget() is window.graph
-    browser = window.graph.browser
+    assert window.tabs.currentWidget() is window.tabs.graph
+    browser = window.tabs.graph.browser
     assert browser is not None and browser.overlay_label == "max abs diff"
     assert browser.overlay == {n: e["max_abs_diff"] for n, e in nodes.items()}
     index = browser.model.node_by_name(names[0])
@@ -139,29 +140,30 @@ def test_export_with_validation_fills_the_tab_and_the_graph(window: MainWindow, 
 
 def test_one_click_validate_an_existing_export(window: MainWindow, qtbot) -> None:
     window.load_default_recipe()
-    set_check(window.options_form.validate, False)
-    set_check(window.options_form.intermediates, False)
+    set_check(window.form.options_form.validate, False)
+    set_check(window.form.options_form.intermediates, False)
     message = export_and_wait(window, qtbot)
     assert message["report"]["ok"] and message["report"]["validation"] is None
-    tab = window.validation
+    tab = window.tabs.validation
     assert "Not validated yet" in tab.verdict.text()
 
     result = validate_and_wait(window, qtbot, how="shortcut")
     assert result["type"] == "result", result
-    assert Path(result["onnx"]) == window.recipe.output_path
+    assert Path(result["onnx"]) == window.session.recipe.output_path
     validation = result["validation"]
     assert validation["ok"], validation
     assert window.tabs.currentWidget() is tab
     assert "Validation passed" in tab.verdict.text()
-    assert window.progress.format() == "Validated" and "passed" in window.stage.text()
+    bar = window.form.export_bar
+    assert bar.progress.format() == "Validated" and "passed" in bar.stage.text()
     assert len(texts(tab.trials.table)) == len(validation["trials"])
     assert "Per node" in tab.nodes.summary.text(), "says how to get per-node numbers"
-    assert window.export_button.isEnabled() and not window.cancel_button.isEnabled()
+    assert bar.export_button.isEnabled() and not bar.cancel_button.isEnabled()
 
     # the form's [validate] settings go with the job: no tolerance at all fails
-    set_text(window.options_form.rtol, "0")
-    set_text(window.options_form.atol, "0")
-    assert (window.recipe.validate.rtol, window.recipe.validate.atol) == (0.0, 0.0)
+    set_text(window.form.options_form.rtol, "0")
+    set_text(window.form.options_form.atol, "0")
+    assert (window.session.recipe.validate.rtol, window.session.recipe.validate.atol) == (0.0, 0.0)
     result = validate_and_wait(window, qtbot)
     validation = result["validation"]
     assert validation["ok"] is False and validation["atol"] == 0
@@ -176,13 +178,13 @@ def test_one_click_validate_an_existing_export(window: MainWindow, qtbot) -> Non
     detail = tab.trials.detail.text()
     assert "Export inputs" in detail and html.escape(first.split(": ", 1)[1]) in detail
     assert texts(tab.trials.table)[0][5] == first.split(": ", 1)[1], "label not repeated"
-    assert window.progress.format() == "Validation failed"
+    assert window.form.export_bar.progress.format() == "Validation failed"
 
 
 def test_baked_value_fails_the_export_validation(window: MainWindow, qtbot,
                                                  tmp_path: Path) -> None:
     (tmp_path / "baked.py").write_text(BAKED, encoding="utf-8")
-    window.set_recipe(recipes.loads(
+    window.session.set_recipe(recipes.loads(
         'version = 1\n[model]\nsource = "baked.py:Baked"\n[[inputs]]\nname = "x"\n'
         'shape = [3, 4]\n[export]\noutput = "baked.onnx"\nexporter = "torchscript"\n'
         '[validate]\nenabled = true\nrandom_trials = 2\n', base_dir=tmp_path))
@@ -190,7 +192,7 @@ def test_baked_value_fails_the_export_validation(window: MainWindow, qtbot,
     report = message["report"]
     assert report["ok"] is False and report["error"]["kind"] == "validation"
     assert (tmp_path / "baked.onnx").is_file(), "exported; it computes something else"
-    tab = window.validation
+    tab = window.tabs.validation
     assert window.tabs.currentWidget() is tab
     assert "Validation failed" in tab.verdict.text()
     assert tab.message.text().startswith("2 of 3 trials failed; first: random draw")
@@ -205,18 +207,19 @@ def test_baked_value_fails_the_export_validation(window: MainWindow, qtbot,
 
 def test_validate_needs_a_file_and_says_so(window: MainWindow, tmp_path: Path) -> None:
     (tmp_path / "baked.py").write_text(BAKED, encoding="utf-8")
-    window.set_recipe(recipes.loads(
+    window.session.set_recipe(recipes.loads(
         'version = 1\n[model]\nsource = "baked.py:Baked"\n[[inputs]]\nname = "x"\n'
         'shape = [3, 4]\n[export]\noutput = "never.onnx"\n', base_dir=tmp_path))
-    assert not window.validate_button.isEnabled()
+    assert not window.form.export_bar.validate_button.isEnabled()
     assert not window.validate_action.isEnabled()
-    assert "export first" in window.validate_button.toolTip()
-    assert window.start_validation() is None
-    set_text(window.options_form.rtol, "tight")
-    assert "validate.rtol" in window.problems
-    assert "number" in window.options_form.rtol.toolTip()
-    set_text(window.options_form.rtol, "1e-4")
-    assert window.recipe.validate.rtol == 1e-4 and "validate.rtol" not in window.problems
+    assert "export first" in window.form.export_bar.validate_button.toolTip()
+    assert window.session.start_validation() is None
+    set_text(window.form.options_form.rtol, "tight")
+    assert "validate.rtol" in window.session.problems
+    assert "number" in window.form.options_form.rtol.toolTip()
+    set_text(window.form.options_form.rtol, "1e-4")
+    assert window.session.recipe.validate.rtol == 1e-4
+    assert "validate.rtol" not in window.session.problems
 
 
 def test_cancel_a_validation(window: MainWindow, qtbot, tmp_path: Path) -> None:
@@ -230,31 +233,33 @@ def test_cancel_a_validation(window: MainWindow, qtbot, tmp_path: Path) -> None:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8  # what every onnxruntime reads
     onnx.save(model, str(tmp_path / "slow.onnx"))
-    window.set_recipe(recipes.loads(
+    window.session.set_recipe(recipes.loads(
         'version = 1\n[model]\nsource = "slow_net.py:Slow"\n[[inputs]]\nname = "x"\n'
         'shape = [1, 4]\n[export]\noutput = "slow.onnx"\n', base_dir=tmp_path))
-    qtbot.waitUntil(lambda: window.runner.ready_info is not None, timeout=60_000)
-    assert window.start_validation() is not None
-    assert window.cancel_button.isEnabled() and not window.export_button.isEnabled()
+    qtbot.waitUntil(lambda: window.session.runner.ready_info is not None, timeout=60_000)
+    assert window.session.start_validation() is not None
+    bar = window.form.export_bar
+    assert bar.cancel_button.isEnabled() and not bar.export_button.isEnabled()
     # inside the model's constructor (it sleeps): the reference model is being built
     child = tmp_path / "slow_net.child"
-    qtbot.waitUntil(lambda: child.exists() or window.validate_job is None, timeout=60_000)
-    assert window.validate_job is not None, window.validation.message.text()
+    qtbot.waitUntil(lambda: child.exists() or window.session.validate_job is None, timeout=60_000)
+    assert window.session.validate_job is not None, window.tabs.validation.message.text()
     started = time.perf_counter()
-    with qtbot.waitSignal(window.validationFinished, timeout=1000) as blocker:
-        qtbot.mouseClick(window.cancel_button, Qt.MouseButton.LeftButton)
+    with qtbot.waitSignal(window.session.validationFinished, timeout=1000) as blocker:
+        qtbot.mouseClick(window.form.export_bar.cancel_button, Qt.MouseButton.LeftButton)
     assert time.perf_counter() - started < 1.0
-    error = blocker.args[0]["error"]
+    error = blocker.args[0].message["error"]
     assert error["kind"] == "cancelled" and "validation was cancelled" in error["message"]
-    assert "Validation cancelled" in window.validation.verdict.text()
-    assert window.export_button.isEnabled() and window.validate_button.isEnabled()
+    assert "Validation cancelled" in window.tabs.validation.verdict.text()
+    assert bar.export_button.isEnabled() and bar.validate_button.isEnabled()
 
 
 def test_first_divergent_node_is_marked_and_missing_plots_said(qtbot, tmp_path: Path) -> None:
     """The tab alone, fed a validation object as the engine writes it (no worker needed)."""
-    from app.validation_tab import ValidationTab
+    from app.session import ExportSession
+    from app.validation import ValidationTab
 
-    tab = ValidationTab()
+    tab = ValidationTab(ExportSession(use_worker=False))
     qtbot.addWidget(tab)
     node = {"passed": True, "mismatched": 0, "value": "v"}
     validation = {

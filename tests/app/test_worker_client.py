@@ -34,6 +34,10 @@ for line in sys.stdin:
         continue
     with log.open("a") as f:
         f.write(line)
+    if request.get("job") == "exit":  # mid-job, as a model that calls os._exit would
+        print(json.dumps({"id": request["id"], "type": "progress", "fraction": 0.5}),
+              flush=True)
+        os._exit(request["status"])
     if request.get("job") == "sleep":
         print(json.dumps({"id": request["id"], "type": "progress", "fraction": 0.5}),
               flush=True)
@@ -187,6 +191,21 @@ def test_killed_worker_fails_its_jobs_with_the_signal(qtbot, runner: JobRunner) 
     assert events[-1]["error"]["message"] == lost.args[0]
     assert runner.worker_pid == spare and runner.ready_info is not None
     assert wait_result(qtbot, runner, {"job": "ping"})[-1]["pid"] == spare
+
+
+def test_an_exit_during_a_job_is_reported_even_with_status_0(qtbot, runner: JobRunner) -> None:
+    """Status 0 is a quiet retirement only once every started job has answered (the real
+    worker's retirement is tested in test_session.py)."""
+    with qtbot.waitSignal(runner.workerReady, timeout=10_000):
+        runner.start()
+    qtbot.waitUntil(lambda: runner.spare_ready, timeout=10_000)
+    spare = runner.spare_pid
+    events: list[dict[str, Any]] = []
+    with qtbot.waitSignal(runner.workerLost, timeout=5000) as lost:
+        runner.submit({"job": "exit", "status": 0}, events.append)
+    assert "exit status 0" in lost.args[0]
+    assert events[-1]["error"]["kind"] == "worker_crashed"
+    assert runner.worker_pid == spare and runner.ready_info is not None
 
 
 def test_a_worker_that_keeps_dying_early_is_not_restarted(qtbot) -> None:

@@ -2,8 +2,8 @@
 
 It shows one `validation` object (engine.validation; from an export with validation on, or from
 the worker's validate job): a verdict, the worst numbers per output, every trial (select one
-for its own numbers), parity plots, per-node errors and the validation's warnings. The tab
-never runs anything itself; its Validate button asks the window to.
+for its own numbers), parity plots, per-node errors and the validation's warnings. A view of
+the session: it follows the session's jobs, and its Validate button asks the session.
 """
 
 from __future__ import annotations
@@ -26,8 +26,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.outcomes import ExportOutcome, JobStart, ValidationOutcome
 from app.results import text_label
-from app.validation_common import (
+from app.session import ExportSession
+from app.validation.common import (
     add_row,
     cosine,
     is_dark,
@@ -42,8 +44,8 @@ from app.validation_common import (
     sort_key,
     verdict_color,
 )
-from app.validation_nodes import NodesPanel
-from app.validation_plots import ParityPlots
+from app.validation.nodes import NodesPanel
+from app.validation.plots import ParityPlots
 
 OUTPUT_HEADERS = ["Output", "dtype", "max abs", "max rel", "mean abs", "cosine", "mismatched",
                   "NaN/Inf", "Result"]
@@ -158,12 +160,13 @@ class TrialsPanel(QWidget):
 class ValidationTab(QWidget):
     """States: empty, running, a result (passed or failed), an error (could not run)."""
 
-    validateRequested = Signal()
     showOnGraph = Signal(object, str, str)  # forwarded from the nodes panel
     clearGraph = Signal()
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, session: ExportSession, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.session = session
+        self._validates = False  # the running export validates what it writes
         self.result: dict[str, Any] | None = None
         self.onnx: str | None = None
         self.plot_path: Path | None = None
@@ -176,7 +179,7 @@ class ValidationTab(QWidget):
         self.message = text_label(plain=True)
         self.validate_button = QPushButton("Validate")
         self.validate_button.setToolTip("Validate the exported file now (Ctrl+Shift+V)")
-        self.validate_button.clicked.connect(self.validateRequested)
+        self.validate_button.clicked.connect(session.start_validation)
         self.details_button = QPushButton("Show details")
         self.details_button.setCheckable(True)
         self.details_button.toggled.connect(self._toggle_details)
@@ -220,6 +223,48 @@ class ValidationTab(QWidget):
         self.spacer = QWidget()  # keeps the empty state's text at the top
         layout.addWidget(self.spacer, 1)
         self.show_empty()
+        session.readinessChanged.connect(self._readiness_changed)
+        session.exportStarted.connect(self._export_started)
+        session.exportProgress.connect(self._export_progress)
+        session.exportFinished.connect(self._export_finished)
+        session.validationStarted.connect(self._validation_started)
+        session.validationProgress.connect(lambda _fraction, stage: self.add_stage(stage))
+        session.validationFinished.connect(self.show_outcome)
+
+    # ----------------------------------------------------------------- the session's jobs
+
+    def _readiness_changed(self) -> None:
+        self.set_validate_enabled(not self.session.validate_reason, self.session.validate_tip())
+
+    def _export_started(self, start: JobStart) -> None:
+        self._validates = start.validates
+        if start.validates:
+            self.show_running(str(start.onnx), start.worker_ready)
+            self.add_stage("Exporting first")
+        else:
+            self.show_empty()  # results of the file about to be replaced
+
+    def _export_progress(self, _fraction: float, stage: str) -> None:
+        if self._validates and self.result is None:
+            self.add_stage(stage)
+
+    def _export_finished(self, outcome: ExportOutcome) -> None:
+        validation = self.session.validation_result
+        if validation is not None and validation.from_export and validation.job == outcome.job:
+            self.show_outcome(validation)
+        elif outcome.validates:
+            self.show_empty()
+
+    def _validation_started(self, start: JobStart) -> None:
+        self.show_running(str(start.onnx), start.worker_ready)
+
+    def show_outcome(self, outcome: ValidationOutcome) -> None:
+        """Show a validation the session ran (or why it could not run)."""
+        if outcome.data is not None:
+            self.show_result(outcome.data, str(outcome.onnx) if outcome.onnx else None,
+                             outcome.job_dir)
+        elif outcome.error is not None:
+            self.show_error(outcome.error.to_dict(), outcome.details)
 
     # ----------------------------------------------------------------- states
 

@@ -1,29 +1,27 @@
-"""The result tabs: Summary (with the error panel), Warnings, Python and Log."""
+"""The Summary tab: what the last export wrote (file, size, nodes, shapes, timings,
+validation), or why it failed — a sentence, a hint, and the details one click away."""
 
 from __future__ import annotations
 
 import html
-import re
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, QUrl, Signal
-from PySide6.QtGui import QDesktopServices, QFontDatabase, QGuiApplication, QTextCursor
+from PySide6.QtCore import Qt, QUrl
+from PySide6.QtGui import QDesktopServices, QFontDatabase
 from PySide6.QtWidgets import (
-    QDialog,
-    QDialogButtonBox,
-    QFileDialog,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QPlainTextEdit,
     QPushButton,
     QTextBrowser,
-    QTreeWidget,
-    QTreeWidgetItem,
     QVBoxLayout,
     QWidget,
 )
+
+from app.outcomes import ExportOutcome, JobStart
+from app.session import ExportSession
+from engine.protocol import ErrorEvent
 
 
 def human_size(size: int) -> str:
@@ -35,7 +33,8 @@ def human_size(size: int) -> str:
     return f"{size} bytes"
 
 
-def _mono(widget: QWidget) -> None:
+def mono(widget: QWidget) -> None:
+    """Show `widget`'s text in the system's fixed-width font."""
     widget.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
 
 
@@ -58,7 +57,7 @@ def text_label(plain: bool = False) -> QLabel:
 class SummaryView(QWidget):
     """What the last export produced, or why it failed (sentence, hint, details toggle)."""
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, session: ExportSession, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.status = text_label()
         self.hint = text_label(plain=True)
@@ -66,7 +65,7 @@ class SummaryView(QWidget):
         self.details_button.setCheckable(True)
         self.details = QPlainTextEdit()
         self.details.setReadOnly(True)
-        _mono(self.details)
+        mono(self.details)
         self.facts = QTextBrowser()
         self.facts.setOpenExternalLinks(False)
         self.facts.anchorClicked.connect(self._open_link)
@@ -84,6 +83,24 @@ class SummaryView(QWidget):
         layout.addStretch(1)  # keeps a short status at the top when the boxes are hidden
         self.details_button.toggled.connect(self._toggle_details)
         self.show_empty()
+        session.exportStarted.connect(self._export_started)
+        session.exportProgress.connect(lambda _fraction, stage: self.add_stage(stage))
+        session.exportFinished.connect(self._export_finished)
+
+    def _export_started(self, start: JobStart) -> None:
+        self.show_running(str(start.onnx), start.worker_ready)
+
+    def _export_finished(self, outcome: ExportOutcome) -> None:
+        final = outcome.final
+        if isinstance(final, ErrorEvent):  # the job itself failed: cancelled, crashed
+            self.show_error(final.error.to_dict(), final.details, None)
+            return
+        report = outcome.message["report"]  # rendered as the worker sent it
+        if outcome.ok:
+            self.show_report(report, outcome.message.get("extra") or {})
+        else:
+            error = report.get("error") or {"kind": "export", "message": "Export failed."}
+            self.show_error(error, final.details, report)
 
     def _toggle_details(self, on: bool) -> None:
         self.details.setVisible(on)
@@ -196,166 +213,3 @@ class SummaryView(QWidget):
 
     def _open_link(self, url: QUrl) -> None:
         QDesktopServices.openUrl(url)
-
-
-def split_source(source: str) -> tuple[str, int | None]:
-    """'net.py:41' -> ('net.py', 41); 'net.py' -> ('net.py', None)."""
-    match = re.match(r"^(.*?):(\d+)$", source.strip())
-    if match:
-        return match.group(1), int(match.group(2))
-    return source.strip(), None
-
-
-class SourceViewer(QDialog):
-    """A read-only view of a source file with the warning's line selected."""
-
-    def __init__(self, path: Path, line: int | None, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setWindowTitle(f"{path.name}" + (f" — line {line}" if line else ""))
-        self.resize(820, 560)
-        self.path = path
-        self.text = QPlainTextEdit()
-        self.text.setReadOnly(True)
-        _mono(self.text)
-        self.text.setPlainText(path.read_text(encoding="utf-8", errors="replace"))
-        if line:
-            block = self.text.document().findBlockByNumber(line - 1)
-            cursor = QTextCursor(block)
-            cursor.select(QTextCursor.SelectionType.LineUnderCursor)
-            self.text.setTextCursor(cursor)
-            self.text.centerCursor()
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
-        editor = buttons.addButton("Open in editor", QDialogButtonBox.ButtonRole.ActionRole)
-        editor.clicked.connect(
-            lambda: QDesktopServices.openUrl(QUrl.fromLocalFile(str(self.path))))
-        buttons.rejected.connect(self.reject)
-        layout = QVBoxLayout(self)
-        layout.addWidget(QLabel(str(path)))
-        layout.addWidget(self.text)
-        layout.addWidget(buttons)
-
-
-class WarningsView(QWidget):
-    """Warnings of the last export: category, message, source file:line (opens the file)."""
-
-    sourceRequested = Signal(str)
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.tree = QTreeWidget()
-        self.tree.setHeaderLabels(["Category", "Message", "Source"])
-        self.tree.setRootIsDecorated(False)
-        self.tree.setWordWrap(True)
-        self.tree.setUniformRowHeights(False)
-        header = self.tree.header()
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
-        header.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
-        header.setStretchLastSection(False)
-        self.empty = QLabel("No warnings.")
-        self.open_button = QPushButton("Open source")
-        self.open_button.setEnabled(False)
-        row = QHBoxLayout()
-        row.addWidget(self.empty)
-        row.addStretch(1)
-        row.addWidget(self.open_button)
-        layout = QVBoxLayout(self)
-        layout.addWidget(self.tree)
-        layout.addLayout(row)
-        self.tree.itemActivated.connect(lambda *_: self._open_current())
-        self.tree.currentItemChanged.connect(self._current_changed)
-        self.open_button.clicked.connect(self._open_current)
-
-    def clear(self) -> None:
-        self.tree.clear()
-        self.empty.setText("No warnings.")
-
-    def add(self, warning: dict[str, Any]) -> None:
-        item = QTreeWidgetItem([str(warning.get("category", "Warning")),
-                                str(warning.get("message", "")).strip(),
-                                str(warning.get("source") or "")])
-        item.setToolTip(1, str(warning.get("message", "")))
-        self.tree.addTopLevelItem(item)
-        self.empty.setText(f"{self.tree.topLevelItemCount()} warning(s). Double-click one "
-                           "with a source to open the file at that line.")
-
-    def count(self) -> int:
-        return self.tree.topLevelItemCount()
-
-    def _current_changed(self, item: QTreeWidgetItem | None, _previous: object) -> None:
-        self.open_button.setEnabled(bool(item and item.text(2)))
-
-    def _open_current(self) -> None:
-        item = self.tree.currentItem()
-        if item is not None and item.text(2):
-            self.sourceRequested.emit(item.text(2))
-
-
-class PythonView(QWidget):
-    """The recipe as a runnable torch.onnx.export script, with Copy and Save buttons."""
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.text = QPlainTextEdit()
-        self.text.setReadOnly(True)
-        self.text.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
-        _mono(self.text)
-        self.copy_button = QPushButton("Copy")
-        self.save_button = QPushButton("Save as…")
-        self.note = QLabel("The same export as a script: runs with torch alone.")
-        row = QHBoxLayout()
-        row.addWidget(self.note)
-        row.addStretch(1)
-        row.addWidget(self.copy_button)
-        row.addWidget(self.save_button)
-        layout = QVBoxLayout(self)
-        layout.addLayout(row)
-        layout.addWidget(self.text)
-        self.copy_button.clicked.connect(self.copy)
-        self.save_button.clicked.connect(self._save)
-
-    def set_code(self, code: str) -> None:
-        if code != self.text.toPlainText():
-            self.text.setPlainText(code)
-
-    def copy(self) -> None:
-        QGuiApplication.clipboard().setText(self.text.toPlainText())
-        self.note.setText("Copied to the clipboard.")
-
-    def _save(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Save script", "export_model.py",
-                                              "Python (*.py)")
-        if path:
-            Path(path).write_text(self.text.toPlainText(), encoding="utf-8")
-
-
-class LogView(QPlainTextEdit):
-    """Everything the worker said, newest at the bottom (bounded)."""
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setReadOnly(True)
-        self.setMaximumBlockCount(20000)
-        self.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
-        _mono(self)
-
-    def add(self, line: str) -> None:
-        bar = self.verticalScrollBar()
-        at_end = bar.value() >= bar.maximum() - 4
-        self.appendPlainText(line.rstrip("\n"))
-        if at_end:
-            bar.setValue(bar.maximum())
-
-
-def resolve_source(source: str, *folders: Path) -> tuple[Path | None, int | None]:
-    """Find the file of a 'file:line' warning source among the candidate folders."""
-    file, line = split_source(source)
-    if not file:
-        return None, line
-    path = Path(file)
-    candidates = [path] if path.is_absolute() else [f / path for f in folders]
-    for candidate in candidates:
-        if candidate.is_file():
-            return candidate, line
-    return None, line
-

@@ -1,13 +1,18 @@
 """The bar under the form: output file, why Export is disabled, progress, Export / Validate /
-Cancel (the progress bar and Cancel serve a validation job as well as an export)."""
+Cancel (the progress bar and Cancel serve a validation job as well as an export).
+
+A view of the session: its buttons call the session's jobs, its progress follows them.
+"""
 
 from __future__ import annotations
 
 import html
 import time
+from pathlib import Path
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
+    QFileDialog,
     QHBoxLayout,
     QLabel,
     QLineEdit,
@@ -17,7 +22,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app import marks, theme
+from app import theme
+from app.form import marks
+from app.outcomes import ExportOutcome, JobStart, ValidationOutcome
+from app.recipes import relative_source
+from app.session import ExportSession
 
 EXPORT_TIP = "Export the model (Ctrl+E)"
 OUTPUT_TIP = ("Where the .onnx file is written (relative to the recipe's folder); it only "
@@ -27,16 +36,10 @@ OUTPUT_TIP = ("Where the .onnx file is written (relative to the recipe's folder)
 class ExportBar(QWidget):
     """States: idle (Export enabled unless there are problems), running, done, failed."""
 
-    exportClicked = Signal()
-    validateClicked = Signal()
-    cancelClicked = Signal()
-    outputEdited = Signal(str)
-    browseClicked = Signal()
-
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, session: ExportSession, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.session = session
         self.dark = False
-        self.running = False
         self._started_at = 0.0
         self.output = QLineEdit()
         self.output.setToolTip(OUTPUT_TIP)
@@ -83,12 +86,41 @@ class ExportBar(QWidget):
         layout.addLayout(row)
         layout.addWidget(self.stage)
 
-        self.output.editingFinished.connect(
-            lambda: self.outputEdited.emit(self.output.text().strip()))
-        self.output_browse.clicked.connect(self.browseClicked)
-        self.export_button.clicked.connect(self.exportClicked)
-        self.validate_button.clicked.connect(self.validateClicked)
-        self.cancel_button.clicked.connect(self.cancelClicked)
+        self.output.editingFinished.connect(self._output_edited)
+        self.output_browse.clicked.connect(self._browse_output)
+        self.export_button.clicked.connect(session.start_export)
+        self.validate_button.clicked.connect(session.start_validation)
+        self.cancel_button.clicked.connect(session.cancel)
+        session.recipeChanged.connect(self._show_output)
+        session.recipeEdited.connect(self._recipe_edited)
+        session.readinessChanged.connect(self._readiness_changed)
+        session.aboutToRun.connect(self._output_edited)  # Ctrl+E while typing the path
+        for started in (session.exportStarted, session.validationStarted):
+            started.connect(self._job_started)
+        for progress in (session.exportProgress, session.validationProgress):
+            progress.connect(self.set_progress)
+        session.exportFinished.connect(self._export_finished)
+        session.validationFinished.connect(self._validation_finished)
+
+    # ----------------------------------------------------------------- the output file
+
+    def _show_output(self) -> None:
+        self.set_output(self.session.recipe.export.output)
+
+    def _recipe_edited(self, part: str, origin: object) -> None:
+        if part == "output" and origin is not self:
+            self._show_output()
+
+    def _output_edited(self) -> None:
+        self.session.set_output(self.output.text().strip(), self)
+
+    def _browse_output(self) -> None:
+        recipe = self.session.recipe
+        path, _ = QFileDialog.getSaveFileName(self, "ONNX file", str(recipe.output_path),
+                                              "ONNX (*.onnx)")
+        if path:
+            self.output.setText(relative_source(Path(path), recipe.base_dir))
+            self._output_edited()
 
     def set_output(self, text: str) -> None:
         if self.output.text() != text:
@@ -110,10 +142,49 @@ class ExportBar(QWidget):
             self.problem_label.setText("")
             self.export_button.setToolTip(EXPORT_TIP)
         self.problem_label.setVisible(bool(problems))
-        self.export_button.setEnabled(not problems and not self.running)
+        self.export_button.setEnabled(not problems and not self.session.busy)
+
+    def _readiness_changed(self) -> None:
+        self.show_problems(self.session.problems)
+        self.validate_button.setEnabled(not self.session.validate_reason)
+        self.validate_button.setToolTip(self.session.validate_tip())
+
+    # ----------------------------------------------------------------- a job
+
+    def _job_started(self, start: JobStart) -> None:
+        self.start(start.worker_ready)
+
+    def _export_finished(self, outcome: ExportOutcome) -> None:
+        seconds = self.seconds()
+        error = outcome.error
+        report = outcome.report
+        if outcome.ok:
+            self.finish(True, f"Done in {seconds:.1f} s.")
+        elif error is not None and error.kind == "validation" and report is not None \
+                and report.validation is not None:
+            # the file was written; it computes something else than the model
+            self.finish(False, "Exported, but the validation failed; the Validation tab "
+                        "shows where.", "Validation failed")
+        else:
+            title = {"cancelled": "Cancelled", "worker_crashed": "The worker crashed"}.get(
+                error.kind if error else "export", "Export failed")
+            self.finish(False, f"{title}; the Summary tab says why.")
+
+    def _validation_finished(self, outcome: ValidationOutcome) -> None:
+        seconds = self.seconds()
+        if outcome.validation is not None:
+            ok = outcome.ok
+            self.finish(ok, f"Validation passed in {seconds:.1f} s." if ok else
+                        "Validation failed; the Validation tab shows which trials and outputs.",
+                        "Validation failed")
+            if ok:
+                self.progress.setFormat("Validated")
+            return
+        title = {"cancelled": "Validation cancelled", "worker_crashed": "The worker crashed"}.get(
+            outcome.error.kind if outcome.error else "", "Validation could not run")
+        self.finish(False, f"{title}; the Validation tab says why.", title)
 
     def start(self, worker_ready: bool) -> None:
-        self.running = True
         self.progress.setValue(0)
         self.progress.setFormat("%p%")
         self.stage.setText("Starting…" if worker_ready else "Waiting for the worker…")
@@ -134,7 +205,6 @@ class ExportBar(QWidget):
     def finish(self, ok: bool, text: str, failed_format: str = "Not exported") -> None:
         """Stop the clock; `text` goes under the bar ("Done in 3.1 s." or why it failed) and
         `failed_format` in the bar when it failed."""
-        self.running = False
         self.timer.stop()
         self._tick()
         self.cancel_button.setEnabled(False)

@@ -1,11 +1,12 @@
-"""The Model group: source file or example, candidates found in a .py, kwargs, checkpoint."""
+"""The Model group: source file or example, candidates found in a .py, kwargs, checkpoint.
+
+A view of the session's `recipe.model`: it shows the model description the session found and
+writes every edit back through the session.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -21,28 +22,23 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app import marks
+from app.form import marks
 from app.recipes import ExampleRecipe, format_table, parse_table
-from engine.recipe import Recipe
+from app.session import ExportSession
+from engine.protocol import Candidate, SourceDescription
 
 MODEL_FILTER = "Models (*.py *.pt2 *.pt *.pth);;All files (*)"
 CHECKPOINT_FILTER = "Checkpoints (*.pt *.pth *.bin *.safetensors);;All files (*)"
 
 
 class ModelForm(QGroupBox):
-    """A view of `recipe.model`; edits write straight into it and emit `changed`."""
+    """A view of the session's `recipe.model`; edits go through the session."""
 
-    changed = Signal()
-    describeRequested = Signal(str)  # the source text, when it names a .py file
-    exampleChosen = Signal(object)  # ExampleRecipe
-    candidateChosen = Signal(object)  # candidate dict: {"name", "kind", "params", "doc"}
-
-    def __init__(self, recipe: Recipe, parent: QWidget | None = None) -> None:
+    def __init__(self, session: ExportSession, parent: QWidget | None = None) -> None:
         super().__init__("Model", parent)
-        self.recipe = recipe
-        self.parse_errors: dict[str, str] = {}
+        self.session = session
         self.dark = False
-        self._candidates: list[dict[str, Any]] = []
+        self._candidates: list[Candidate] = []
 
         self.source = QLineEdit()
         self.source.setPlaceholderText("net.py:Net, model.pt2, scripted.pt or example:alexnet")
@@ -105,18 +101,33 @@ class ModelForm(QGroupBox):
         self.trust.toggled.connect(self._flags_edited)
         self.script.toggled.connect(self._flags_edited)
         self.set_candidates([], [], None)
+        session.recipeChanged.connect(self.refresh)
+        session.recipeEdited.connect(self._recipe_edited)
+        session.descriptionChanged.connect(self._description_changed)
+        session.readinessChanged.connect(self._readiness_changed)
 
-    # ----------------------------------------------------------------- recipe -> form
+    # ----------------------------------------------------------------- session -> form
 
-    def set_recipe(self, recipe: Recipe) -> None:
-        self.recipe = recipe
-        self.parse_errors.clear()
-        self.refresh()
+    def _recipe_edited(self, part: str, origin: object) -> None:
+        if part == "model" and origin is not self:
+            self.refresh()
+
+    def _readiness_changed(self) -> None:
+        self.mark(self.session.problems)
+
+    def _description_changed(self, description: SourceDescription | None) -> None:
+        if description is None:
+            self.set_candidates([], [], None)
+        else:
+            self.set_candidates(list(description.candidates),
+                                list(description.forward_params), description.error)
 
     def refresh(self) -> None:
-        spec = self.recipe.model
-        for widget, text in ((self.source, spec.source), (self.kwargs, format_table(spec.kwargs)),
-                             (self.checkpoint, spec.checkpoint or "")):
+        spec = self.session.recipe.model
+        shown = [(self.source, spec.source), (self.checkpoint, spec.checkpoint or "")]
+        if "model.kwargs" not in self.session.parse_errors:  # the text being fixed stays
+            shown.append((self.kwargs, format_table(spec.kwargs)))
+        for widget, text in shown:
             if widget.text() != text:
                 widget.setText(text)
         for box, value in ((self.trust, spec.trust_pickle), (self.script, spec.script)):
@@ -132,23 +143,23 @@ class ModelForm(QGroupBox):
             self.examples.setItemData(self.examples.count() - 1, example.description,
                                       Qt.ItemDataRole.ToolTipRole)
 
-    def set_candidates(self, candidates: list[dict[str, Any]], forward: list[str],
+    def set_candidates(self, candidates: list[Candidate], forward: list[str],
                        error: str | None) -> None:
         """Show what the describe job found in the source file."""
         self._candidates = candidates
         self.candidates.clear()
         for cand in candidates:
-            params = ", ".join(cand.get("params", []))
-            doc = (cand.get("doc") or "").strip().splitlines()
-            text = f"{cand['name']}({params})  — {cand.get('kind', 'class')}"
+            params = ", ".join(cand.params)
+            doc = (cand.doc or "").strip().splitlines()
+            text = f"{cand.name}({params})  — {cand.kind or 'class'}"
             if doc:
                 text += f" — {doc[0]}"
             item = QListWidgetItem(text)
             item.setData(Qt.ItemDataRole.UserRole, cand)
             self.candidates.addItem(item)
-        chosen = self.recipe.model.source.rpartition(":")[2]
+        chosen = self.session.recipe.model.source.rpartition(":")[2]
         for row in range(self.candidates.count()):
-            if self._candidates[row]["name"] == chosen:
+            if self._candidates[row].name == chosen:
                 self.candidates.setCurrentRow(row)
         shown = bool(candidates)
         self.candidates.setVisible(shown)
@@ -161,7 +172,7 @@ class ModelForm(QGroupBox):
             self.forward_label.setText("")
         self.forward_label.setVisible(bool(error or forward))
 
-    # ----------------------------------------------------------------- form -> recipe
+    # ----------------------------------------------------------------- form -> session
 
     def set_source(self, text: str) -> None:
         """Set the model source (from a dialog, a drop or a candidate) and describe it."""
@@ -169,23 +180,10 @@ class ModelForm(QGroupBox):
         self._source_edited()
 
     def _source_edited(self) -> None:
-        text = self.source.text().strip()
-        if text == self.recipe.model.source:
-            return
-        self.recipe.model.source = text
-        self.changed.emit()
-        self.request_describe()
-
-    def request_describe(self) -> None:
-        text = self.recipe.model.source
-        file = text.rpartition(":")[0] if ".py:" in text else text
-        if file.endswith(".py"):
-            self.describeRequested.emit(file)
-        else:
-            self.set_candidates([], [], None)
+        self.session.set_source(self.source.text().strip(), self)
 
     def _browse_source(self) -> None:
-        start = str(self.recipe.base_dir)
+        start = str(self.session.recipe.base_dir)
         path, _ = QFileDialog.getOpenFileName(self, "Model file", start, MODEL_FILTER)
         if path:
             self.set_source(path)
@@ -194,45 +192,37 @@ class ModelForm(QGroupBox):
         example = self.examples.itemData(index)
         self.examples.setCurrentIndex(0)
         if example is not None:
-            self.exampleChosen.emit(example)
+            self.session.load_example(example.path)
 
     def _candidate_activated(self, item: QListWidgetItem) -> None:
-        cand = item.data(Qt.ItemDataRole.UserRole)
-        source = self.recipe.model.source
-        file = source.rpartition(":")[0] if ".py:" in source else source
-        new = f"{file}:{cand['name']}"
-        if new != source:
-            self.recipe.model.source = new
-            self.source.setText(new)
-            self.changed.emit()
-        self.candidateChosen.emit(cand)
+        self.session.choose_candidate(item.data(Qt.ItemDataRole.UserRole))
 
     def _kwargs_edited(self) -> None:
-        try:
-            values = parse_table(self.kwargs.text())
-        except ValueError as exc:
-            self.parse_errors["model.kwargs"] = f"Arguments: {exc}."
-        else:
-            self.parse_errors.pop("model.kwargs", None)
-            self.recipe.model.kwargs = values
-        self.changed.emit()
+        with self.session.edit("model", self) as recipe:
+            try:
+                values = parse_table(self.kwargs.text())
+            except ValueError as exc:
+                self.session.set_parse_error("model.kwargs", f"Arguments: {exc}.")
+            else:
+                self.session.set_parse_error("model.kwargs", None)
+                recipe.model.kwargs = values
 
     def _checkpoint_edited(self) -> None:
-        text = self.checkpoint.text().strip()
-        self.recipe.model.checkpoint = text or None
-        self.changed.emit()
+        with self.session.edit("model", self) as recipe:
+            recipe.model.checkpoint = self.checkpoint.text().strip() or None
 
     def _browse_checkpoint(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Checkpoint", str(self.recipe.base_dir),
+        path, _ = QFileDialog.getOpenFileName(self, "Checkpoint",
+                                              str(self.session.recipe.base_dir),
                                               CHECKPOINT_FILTER)
         if path:
             self.checkpoint.setText(path)
             self._checkpoint_edited()
 
     def _flags_edited(self) -> None:
-        self.recipe.model.trust_pickle = self.trust.isChecked()
-        self.recipe.model.script = self.script.isChecked()
-        self.changed.emit()
+        with self.session.edit("model", self) as recipe:
+            recipe.model.trust_pickle = self.trust.isChecked()
+            recipe.model.script = self.script.isChecked()
 
     # ----------------------------------------------------------------- problems
 
@@ -245,11 +235,3 @@ class ModelForm(QGroupBox):
                    self.dark)
         marks.mark(self.trust, problems.get("model.trust_pickle"), self.dark,
                    "Loading a pickled module runs code from the file")
-
-
-def relative_source(path: Path, base: Path) -> str:
-    """Show a path relative to the recipe folder when it is inside it."""
-    try:
-        return str(path.resolve().relative_to(base.resolve()))
-    except ValueError:
-        return str(path)

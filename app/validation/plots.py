@@ -15,7 +15,7 @@ from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
 
-from app.validation_common import is_dark
+from app.validation.common import is_dark
 
 # More points than this add nothing visible and make every repaint slower; the file keeps up
 # to 100k per output, evenly spaced, so an even subset of them is still even.

@@ -1,7 +1,7 @@
 """Per-node errors of a validation (`intermediates`): worst first, the first divergent marked.
 
-"Show on graph" asks the window to colour the Graph tab's nodes by their max abs diff and to
-centre the chosen node (or the first divergent one).
+"Show on graph" asks for the Graph tab's nodes to be coloured by their max abs diff and for
+the chosen node (or the first divergent one) to be centred.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from app.validation_common import (
+from app.validation.common import (
     add_row,
     make_table,
     number,

@@ -1,11 +1,14 @@
 """The Options group: exporter, opset, export type, training, folding, data, device, extras,
-and the [validate] settings (tolerances, random draws, other sizes, per-node comparison)."""
+and the [validate] settings (tolerances, random draws, other sizes, per-node comparison).
+
+A view of the session's `recipe.export` and `recipe.validate`; the opset and device lists
+follow what the worker reports it can do (the session's capabilities).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -21,15 +24,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app import marks, theme
+from app import theme
+from app.form import marks
 from app.recipes import format_table, parse_table
-from engine.recipe import (
-    EXPORTERS,
-    EXTERNAL_DATA,
-    OPERATOR_EXPORT_TYPES,
-    TRAINING_MODES,
-    Recipe,
-)
+from app.session import ExportSession
+from engine.protocol import DevicesResult
+from engine.recipe import EXPORTERS, EXTERNAL_DATA, OPERATOR_EXPORT_TYPES, TRAINING_MODES, Recipe
 
 # Until the worker reports what the installed torch writes (the `devices` job), these ranges
 # (torch 2.13) fill the opset list.
@@ -48,15 +48,12 @@ def format_float(value: float) -> str:
 
 
 class OptionsForm(QGroupBox):
-    """A view of `recipe.export` and `recipe.validate` (providers aside)."""
+    """A view of the session's `recipe.export` and `recipe.validate` (providers aside)."""
 
-    changed = Signal()
-
-    def __init__(self, recipe: Recipe, parent: QWidget | None = None) -> None:
+    def __init__(self, session: ExportSession, parent: QWidget | None = None) -> None:
         super().__init__("Options", parent)
-        self.recipe = recipe
+        self.session = session
         self.dark = False
-        self.parse_errors: dict[str, str] = {}
         self.capabilities: dict[str, Any] = dict(FALLBACK_CAPABILITIES)
         self._filling = False
 
@@ -173,13 +170,24 @@ class OptionsForm(QGroupBox):
         self.extensions.editingFinished.connect(self._edited)
         self.extensions_browse.clicked.connect(self._add_extension)
         self.refresh()
+        session.recipeChanged.connect(self.refresh)
+        session.recipeEdited.connect(self._recipe_edited)
+        session.capabilitiesChanged.connect(self._capabilities_changed)
+        session.readinessChanged.connect(self._readiness_changed)
 
-    # ----------------------------------------------------------------- recipe -> form
+    # ----------------------------------------------------------------- session -> form
 
-    def set_recipe(self, recipe: Recipe) -> None:
-        self.recipe = recipe
-        self.parse_errors.clear()
-        self.refresh()
+    def _recipe_edited(self, part: str, origin: object) -> None:
+        if part == "options" and origin is not self:
+            self.refresh()
+
+    def _readiness_changed(self) -> None:
+        self.mark(self.session.problems)
+
+    def _capabilities_changed(self, result: DevicesResult) -> None:
+        self.set_capabilities({"devices": result.devices, "opsets": result.opsets,
+                               "default_opset": result.default_opset,
+                               "ort_max_opset": result.ort_max_opset})
 
     def set_capabilities(self, info: dict[str, Any]) -> None:
         """Use what the worker reported: devices, opset ranges, onnxruntime's max opset."""
@@ -187,7 +195,8 @@ class OptionsForm(QGroupBox):
         self.refresh()
 
     def refresh(self) -> None:
-        opts = self.recipe.export
+        opts = self.session.recipe.export
+        parse_errors = self.session.parse_errors
         self._filling = True
         try:
             self.exporter.setCurrentText(opts.exporter)
@@ -205,17 +214,17 @@ class OptionsForm(QGroupBox):
             self.params.setChecked(opts.export_params)
             self.keep_inits.setChecked(opts.keep_initializers_as_inputs)
             self.optimize.setChecked(opts.optimize)
-            checks = self.recipe.validate
+            checks = self.session.recipe.validate
             self.validate.setChecked(checks.enabled)
             self.dynamic_sizes.setChecked(checks.dynamic_sizes)
             self.intermediates.setChecked(checks.intermediates)
             self.random_trials.setValue(checks.random_trials)
             for edit, key, value in ((self.rtol, "validate.rtol", checks.rtol),
                                      (self.atol, "validate.atol", checks.atol)):
-                if key not in self.parse_errors:
+                if key not in parse_errors:  # the text being fixed stays
                     edit.setText(format_float(value))
             self.seed.setValue(opts.seed)
-            if "export.custom_opsets" not in self.parse_errors:
+            if "export.custom_opsets" not in parse_errors:
                 self.custom_opsets.setText(format_table(dict(opts.custom_opsets)))
             self.extensions.setText("; ".join(opts.extensions))
         finally:
@@ -223,7 +232,7 @@ class OptionsForm(QGroupBox):
         self._update_enabled()
 
     def _fill_opsets(self) -> None:
-        opts = self.recipe.export
+        opts = self.session.recipe.export
         low, high = self.capabilities["opsets"].get(opts.exporter, [7, 23])
         default = self.capabilities["default_opset"].get(opts.exporter)
         self.opset.clear()
@@ -237,7 +246,7 @@ class OptionsForm(QGroupBox):
         self.opset.setCurrentIndex(max(index, 0))
 
     def _update_enabled(self) -> None:
-        torchscript = self.recipe.export.exporter == "torchscript"
+        torchscript = self.session.recipe.export.exporter == "torchscript"
         self.export_type.setEnabled(torchscript)
         self.export_type.setToolTip("" if torchscript else
                                     "Only the torchscript exporter takes an export type")
@@ -252,7 +261,7 @@ class OptionsForm(QGroupBox):
         self._update_opset_warning()
 
     def _update_opset_warning(self) -> None:
-        opts = self.recipe.export
+        opts = self.session.recipe.export
         ort_max = self.capabilities.get("ort_max_opset")
         default = self.capabilities["default_opset"].get(opts.exporter)
         chosen = opts.opset if opts.opset is not None else default
@@ -267,12 +276,17 @@ class OptionsForm(QGroupBox):
         self.opset_warning.setStyleSheet(f"color: {theme.warning_text(self.dark)};")
         self.opset_warning.setVisible(bool(messages))
 
-    # ----------------------------------------------------------------- form -> recipe
+    # ----------------------------------------------------------------- form -> session
 
     def _edited(self) -> None:
         if self._filling:
             return
-        opts = self.recipe.export
+        with self.session.edit("options", self) as recipe:
+            self._write(recipe)
+
+    def _write(self, recipe: Recipe) -> None:
+        """Read every field into `recipe` (inside the session's edit)."""
+        opts = recipe.export
         exporter_changed = self.exporter.currentText() != opts.exporter
         opts.exporter = self.exporter.currentText()
         opts.opset = None if exporter_changed else self.opset.currentData()
@@ -287,24 +301,23 @@ class OptionsForm(QGroupBox):
         opts.keep_initializers_as_inputs = self.keep_inits.isChecked()
         opts.optimize = self.optimize.isChecked()
         opts.seed = self.seed.value()
-        self._edited_validate()
+        self._write_validate(recipe)
         try:
             table = parse_table(self.custom_opsets.text())
             if not all(isinstance(v, int) and not isinstance(v, bool) for v in table.values()):
                 raise ValueError("each version must be a whole number")
             opts.custom_opsets = {k: int(v) for k, v in table.items()}  # type: ignore[call-overload]
-            self.parse_errors.pop("export.custom_opsets", None)
+            self.session.set_parse_error("export.custom_opsets", None)
         except ValueError as exc:
-            self.parse_errors["export.custom_opsets"] = f"Custom opsets: {exc}."
+            self.session.set_parse_error("export.custom_opsets", f"Custom opsets: {exc}.")
         opts.extensions = [p.strip() for p in self.extensions.text().split(";") if p.strip()]
         if exporter_changed:
             self.refresh()
         else:
             self._update_enabled()
-        self.changed.emit()
 
-    def _edited_validate(self) -> None:
-        checks = self.recipe.validate
+    def _write_validate(self, recipe: Recipe) -> None:
+        checks = recipe.validate
         checks.enabled = self.validate.isChecked()
         checks.dynamic_sizes = self.dynamic_sizes.isChecked()
         checks.intermediates = self.intermediates.isChecked()
@@ -315,19 +328,21 @@ class OptionsForm(QGroupBox):
                 if value != value or value in (float("inf"), float("-inf")):
                     raise ValueError
             except ValueError:
-                self.parse_errors[f"validate.{key}"] = (
+                self.session.set_parse_error(
+                    f"validate.{key}",
                     f"{key} must be a number such as 1e-3 (not {edit.text().strip()!r}).")
                 continue
-            self.parse_errors.pop(f"validate.{key}", None)
+            self.session.set_parse_error(f"validate.{key}", None)
             setattr(checks, key, value)
 
     def _add_extension(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Extension", str(self.recipe.base_dir),
+        path, _ = QFileDialog.getOpenFileName(self, "Extension",
+                                              str(self.session.recipe.base_dir),
                                               "Python (*.py)")
         if path:
-            self.recipe.export.extensions.append(path)
-            self.refresh()
-            self.changed.emit()
+            with self.session.edit("options", self) as recipe:
+                recipe.export.extensions.append(path)
+                self.refresh()
 
     def mark(self, problems: dict[str, str]) -> None:
         for widget, key in ((self.opset, "export.opset"),

@@ -1,7 +1,9 @@
 """Inputs and outputs tables: names, shapes, dtypes, fills and dynamic axes of a Recipe.
 
 A dynamic dimension is identified by its name: every tensor axis with the same name is one
-dimension, so shared names are tinted alike and listed under the tables.
+dimension, so shared names are tinted alike and listed under the tables. Both tables are views
+of the session's recipe: a cell's edit goes through the session, and a cell whose text does not
+parse keeps that text while the session holds why.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import hashlib
 import re
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -27,8 +29,10 @@ from PySide6.QtWidgets import (
 )
 
 from app import theme
-from app.dynamic_axes import DynamicAxesDialog
-from engine.recipe import DTYPES, FILLS, InputSpec, OutputSpec, Recipe
+from app.form import marks
+from app.form.dynamic_axes import DynamicAxesDialog
+from app.session import ExportSession
+from engine.recipe import DTYPES, FILLS, InputSpec, OutputSpec
 
 # The dtype list shows the canonical names; aliases in a loaded recipe are added on demand.
 MAIN_DTYPES = ("float32", "float16", "bfloat16", "float64", "int64", "int32", "int16", "int8",
@@ -103,15 +107,15 @@ def name_color(name: str, dark: bool) -> QColor:
 
 
 class _TensorTable(QGroupBox):
-    changed = Signal()
     columns: tuple[str, ...] = ()
     hints: tuple[str, ...] = ()  # per-column tooltip when the cell has no problem
+    part = ""  # the recipe part this table shows (app.session.PARTS)
 
-    def __init__(self, title: str, recipe: Recipe, parent: QWidget | None = None) -> None:
+    def __init__(self, title: str, session: ExportSession, parent: QWidget | None = None
+                 ) -> None:
         super().__init__(title, parent)
-        self.recipe = recipe
+        self.session = session
         self.dark = False
-        self.parse_errors: dict[str, str] = {}
         self._filling = False
         self.table = QTableWidget(0, len(self.columns))
         self.table.setHorizontalHeaderLabels(list(self.columns))
@@ -142,18 +146,25 @@ class _TensorTable(QGroupBox):
         self.remove_button.clicked.connect(self.remove_row)
         self.up_button.clicked.connect(lambda: self.move_row(-1))
         self.down_button.clicked.connect(lambda: self.move_row(1))
+        session.recipeChanged.connect(self.refresh)
+        session.recipeEdited.connect(self._recipe_edited)
+        session.readinessChanged.connect(self._readiness_changed)
 
     def items(self) -> list[Any]:
-        """The recipe's list this table shows (edited in place)."""
+        """The recipe's list this table shows (edited in place, inside the session's edit)."""
         raise NotImplementedError
 
     def prefix(self) -> str:
         raise NotImplementedError
 
-    def set_recipe(self, recipe: Recipe) -> None:
-        self.recipe = recipe
-        self.parse_errors.clear()
-        self.refresh()
+    def _recipe_edited(self, part: str, origin: object) -> None:
+        if part == self.part and origin is not self:
+            self.refresh()  # another party rewrote this table's rows (inputs named, say)
+        else:
+            self.paint_dynamic()  # names shared with the other table may have changed
+
+    def _readiness_changed(self) -> None:
+        self.mark(self.session.problems)
 
     def refresh(self) -> None:
         self._filling = True
@@ -188,17 +199,19 @@ class _TensorTable(QGroupBox):
             self.read_row(item.row())
 
     def read_row(self, row: int) -> None:
+        """Read row `row`'s cells into the recipe (through the session)."""
+        with self.session.edit(self.part, self):
+            self._read_row(row)
+
+    def _read_row(self, row: int) -> None:
         raise NotImplementedError
 
     def _error(self, key: str, sentence: str | None) -> None:
-        if sentence is None:
-            self.parse_errors.pop(key, None)
-        else:
-            self.parse_errors[key] = sentence
+        self.session.set_parse_error(key, sentence)
 
     def _clear_row_errors(self) -> None:
         # Row numbers shift on add/remove/move; stale parse errors are re-read from the cells.
-        self.parse_errors.clear()
+        self.session.clear_parse_errors(self.prefix() + "[")
 
     def add_row(self) -> None:
         raise NotImplementedError
@@ -207,21 +220,21 @@ class _TensorTable(QGroupBox):
         row = self.table.currentRow()
         items = self.items()
         if 0 <= row < len(items):
-            del items[row]
-            self._clear_row_errors()
-            self.refresh()
-            self.changed.emit()
+            with self.session.edit(self.part, self):
+                del items[row]
+                self._clear_row_errors()
+                self.refresh()
 
     def move_row(self, step: int) -> None:
         row = self.table.currentRow()
         items = self.items()
         other = row + step
         if 0 <= row < len(items) and 0 <= other < len(items):
-            items[row], items[other] = items[other], items[row]
-            self._clear_row_errors()
-            self.refresh()
-            self.table.selectRow(other)
-            self.changed.emit()
+            with self.session.edit(self.part, self):
+                items[row], items[other] = items[other], items[row]
+                self._clear_row_errors()
+                self.refresh()
+                self.table.selectRow(other)
 
     # ----------------------------------------------------------------- marks
 
@@ -231,7 +244,8 @@ class _TensorTable(QGroupBox):
     def paint_dynamic(self) -> None:
         """Tint dynamic names shared by several tensors alike and say who shares them."""
         users: dict[str, list[str]] = {}
-        specs: list[InputSpec | OutputSpec] = [*self.recipe.inputs, *self.recipe.outputs]
+        recipe = self.session.recipe
+        specs: list[InputSpec | OutputSpec] = [*recipe.inputs, *recipe.outputs]
         for spec in specs:
             for axis, name in sorted(spec.dynamic.items()):
                 users.setdefault(name, []).append(f"{spec.name}[{axis}]")
@@ -271,8 +285,6 @@ class _TensorTable(QGroupBox):
                     widget = self.table.cellWidget(row, col)
                     item = self.table.item(row, col)
                     if widget is not None:
-                        from app import marks
-
                         marks.mark(widget, sentence, self.dark)
                     elif item is not None and sentence:
                         item.setBackground(bad)
@@ -302,12 +314,14 @@ class _TensorTable(QGroupBox):
 class InputsTable(_TensorTable):
     """`recipe.inputs` in forward() order."""
 
+    part = "inputs"
+
     columns = ("Name", "Shape", "Dtype", "Fill", "Parameters", "Dynamic axes")
     hints = ("the graph input's name", "sizes such as 1x3x224x224; [] for a scalar", "", "",
              "low=, high= (rand, randint), value= (full), file= (file)")
 
-    def __init__(self, recipe: Recipe, parent: QWidget | None = None) -> None:
-        super().__init__("Inputs (in forward() order)", recipe, parent)
+    def __init__(self, session: ExportSession, parent: QWidget | None = None) -> None:
+        super().__init__("Inputs (in forward() order)", session, parent)
         self.axes_button = QPushButton("Dynamic axes…")
         self.axes_button.setToolTip("Toggle the selected input's axes dynamic and name them")
         self.axes_button.clicked.connect(lambda: self.edit_dynamic_axes(self.table.currentRow()))
@@ -318,7 +332,7 @@ class InputsTable(_TensorTable):
             self.table.setColumnWidth(col, width)
 
     def items(self) -> list[InputSpec]:
-        return self.recipe.inputs
+        return self.session.recipe.inputs
 
     def prefix(self) -> str:
         return "inputs"
@@ -354,8 +368,8 @@ class InputsTable(_TensorTable):
         self._set_text(row, 4, format_params(spec))
         self._set_text(row, 5, format_dynamic(spec.dynamic))
 
-    def read_row(self, row: int) -> None:
-        spec = self.recipe.inputs[row]
+    def _read_row(self, row: int) -> None:
+        spec = self.session.recipe.inputs[row]
         where = f"inputs[{row}]"
 
         def text(col: int) -> str:
@@ -386,61 +400,52 @@ class InputsTable(_TensorTable):
             self._error(f"{where}.dynamic", None)
         except ValueError as exc:
             self._error(f"{where}.dynamic", str(exc))
-        self.changed.emit()
 
     def add_row(self) -> None:
-        taken = {s.name for s in self.recipe.inputs}
-        n = len(self.recipe.inputs)
-        name = next(f"input_{i}" for i in range(n, n + 100) if f"input_{i}" not in taken)
-        self.recipe.inputs.append(InputSpec(name=name, shape=[1]))
-        self.refresh()
-        self.table.selectRow(len(self.recipe.inputs) - 1)
-        self.changed.emit()
+        with self.session.edit(self.part, self) as recipe:
+            taken = {s.name for s in recipe.inputs}
+            n = len(recipe.inputs)
+            name = next(f"input_{i}" for i in range(n, n + 100) if f"input_{i}" not in taken)
+            recipe.inputs.append(InputSpec(name=name, shape=[1]))
+            self.refresh()
+            self.table.selectRow(len(recipe.inputs) - 1)
 
     def edit_dynamic_axes(self, row: int) -> DynamicAxesDialog | None:
         """Open the per-axis toggles for input `row`; the recipe changes when it is accepted."""
-        if not 0 <= row < len(self.recipe.inputs):
-            row = 0 if self.recipe.inputs else -1
+        recipe = self.session.recipe
+        if not 0 <= row < len(recipe.inputs):
+            row = 0 if recipe.inputs else -1
         if row < 0:
             return None
-        spec = self.recipe.inputs[row]
-        known = list(self.recipe.dynamic_dims())
+        spec = recipe.inputs[row]
+        known = list(recipe.dynamic_dims())
         dialog = DynamicAxesDialog(spec.name, spec.shape, spec.dynamic, known, self)
 
         def apply() -> None:
-            spec.dynamic = dialog.dynamic()
-            self.parse_errors.pop(f"inputs[{row}].dynamic", None)
-            self.refresh()
-            self.changed.emit()
+            with self.session.edit(self.part, self):
+                spec.dynamic = dialog.dynamic()
+                self.session.set_parse_error(f"inputs[{row}].dynamic", None)
+                self.refresh()
 
         dialog.accepted.connect(apply)
         dialog.open()
         return dialog
 
-    def set_names(self, names: list[str]) -> None:
-        """Name the inputs after forward() parameters: rename by position, add missing rows."""
-        for i, name in enumerate(names):
-            if i < len(self.recipe.inputs):
-                self.recipe.inputs[i].name = name
-            else:
-                self.recipe.inputs.append(InputSpec(name=name, shape=[1]))
-        self._clear_row_errors()
-        self.refresh()
-        self.changed.emit()
-
 
 class OutputsTable(_TensorTable):
     """`recipe.outputs`: names and dynamic axes (the exporter names them output_N otherwise)."""
 
+    part = "outputs"
+
     columns = ("Name", "Dynamic axes")
     hints = ("the graph output's name, in the order forward() returns them",)
 
-    def __init__(self, recipe: Recipe, parent: QWidget | None = None) -> None:
-        super().__init__("Outputs", recipe, parent)
+    def __init__(self, session: ExportSession, parent: QWidget | None = None) -> None:
+        super().__init__("Outputs", session, parent)
         self.table.setColumnWidth(0, 160)
 
     def items(self) -> list[OutputSpec]:
-        return self.recipe.outputs
+        return self.session.recipe.outputs
 
     def prefix(self) -> str:
         return "outputs"
@@ -456,8 +461,8 @@ class OutputsTable(_TensorTable):
         self._set_text(row, 0, spec.name)
         self._set_text(row, 1, format_dynamic(spec.dynamic))
 
-    def read_row(self, row: int) -> None:
-        spec = self.recipe.outputs[row]
+    def _read_row(self, row: int) -> None:
+        spec = self.session.recipe.outputs[row]
         name = self.table.item(row, 0)
         dyn = self.table.item(row, 1)
         spec.name = name.text().strip() if name else ""
@@ -466,15 +471,14 @@ class OutputsTable(_TensorTable):
             self._error(f"outputs[{row}].dynamic", None)
         except ValueError as exc:
             self._error(f"outputs[{row}].dynamic", str(exc))
-        self.changed.emit()
 
     def add_row(self) -> None:
-        taken = {s.name for s in self.recipe.outputs}
-        n = len(self.recipe.outputs)
-        name = next(f"output_{i}" for i in range(n, n + 100) if f"output_{i}" not in taken)
-        self.recipe.outputs.append(OutputSpec(name=name))
-        self.refresh()
-        self.changed.emit()
+        with self.session.edit(self.part, self) as recipe:
+            taken = {s.name for s in recipe.outputs}
+            n = len(recipe.outputs)
+            name = next(f"output_{i}" for i in range(n, n + 100) if f"output_{i}" not in taken)
+            recipe.outputs.append(OutputSpec(name=name))
+            self.refresh()
 
 
 __all__ = ["DTYPES", "InputsTable", "OutputsTable", "parse_dynamic", "parse_shape"]

@@ -1,0 +1,86 @@
+"""FormPanel: the window's left side — a notice banner, the four forms and the export bar."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QScrollArea,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app import theme
+from app.form.export_bar import ExportBar
+from app.form.model_form import ModelForm
+from app.form.options_form import OptionsForm
+from app.form.tensor_tables import InputsTable, OutputsTable
+from app.session import ExportSession
+
+
+class Banner(QFrame):
+    """A one-line notice at the top of the form (settings reset, a recipe that did not load)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.label = QLabel()
+        self.label.setWordWrap(True)
+        close = QToolButton()
+        close.setText("✕")
+        close.setAutoRaise(True)
+        close.setToolTip("Dismiss")
+        close.clicked.connect(self.hide)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(8, 4, 4, 4)
+        layout.addWidget(self.label, 1)
+        layout.addWidget(close, 0, Qt.AlignmentFlag.AlignTop)
+        self.hide()
+
+    def show_message(self, text: str) -> None:
+        self.label.setText(text)
+        self.show()
+
+
+class FormPanel(QWidget):
+    """The form side of the window: every part is a view of the session's recipe."""
+
+    def __init__(self, session: ExportSession, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.banner = Banner()
+        self.model_form = ModelForm(session)
+        self.inputs_table = InputsTable(session)
+        self.outputs_table = OutputsTable(session)
+        self.options_form = OptionsForm(session)
+        self.forms = (self.model_form, self.inputs_table, self.outputs_table, self.options_form)
+        self.export_bar = ExportBar(session)
+        session.notice.connect(self.banner.show_message)
+
+        content = QWidget()
+        column = QVBoxLayout(content)
+        column.setContentsMargins(0, 0, 4, 0)
+        column.setSpacing(6)
+        for form in self.forms:
+            column.addWidget(form)
+        column.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(content)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+
+        side = QVBoxLayout(self)
+        side.setContentsMargins(6, 6, 0, 6)
+        side.addWidget(self.banner)
+        side.addWidget(scroll, 1)
+        side.addWidget(self.export_bar)
+        self.setMinimumWidth(520)
+
+    def set_dark(self, dark: bool) -> None:
+        """Mark problems in the colours of the dark (or light) palette from now on."""
+        for form in self.forms:
+            form.dark = dark
+        self.banner.setStyleSheet(f"Banner {{ background: {theme.error_background(dark)}; }}")

@@ -1,0 +1,143 @@
+"""The Graph tab: hosts the GraphBrowser, built only when first needed.
+
+The browser pulls in onnx and pyqtgraph, which would slow the window's first paint, so the tab
+starts as a placeholder and builds the browser after the window is up (or on first use);
+`preload_graph_modules` imports them on a background thread meanwhile. A view of the session:
+it shows the graph of the file the last export wrote or the last validation checked.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+
+from app.outcomes import ExportOutcome, ValidationOutcome
+from app.session import ExportSession
+
+if TYPE_CHECKING:
+    from app.graph.browser import GraphBrowser
+
+# pyqtgraph too: the Validation tab's parity plots need it as soon as a result arrives
+GRAPH_MODULES = ("numpy", "onnx", "engine.graph", "app.graph.browser", "pyqtgraph")
+
+
+def preload_graph_modules() -> threading.Thread:
+    """Import the graph view's dependencies off the GUI thread (class definitions only)."""
+
+    def work() -> None:
+        for name in GRAPH_MODULES:
+            try:
+                importlib.import_module(name)
+            except Exception:  # the Graph tab reports a missing piece when it is opened
+                return
+
+    thread = threading.Thread(target=work, name="preload-graph", daemon=True)
+    thread.start()
+    return thread
+
+_EMPTY = ("The graph of the exported file appears here after an export, or open any .onnx "
+          "file (Ctrl+O).")
+
+
+class GraphTab(QWidget):
+    """The GraphBrowser of one .onnx file, or a placeholder that says why there is none."""
+
+    def __init__(self, session: ExportSession, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.browser: GraphBrowser | None = None
+        self.placeholder = QLabel(_EMPTY)
+        self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.placeholder.setWordWrap(True)
+        self._layout = QVBoxLayout(self)
+        self._layout.setContentsMargins(0, 0, 0, 0)
+        self._layout.addWidget(self.placeholder)
+        self.loaded_path: Path | None = None
+        session.exportFinished.connect(self._export_finished)
+        session.validationFinished.connect(self._validation_finished)
+
+    def _export_finished(self, outcome: ExportOutcome) -> None:
+        report = outcome.report
+        # a file that was written, also one whose validation failed (it computes something else)
+        if outcome.output is not None and report is not None and (
+                report.ok or report.validation is not None):
+            QTimer.singleShot(0, lambda p=outcome.output: self.load_file(p))
+
+    def _validation_finished(self, outcome: ValidationOutcome) -> None:
+        onnx = outcome.onnx
+        if outcome.validation is not None and onnx is not None and self.loaded_path != onnx:
+            QTimer.singleShot(0, lambda: self.load_file(onnx))  # for "Show on graph"
+
+    def ensure_browser(self) -> GraphBrowser:
+        """The GraphBrowser, created (and its heavy imports done) on first call."""
+        if self.browser is None:
+            from app.graph.browser import GraphBrowser
+
+            self.browser = GraphBrowser(self)
+            self.browser.loadFailed.connect(self._show_failure)
+            self.browser.hide()
+            self._layout.addWidget(self.browser)
+        return self.browser
+
+    def load_file(self, path: Path) -> bool:
+        """Show the graph of `path`; False (and the reason in the tab) when it cannot."""
+        self.loaded_path = path
+        if not self.ensure_browser().load_file(str(path)):
+            return False
+        self._show_browser()
+        return True
+
+    def time_load(self, path: Path) -> tuple[float, int]:
+        """Load `path` and wait for the first paint: (seconds, nodes), for --exit-after-paint."""
+        from app.graph.timing import time_first_paint
+
+        self.loaded_path = path
+        browser = self.ensure_browser()
+        self._show_browser()
+        return time_first_paint(browser, path)
+
+    def node_count(self) -> int | None:
+        return self.browser.node_count() if self.browser is not None else None
+
+    def set_overlay(self, values: dict[str, float], label: str) -> bool:
+        """Colour the loaded graph's nodes by `values` (per ONNX node name); False when no
+        graph is loaded."""
+        browser = self.ensure_browser()
+        if browser.model is None:
+            return False
+        browser.set_overlay(values, label)
+        return True
+
+    def select_node(self, name: str) -> None:
+        """Select and centre the node called `name` ("" or an unknown name: nothing)."""
+        browser = self.browser
+        index = browser.model.node_by_name(name) if name and browser and browser.model else None
+        if browser is not None and index is not None:
+            browser.select_node(index)
+
+    def clear_overlay(self) -> None:
+        if self.browser is not None:
+            self.browser.clear_overlay()
+
+    def clear(self) -> None:
+        self.loaded_path = None
+        if self.browser is not None:
+            self.browser.hide()
+        self.placeholder.setText(_EMPTY)
+        self.placeholder.show()
+
+    def _show_browser(self) -> None:
+        assert self.browser is not None
+        self.browser.show()
+        self.placeholder.hide()
+
+    def _show_failure(self, reason: str) -> None:
+        name = self.loaded_path.name if self.loaded_path else "the file"
+        self.placeholder.setText(f"Could not show the graph of {name}: {reason}")
+        self.placeholder.show()
+        if self.browser is not None:
+            self.browser.hide()

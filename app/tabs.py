@@ -1,0 +1,81 @@
+"""ResultTabs: the window's right side, one tab per result view, and which of them shows.
+
+The tab shown follows the session's jobs: an export shows the Summary (a failed validation of
+it the Validation tab), a validation its tab; the Validation tab's per-node errors go onto
+the graph of the file that validation checked.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QTabWidget, QWidget
+
+from app.graph import GraphTab
+from app.outcomes import ExportOutcome, JobStart, ValidationOutcome
+from app.results import LogView, PythonView, SummaryView, WarningsView
+from app.session import ExportSession
+from app.validation import ValidationTab
+
+TABS = ("Summary", "Warnings", "Validation", "Graph", "Python", "Log")
+
+
+class ResultTabs(QTabWidget):
+    """Summary, Warnings, Validation, Graph, Python and Log: views of one session."""
+
+    statusMessage = Signal(str)  # a passing note for the status bar
+
+    def __init__(self, session: ExportSession, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.session = session
+        self.summary = SummaryView(session)
+        self.warnings = WarningsView(session)
+        self.validation = ValidationTab(session)
+        self.graph = GraphTab(session)
+        self.python = PythonView(session)
+        self.log = LogView(session)
+        for widget, name in zip((self.summary, self.warnings, self.validation, self.graph,
+                                 self.python, self.log), TABS, strict=True):
+            self.addTab(widget, name)
+        self.warnings.statusMessage.connect(self.statusMessage)
+        self.validation.showOnGraph.connect(self.show_on_graph)
+        self.validation.clearGraph.connect(self.graph.clear_overlay)
+        session.warningsChanged.connect(self._count_warnings)
+        session.exportStarted.connect(self._export_started)
+        session.exportFinished.connect(self._export_finished)
+        session.validationStarted.connect(self._validation_started)
+        session.validationFinished.connect(self._validation_finished)
+
+    def _count_warnings(self) -> None:
+        count = self.warnings.count()
+        self.setTabText(self.indexOf(self.warnings),
+                        f"Warnings ({count})" if count else "Warnings")
+
+    def _export_started(self, _start: JobStart) -> None:
+        self.setCurrentWidget(self.summary)
+
+    def _export_finished(self, outcome: ExportOutcome) -> None:
+        if outcome.ok:
+            return
+        report = outcome.report
+        exported = report is not None and report.validation is not None  # computes otherwise
+        self.setCurrentWidget(self.validation if exported else self.summary)
+
+    def _validation_started(self, _start: JobStart) -> None:
+        self.setCurrentWidget(self.validation)
+
+    def _validation_finished(self, _outcome: ValidationOutcome) -> None:
+        self.setCurrentWidget(self.validation)
+
+    def show_on_graph(self, values: dict[str, float], label: str, node: str = "") -> bool:
+        """Colour the Graph tab by per-node error of the session's last validation, switch to
+        it and centre `node`; False when that graph cannot be shown."""
+        result = self.session.validation_result
+        onnx = result.onnx if result is not None else None
+        if onnx is not None and self.graph.loaded_path != onnx and not self.graph.load_file(onnx):
+            self.statusMessage.emit(f"The graph of {onnx.name} cannot be shown.")
+            return False
+        if not self.graph.set_overlay(values, label):
+            return False
+        self.setCurrentWidget(self.graph)
+        self.graph.select_node(node)
+        return True

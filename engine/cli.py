@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
+import re
 import sys
+import tempfile
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -21,6 +24,7 @@ from engine import recipe as recipes
 from engine import shipped, torch_private
 from engine.errors import StudioError
 from engine.events import Events
+from engine.export.onnx_file import check_output_path
 from engine.paths import rebase_recipe_paths
 from engine.protocol import Error, ExportReport, InspectDocument, WarningItem, encode
 from engine.recipe import InputSpec, OutputSpec, Recipe
@@ -48,8 +52,11 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("source", nargs="?", help="model source, e.g. net.py:Net or example:lstm")
     export.add_argument("--recipe", help="recipe file (TOML)")
     export.add_argument("-o", "--output", help="output .onnx path")
-    export.add_argument("--input", action="append", default=[], metavar="NAME=SHAPE[:DTYPE]",
-                        help="an example input, e.g. x=10x3x224x224:float32 (repeat in order)")
+    export.add_argument("--input", action="append", default=[],
+                        metavar="NAME=SHAPE[:DTYPE[:FILL]]",
+                        help="an example input, e.g. x=10x3x224x224:float32 or "
+                        "attention_mask=2x8:int64:ones (repeat in forward() order); FILL is "
+                        f"{FILL_FORMS} (default auto: chosen from the name and dtype)")
     export.add_argument("--dynamic", action="append", default=[], metavar="NAME:AXIS=DIM",
                         help="a dynamic axis, e.g. x:0=batch (inputs or outputs)")
     export.add_argument("--output-name", action="append", default=[], metavar="NAME")
@@ -82,11 +89,22 @@ def _common(parser: argparse.ArgumentParser) -> None:
 # ---------------------------------------------------------------------------- recipe from flags
 
 
+FILL_FORMS = ("auto, randn, rand, rand(LOW,HIGH), randint(LOW,HIGH), zeros, ones, "
+              "full(VALUE), arange or file=PATH")
+_FILL_CALL = re.compile(r"(?P<name>[a-z]+)(?:\((?P<args>[^()]*)\))?")
+# how many numbers each fill takes in parentheses
+_FILL_ARGS = {"auto": (0,), "randn": (0,), "rand": (0, 2), "randint": (2,), "zeros": (0,),
+              "ones": (0,), "full": (1,), "arange": (0,)}
+
+
 def _parse_input(text: str) -> InputSpec:
+    """NAME=SHAPE[:DTYPE[:FILL]]; the fill keeps any further colons (file=C:/x.npy)."""
     name, sep, rest = text.partition("=")
     if not sep or not name:
-        raise RequestError(f"--input {text!r}: write NAME=SHAPE[:DTYPE], e.g. x=1x3x224x224.")
-    shape_text, _, dtype = rest.partition(":")
+        raise RequestError(f"--input {text!r}: write NAME=SHAPE[:DTYPE[:FILL]], e.g. "
+                           "x=1x3x224x224 or attention_mask=2x8:int64:ones.")
+    shape_text, _, tail = rest.partition(":")
+    dtype, _, fill_text = tail.partition(":")
     if shape_text in ("", "scalar"):
         shape: list[int] = []
     else:
@@ -95,7 +113,56 @@ def _parse_input(text: str) -> InputSpec:
         except ValueError:
             raise RequestError(f"--input {text!r}: the shape {shape_text!r} must be sizes "
                                "joined by x, e.g. 1x3x224x224.") from None
-    return InputSpec(name=name, shape=shape, dtype=dtype or "float32")
+    spec = InputSpec(name=name, shape=shape, dtype=dtype or "float32")
+    if fill_text:
+        for key, value in _parse_fill(fill_text, text).items():
+            setattr(spec, key, value)
+    return spec
+
+
+def _parse_fill(fill_text: str, text: str) -> dict[str, Any]:
+    """The InputSpec fields of a FILL: ones -> fill; randint(0,1000) -> fill, low, high;
+    full(5) -> fill, value; file=x.npy -> fill, file."""
+
+    def wrong(problem: str) -> RequestError:
+        return RequestError(f"--input {text!r}: {problem}; FILL is one of {FILL_FORMS}, e.g. "
+                            "attention_mask=2x8:int64:ones or input_ids=2x8:int64:"
+                            "randint(0,1000).")
+
+    fill_text = fill_text.strip()
+    if fill_text.startswith("file="):
+        path = fill_text.removeprefix("file=").strip()
+        if not path:
+            raise wrong("file= needs a path to a .npy or .pt file")
+        return {"fill": "file", "file": path}
+    match = _FILL_CALL.fullmatch(fill_text)
+    if match is None or match["name"] not in _FILL_ARGS:
+        raise wrong(f"{fill_text!r} is not a fill")
+    fill, args = match["name"], match["args"]
+    numbers = [] if args is None else [_number(a.strip(), wrong) for a in args.split(",")]
+    if len(numbers) not in _FILL_ARGS[fill]:
+        wanted = " or ".join(str(n) for n in _FILL_ARGS[fill])
+        raise wrong(f"{fill} takes {wanted} number(s) in parentheses, got {len(numbers)}")
+    if fill == "full":
+        return {"fill": fill, "value": numbers[0]}
+    if numbers:
+        low, high = numbers
+        if fill == "randint" and not all(float(n).is_integer() for n in numbers):
+            raise wrong(f"randint needs whole-number bounds, got {args}")
+        if low >= high:
+            raise wrong(f"LOW ({low}) must be below HIGH ({high})")
+        return {"fill": fill, "low": low, "high": high}
+    return {"fill": fill}
+
+
+def _number(text: str, wrong: Callable[[str], RequestError]) -> int | float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise wrong(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise wrong(f"{text!r} is not a finite number")
+    return int(value) if value.is_integer() and re.fullmatch(r"[+-]?\d+", text) else value
 
 
 def _apply_dynamic(recipe: Recipe, text: str) -> None:
@@ -130,6 +197,8 @@ def recipe_from_args(args: argparse.Namespace) -> Recipe:
         recipe.inputs = [_parse_input(t) for t in args.input]
     if args.output:
         recipe.export.output = os.path.abspath(args.output)
+    if args.validate:  # recorded, so a saved recipe validates too
+        recipe.validate.enabled = True
     if args.output_name:
         recipe.outputs = [OutputSpec(name=n) for n in args.output_name]
     for text in args.dynamic:
@@ -138,6 +207,9 @@ def recipe_from_args(args: argparse.Namespace) -> Recipe:
                         ("export_type", "operator_export_type"), ("device", "device")):
         if getattr(args, flag) is not None:
             setattr(recipe.export, field, getattr(args, flag))
+    # the output location before anything else: a wrong one is a `write` error, and no
+    # recipe is saved and nothing is exported
+    check_output_path(recipe.output_path)
     recipe.check()
     return recipe
 
@@ -151,6 +223,22 @@ def save_recipe_as(recipe: Recipe, path: Path) -> None:
         raise StudioError("write", f"Cannot save the recipe to {path}: "
                           f"{exc.strerror or exc}; choose another --save-recipe path.",
                           exit_code=2) from None
+
+
+def check_recipe_path(path: Path) -> None:
+    """Refuse, before any work, a --save-recipe path whose folder is missing or unwritable."""
+    folder = path.resolve().parent
+    problem = ("is a folder" if path.is_dir() else "" if folder.is_dir()
+               else f"its folder {folder} does not exist")
+    if not problem:
+        try:
+            with tempfile.TemporaryFile(dir=folder):
+                pass
+        except OSError as exc:
+            problem = f"{folder} does not accept new files ({exc.strerror or exc})"
+    if problem:
+        raise StudioError("write", f"Cannot save the recipe to {path}: {problem}; choose "
+                          "another --save-recipe path.", exit_code=2)
 
 
 # ---------------------------------------------------------------------------- progress
@@ -187,6 +275,10 @@ class Progress:
         if self.verbose:
             self._line(line)
 
+    def note(self, line: str) -> None:
+        """A line the user reads whether verbose or not."""
+        self._line(f"onnx-studio: {line}")
+
     def warning(self, item: dict[str, Any]) -> None:
         where = f"{item['source']}: " if item.get("source") else ""
         self._line(f"warning: {where}{item['category']}: {item['message'].splitlines()[0]}")
@@ -202,12 +294,37 @@ class Progress:
 
 
 def _cmd_export(args: argparse.Namespace, progress: Progress) -> ExportReport:
+    """Export (and validate); --save-recipe writes the request afterwards, every "auto" fill
+    replaced by the fill it resolved to once the model was loaded (as given when it was not)."""
     from engine.pipeline import export
+    from engine.source.inputs import ResolvedFill, with_fills
 
     recipe = recipe_from_args(args)
     if args.save_recipe:
-        save_recipe_as(recipe, Path(args.save_recipe))
-    return export(recipe, progress.events(), validate=True if args.validate else None)
+        check_recipe_path(Path(args.save_recipe))
+    resolved: list[list[ResolvedFill]] = []
+    report = export(recipe, progress.events(), validate=True if args.validate else None,
+                    on_fills=resolved.append)
+    if resolved and not progress.verbose:  # verbose: the export's log line says it
+        _show_fills(recipe, resolved[0], progress)
+    if args.save_recipe:
+        try:
+            save_recipe_as(with_fills(recipe, resolved[0]) if resolved else recipe,
+                           Path(args.save_recipe))
+        except StudioError as err:
+            if report.ok:  # the export stands; the missing recipe is the failure to report
+                err.exit_code = 1
+                report.fail(err)
+    return report
+
+
+def _show_fills(recipe: Recipe, fills: list[Any], progress: Progress) -> None:
+    """One line on standard error naming the fill each "auto" input got, and why."""
+    chosen = [f"{spec.name} {fill.text} ({fill.reason})"
+              for spec, fill in zip(recipe.inputs, fills, strict=True)
+              if spec.fill == recipes.AUTO_FILL]
+    if chosen:
+        progress.note("inputs filled automatically: " + "; ".join(chosen))
 
 
 def _cmd_validate(args: argparse.Namespace, progress: Progress) -> ExportReport:
@@ -248,12 +365,17 @@ def _print_report(report: ExportReport, out: TextIO) -> None:
     if report.validation:
         for o in report.validation.outputs:
             verdict = "ok" if o.passed else "FAILED"
-            out.write(f"  {o.name}: max abs {o.max_abs_diff}, "
-                      f"max rel {o.max_rel_diff} {verdict}\n")
+            out.write(f"  {o.name}: max abs {_metric(o.max_abs_diff)}, "
+                      f"max rel {_metric(o.max_rel_diff)} {verdict}\n")
         for t in report.validation.trials:
             if not t.ok:
                 out.write(f"  trial {t.kind} {t.sizes if t.sizes is not None else ''} failed: "
                           f"{t.message or ''}\n")
+
+
+def _metric(value: float | None) -> str:
+    """A metric for the text report: "—" when it was not computed (never 0)."""
+    return "—" if value is None else f"{value:.3g}"
 
 
 def _error_document(err: StudioError, warnings: list[WarningItem]) -> ExportReport:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+import traceback
+
 # error.kind values of the JSON contract, and the exit status each one maps to:
 # 2 when the request itself is wrong, 1 when the export or the validation failed.
 KINDS = {
@@ -18,9 +21,32 @@ KINDS = {
 }
 
 
+# Terminal control sequences: CSI (colours such as "\x1b[96m", cursor moves), OSC (titles,
+# links; ended by BEL or ST) and the two-byte escapes; then any stray ESC.
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]"       # CSI: colours, cursor moves
+                   r"|\x1b[ -/]+[0-~]"               # nF: character set choices
+                   r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"  # OSC: titles, links
+                   r"|\x1b[@-Z\\-_]|\x1b")           # two-byte escapes, a stray ESC
+
+
+def plain(text: str) -> str:
+    """`text` without terminal colour codes and other escape sequences.
+
+    Every text captured from torch or the model (messages, hints, details, warnings, log
+    lines) goes through this before it reaches the user: torch colours its own errors.
+    """
+    return _ANSI.sub("", text) if "\x1b" in text else text
+
+
+def chain_text(exc: BaseException) -> str:
+    """The full exception chain as text (traceback.format_exception: the causes and the
+    contexts, each with its traceback), without colour codes: an error's `details`."""
+    return plain("".join(traceback.format_exception(exc)))
+
+
 def one_line(exc: BaseException, limit: int = 300) -> str:
     """An exception as one short line for a sentence: its first non-empty line, no final '.'."""
-    for line in str(exc).splitlines():
+    for line in plain(str(exc)).splitlines():
         line = line.strip().rstrip(".")
         if line:
             return line if len(line) <= limit else line[: limit - 3] + "..."
@@ -44,12 +70,27 @@ class StudioError(Exception):
     ) -> None:
         if kind not in KINDS:
             raise ValueError(f"unknown error kind {kind!r}")
+        message, hint = plain(message), plain(hint)
         super().__init__(message)
         self.kind = kind
         self.message = message
         self.hint = hint
         self.unsupported_ops = list(unsupported_ops or [])
-        self.details = details  # traceback or exporter output; shown on request only
+        self.details = details  # the exception chain or exporter output; shown on request
         # A kind's usual status, unless this case says otherwise (an output path under a
         # regular file is a wrong request, while a full disk during the write is a failure).
         self.exit_code = KINDS[kind] if exit_code is None else exit_code
+
+    @property
+    def details(self) -> str:
+        """The full cause: as given, else this error's own exception chain when it was raised
+        while handling another exception (`raise StudioError(...) from exc`, or inside an
+        `except` block without `from None`); "" when there is no cause to show."""
+        if self._details:
+            return self._details
+        cause = self.__cause__ or (None if self.__suppress_context__ else self.__context__)
+        return chain_text(cause) if cause is not None else ""
+
+    @details.setter
+    def details(self, value: str) -> None:
+        self._details = plain(value or "")

@@ -8,28 +8,46 @@ from __future__ import annotations
 
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from engine.errors import StudioError, one_line
 from engine.events import Events
 from engine.export.exporter import export_model
+from engine.export.onnx_file import check_output_path
 from engine.graph.summary import summarize
 from engine.protocol import ExportReport, Graph, Validation
-from engine.recipe import Recipe
+from engine.recipe import AUTO_FILL, Recipe
+from engine.source.inputs import ResolvedFill, resolve_fills
+from engine.validation.validator import exit_sentence, failure_hint
 from engine.validation.validator import validate as run_validation
-
-_VALIDATION_HINT = ("Compare the per-output numbers; loosen rtol/atol if the differences are "
-                    "rounding, otherwise look for values baked in at export time (see Warnings).")
 
 
 def export(recipe: Recipe, events: Events | None = None, *, validate: bool | None = None,
-           plot_dir: Path | None = None) -> ExportReport:
+           plot_dir: Path | None = None,
+           on_fills: Callable[[list[ResolvedFill]], None] | None = None) -> ExportReport:
     """Export the recipe's model; with `validate` (default: the recipe's), run ONNX Runtime too
-    and keep the plot data in `plot_dir` (default: beside the .onnx file)."""
+    and keep the plot data in `plot_dir` (default: beside the .onnx file).
+
+    The output location is checked first (a `write` error, exit status 2, before any work).
+    `on_fills` receives the fill each input got (engine.source.inputs.resolve_fill, with the
+    loaded model) once the model is loaded; it is not called when loading failed.
+    """
     events = events or Events()
     validate = recipe.validate.enabled if validate is None else validate
+    try:
+        check_output_path(recipe.output_path)
+    except StudioError as err:
+        return ExportReport(output=str(recipe.output_path)).fail(err)
     report, loaded = export_model(recipe, events.part(0.0, 0.6 if validate else 1.0))
+    if loaded is not None:
+        fills = resolve_fills(recipe, loaded.module)
+        for spec, fill in zip(recipe.inputs, fills, strict=True):
+            if spec.fill == AUTO_FILL:  # the Log tab says what "auto" drew, and why
+                events.log(f"input {spec.name}: fill {fill.text} ({fill.reason})")
+        if on_fills is not None:
+            on_fills(fills)
     if report.ok and validate:
         _validate_into(report, recipe, recipe.output_path, loaded, events.part(0.6, 1.0),
                        plot_dir)
@@ -57,6 +75,12 @@ def _validate_into(report: ExportReport, recipe: Recipe, model: Path, loaded: An
     except StudioError as err:
         report.fail(err)
         return
+    except SystemExit as exc:  # the model's code outside a trial (intermediates): still ours
+        report.fail(StudioError(
+            "validation", f"Validation stopped: {exit_sentence(exc)}.",
+            "Remove the sys.exit() call from the model's code; an exported model cannot "
+            "end its caller.", details=traceback.format_exc()))
+        return
     except Exception as exc:
         report.fail(StudioError(
             "validation", f"Validation failed unexpectedly: {one_line(exc)}.",
@@ -68,4 +92,4 @@ def _validate_into(report: ExportReport, recipe: Recipe, model: Path, loaded: An
     if not report.validation.ok:
         report.fail(StudioError(
             "validation", report.validation.message or "ONNX Runtime disagrees with PyTorch.",
-            _VALIDATION_HINT))
+            failure_hint(result)))

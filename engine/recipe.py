@@ -29,8 +29,14 @@ DTYPES = (
     "uint8", "uint16", "uint32", "uint64", "bool", "complex64", "complex128",
     "float8_e4m3fn", "float8_e5m2",
 )  # fmt: skip
-FILLS = ("randn", "rand", "zeros", "ones", "randint", "full", "file")
-EXPORTERS = ("dynamo", "torchscript")
+# "auto" (the default, and what a recipe without `fill` means) picks the fill from the
+# input's name and dtype: engine.source.inputs.resolve_fill. "arange" counts 0, 1, ...
+# along the last axis (position ids).
+FILLS = ("auto", "randn", "rand", "zeros", "ones", "randint", "full", "file", "arange")
+AUTO_FILL = "auto"
+# "auto" (the default) follows the source: TorchScript for a TorchScript archive or
+# model.script = true, dynamo otherwise (engine.export.exporter.choose_exporter)
+EXPORTERS = ("auto", "dynamo", "torchscript")
 # the oldest opset the dynamo exporter's translations write (older requests it cannot honour)
 DYNAMO_MIN_OPSET = 18
 OPERATOR_EXPORT_TYPES = ("ONNX", "ONNX_ATEN", "ONNX_ATEN_FALLBACK", "ONNX_FALLTHROUGH")
@@ -59,7 +65,7 @@ class InputSpec:
     name: str = "x"
     shape: list[int] = field(default_factory=list)
     dtype: str = "float32"
-    fill: str = "randn"
+    fill: str = AUTO_FILL
     low: float | None = None
     high: float | None = None
     value: float | None = None
@@ -76,7 +82,7 @@ class OutputSpec:
 @dataclass
 class ExportOptions:
     output: str = "model.onnx"
-    exporter: str = "dynamo"
+    exporter: str = "auto"
     opset: int | None = None
     operator_export_type: str = "ONNX"
     training: str = "eval"
@@ -429,6 +435,8 @@ def to_dict(recipe: Recipe) -> dict[str, Any]:
             value = getattr(obj, f.name)
             if value is None:
                 continue
+            if f.name == "fill" and value == AUTO_FILL:
+                continue  # the default: a recipe without `fill` stays without it
             if f.name == "dynamic":
                 if not value:
                     continue

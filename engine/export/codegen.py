@@ -212,7 +212,9 @@ def _input_expr(recipe: Recipe, spec: InputSpec) -> tuple[str, str]:
     shape = _py(list(spec.shape))
     name = _dtype_name(spec.dtype)
     dt = f"torch.{name}"
-    fill = spec.fill
+    # "auto" by the name and dtype rule; without the model, token ids keep the 0..10 default
+    resolved = inputs_mod.resolve_fill(spec)
+    fill = resolved.fill
     if fill == "file":
         if not spec.file:
             raise StudioError("inputs", f"{spec.name}: fill \"file\" needs file = \"x.npy\" "
@@ -227,8 +229,8 @@ def _input_expr(recipe: Recipe, spec: InputSpec) -> tuple[str, str]:
         return f"torch.randint(0, 2, {shape}, generator=generator).bool()", ""
     if fill == "randint" or (fill in ("randn", "rand") and is_int):
         # Integers are drawn from low..high-1 (default 0..10) whatever the fill says.
-        low = int(inputs_mod.DEFAULT_INT_LOW if spec.low is None else spec.low)
-        high = int(inputs_mod.DEFAULT_INT_HIGH if spec.high is None else spec.high)
+        low = int(inputs_mod.DEFAULT_INT_LOW if resolved.low is None else resolved.low)
+        high = int(inputs_mod.DEFAULT_INT_HIGH if resolved.high is None else resolved.high)
         drawn = f"torch.randint({low}, {high}, {shape}, generator=generator"
         return (f"{drawn}, dtype={dt})" if is_int
                 else f"{drawn}, dtype=torch.int64).to({dt})"), ""
@@ -237,12 +239,16 @@ def _input_expr(recipe: Recipe, spec: InputSpec) -> tuple[str, str]:
         cast = "" if wide == dt else f".to({dt})"
         if fill == "randn":
             return f"torch.randn({shape}, generator=generator, dtype={wide}){cast}", ""
-        low_f = 0.0 if spec.low is None else float(spec.low)
-        high_f = 1.0 if spec.high is None else float(spec.high)
+        low_f = 0.0 if resolved.low is None else float(resolved.low)
+        high_f = 1.0 if resolved.high is None else float(resolved.high)
         drawn = f"torch.rand({shape}, generator=generator, dtype={wide})"
         if (low_f, high_f) != (0.0, 1.0):
             drawn = f"({_py(low_f)} + {_py(high_f - low_f)} * {drawn})"
         return f"{drawn}{cast}", ""
+    if fill == "arange":
+        if not spec.shape:
+            return f"torch.zeros((), dtype={dt})", ""
+        return (f"torch.arange({spec.shape[-1]}).expand({shape}).to({dt}).contiguous()", "")
     if fill in ("zeros", "ones"):
         return f"torch.{fill}({shape}, dtype={dt})", ""
     if fill == "full":
@@ -251,8 +257,8 @@ def _input_expr(recipe: Recipe, spec: InputSpec) -> tuple[str, str]:
         value: Any = (bool(spec.value) if name == "bool" else int(spec.value) if is_int
                       else spec.value)
         return f"torch.full({shape}, {_py(value)}, dtype={dt})", ""
-    raise StudioError("inputs", f"{spec.name}: fill {fill!r} is unknown; use randn, rand, "
-                      "zeros, ones, randint, full or file.")
+    raise StudioError("inputs", f"{spec.name}: fill {fill!r} is unknown; use auto, randn, "
+                      "rand, zeros, ones, randint, full, file or arange.")
 
 
 def _input_lines(recipe: Recipe) -> tuple[list[str], list[str]]:

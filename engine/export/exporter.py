@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from engine import torch_private
-from engine.errors import StudioError, one_line
+from engine.errors import StudioError, chain_text, one_line, plain
 from engine.events import Events
-from engine.export import diagnose
+from engine.export import causes, diagnose
 from engine.export.onnx_file import AtomicOnnxWrite, check_output_path
 from engine.export.request_check import check_request
 from engine.protocol import ExportFacts, ExportReport, Graph, WarningItem
@@ -36,6 +36,8 @@ _DYNAMO_STAGES = {
     "Translate the graph into ONNX": 0.6,
     "Optimize the ONNX graph": 0.8,
 }
+# The loggers whose records become the export's log lines.
+_LOGGERS = ("torch", "onnxscript", "onnx_ir")
 # Warnings that speak to us (the tool), not to the user about their model.
 _NOISE = (
     "legacy TorchScript-based ONNX export",
@@ -44,24 +46,85 @@ _NOISE = (
     "torch.jit.trace",  # the deprecation banners of tracing and scripting themselves
     "is deprecated. Please switch to `torch.compile`",
     "The feature will be removed. Please remove usage of this function",
+    "skipping _decide_input_format",  # the TorchScript exporter given a ScriptModule, always
 )
+# torch files whose TracerWarnings come from torch's own argument checks (rnn.py: "is the
+# hidden state the expected size?"), which only raise and never change the traced graph
+_NOISE_FILES = ("torch/nn/modules/rnn.py",)
+# dynamo's notice that two dynamic axes are one: "# The axis name: n will not be used, since
+# it shares the same shape constraints with another axis: batch." Same names: nothing to do;
+# different names: a DynamicShape warning says which name the file keeps.
+_SHARED_AXIS = ("The axis name: ", " will not be used, since it shares the same shape "
+                "constraints with another axis: ")
+# the C++ location torch appends to some notices, a path on torch's build machine
+_TRIGGERED = " (Triggered internally at "
 
 
 def export_model(recipe: Recipe, events: Events | None = None) -> tuple[ExportReport, Any]:
     """Export the recipe's model: the report, and the loaded model (None when it failed) so a
     validation that follows can reuse it instead of building it again."""
     events = events or Events()
-    report = ExportReport(output=str(recipe.output_path), exporter=recipe.export.exporter)
+    report = ExportReport(output=str(recipe.output_path))
     try:
         loaded = _export(recipe, events, report)
     except StudioError as err:
         return report.fail(err), None
     except (Exception, SystemExit) as exc:  # a bug of ours or torch's: still a sentence
         return report.fail(StudioError(
-            "export", f"The export failed unexpectedly: {one_line(exc)}.",
-            "Open the details for the full traceback.", details=traceback.format_exc())), None
+            "export", f"The export failed unexpectedly: {causes.real_message(exc)}.",
+            "Open the details for the full traceback.", details=chain_text(exc))), None
     report.ok = True
     return report, loaded
+
+
+def choose_exporter(recipe: Recipe, loaded: Any = None) -> tuple[str, str]:
+    """The exporter that runs for this recipe, and why: (name, a sentence).
+
+    A recipe that names one gets it. `exporter = "auto"` (the default) follows the source: a
+    TorchScript archive, or a module scripted first (model.script = true), exports with the
+    TorchScript exporter (dynamo cannot capture TorchScript); an operator export type other
+    than ONNX is a TorchScript exporter option; everything else, .pt2 ExportedPrograms
+    included, with dynamo. Without `loaded` the source kind is read from the file without
+    loading it (engine.source.describe), so the opset check can run before any work.
+    """
+    opts = recipe.export
+    if opts.exporter != "auto":
+        return opts.exporter, f'the recipe asks for it (exporter = "{opts.exporter}")'
+    kind = getattr(loaded, "kind", None) or _source_kind(recipe)
+    if kind == "torchscript":
+        return "torchscript", "a TorchScript archive exports with the TorchScript exporter"
+    if recipe.model.script:
+        return "torchscript", ("model.script = true: a scripted module exports with the "
+                               "TorchScript exporter")
+    if opts.operator_export_type != "ONNX":
+        return "torchscript", (f"operator_export_type = \"{opts.operator_export_type}\" is an "
+                               "option of the TorchScript exporter")
+    if kind == "exported_program":
+        return "dynamo", "a .pt2 ExportedProgram exports with the dynamo exporter"
+    return "dynamo", "the default exporter for a PyTorch module"
+
+
+def _source_kind(recipe: Recipe) -> str:
+    """The source's kind read from its file only ("unknown" when it cannot be read: loading
+    reports why)."""
+    from engine.source.describe import archive_kind, parse
+
+    try:
+        parsed = parse(recipe.model.source, recipe.base_dir)
+    except StudioError:
+        return "unknown"
+    if parsed.kind == "torchscript_or_pickle" and parsed.path is not None:
+        return archive_kind(parsed.path) if parsed.path.is_file() else "unknown"
+    return parsed.kind
+
+
+def _with_exporter(recipe: Recipe, exporter: str) -> Recipe:
+    """The recipe with `exporter` resolved, so every step below reads the one that runs."""
+    if recipe.export.exporter == exporter:
+        return recipe
+    resolved = recipe.copy()
+    resolved.export.exporter = exporter
+    return resolved
 
 
 def _export(recipe: Recipe, events: Events, report: ExportReport) -> Any:
@@ -69,9 +132,10 @@ def _export(recipe: Recipe, events: Events, report: ExportReport) -> Any:
     from engine.source import load as sources
 
     recipe.check()
-    opts = recipe.export
-    _check_opset(opts.exporter, opts.opset)
-    check_device(opts.device)
+    exporter, report.exporter_reason = choose_exporter(recipe)
+    report.exporter = exporter
+    _check_opset(exporter, recipe.export.opset)
+    check_device(recipe.export.device)
     target = check_output_path(recipe.output_path)
 
     events.progress(0.0, "Loading extensions")
@@ -79,8 +143,14 @@ def _export(recipe: Recipe, events: Events, report: ExportReport) -> Any:
 
     events.progress(0.02, "Loading the model")
     started = time.perf_counter()
-    loaded = sources.load_model(recipe, device=opts.device)
-    args = inputs_mod.make_inputs(recipe, device=opts.device)
+    loaded = sources.load_model(recipe, device=recipe.export.device)
+    exporter, report.exporter_reason = choose_exporter(recipe, loaded)
+    if exporter != report.exporter:  # the file was not what its name said; same rule, now sure
+        _check_opset(exporter, recipe.export.opset)
+        report.exporter = exporter
+    recipe = _with_exporter(recipe, exporter)
+    opts = recipe.export
+    args = inputs_mod.make_inputs(recipe, device=opts.device, model=loaded.module)
     events.progress(0.1, "Running the model once")
     with _checking_mode(loaded.module, loaded.kind):
         _dry_run(loaded.module, args, recipe)
@@ -102,13 +172,15 @@ def _export(recipe: Recipe, events: Events, report: ExportReport) -> Any:
         _set_training_mode(loaded.module, opts.training)
     with AtomicOnnxWrite(target) as write, _captured(events.part(0.15, 0.85), report, loaded):
         if opts.exporter == "dynamo":
-            _export_dynamo(recipe, model, args, write.temp_path, translation_table)
+            _export_dynamo(recipe, model, args, write.temp_path, translation_table,
+                           loaded.source_file)
             for note in _name_output_dims(write.temp_path, recipe):
                 item = {"category": "DynamicShape", "message": note, "source": ""}
                 _warn(report, events, item)
         else:
             _export_torchscript(recipe, model, args, write.temp_path,
-                                fixed_mode=loaded.kind == "exported_program")
+                                fixed_mode=loaded.kind == "exported_program",
+                                user_file=loaded.source_file)
         report.seconds["export"] = time.perf_counter() - started
         checked = check_request(write.temp_path, recipe,
                                 output_axes=opts.exporter != "dynamo")
@@ -132,13 +204,15 @@ def _export(recipe: Recipe, events: Events, report: ExportReport) -> Any:
 
 
 def _warn(report: ExportReport, events: Events, item: dict[str, Any]) -> None:
-    """A warning for the report (typed, as it crosses to the user) and for the events now."""
+    """A warning for the report (typed, as it crosses to the user) and for the events now;
+    its texts without colour codes."""
+    item = {k: plain(v) if isinstance(v, str) else v for k, v in item.items()}
     report.warnings.append(WarningItem.from_dict(item))
     events.warning(item)
 
 
 def _export_dynamo(recipe: Recipe, model: Any, args: tuple[Any, ...], path: Path,
-                   translation_table: dict[Any, Any]) -> None:
+                   translation_table: dict[Any, Any], user_file: Path | None = None) -> None:
     import torch
 
     from engine.source import inputs as inputs_mod
@@ -160,7 +234,7 @@ def _export_dynamo(recipe: Recipe, model: Any, args: tuple[Any, ...], path: Path
         )
     except Exception as exc:
         raise _classify(exc, recipe, lambda: diagnose.unsupported_operators_dynamo(
-            model, args, dynamic_shapes, opts.opset, translation_table)) from None
+            model, args, dynamic_shapes, opts.opset, translation_table), user_file) from None
     assert program is not None
     # "never" and "auto" let ONNXProgram decide by size (external above 2 GB); the writer then
     # enforces "never" or turns "always" into external data.
@@ -210,7 +284,7 @@ def _name_output_dims(path: Path, recipe: Recipe) -> list[str]:
 
 
 def _export_torchscript(recipe: Recipe, model: Any, args: tuple[Any, ...], path: Path,
-                        fixed_mode: bool = False) -> None:
+                        fixed_mode: bool = False, user_file: Path | None = None) -> None:
     import torch
 
     from engine.source import inputs as inputs_mod
@@ -239,7 +313,7 @@ def _export_torchscript(recipe: Recipe, model: Any, args: tuple[Any, ...], path:
         )
     except Exception as exc:
         raise _classify(exc, recipe, lambda: diagnose.unsupported_operators_torchscript(
-            model, args, opset, opts.operator_export_type)) from None
+            model, args, opset, opts.operator_export_type), user_file) from None
 
 
 def torchscript_default_opset() -> int:
@@ -275,13 +349,17 @@ def _check_opset(exporter: str, opset: int | None) -> None:
                       "it out for the exporter's default.")
 
 
-def _classify(exc: BaseException, recipe: Recipe, find_all: Any) -> StudioError:
-    """Turn an exporter exception into a StudioError with every unsupported operator listed."""
-    details = "".join(traceback.format_exception(exc))
-    message = str(exc)
+def _classify(exc: BaseException, recipe: Recipe, find_all: Any,
+              user_file: Path | None = None) -> StudioError:
+    """Turn an exporter exception into a StudioError chosen by its cause (engine.export.causes):
+    every unsupported operator listed, or the cause named with its fix; `details` is the whole
+    exception chain."""
+    details = chain_text(exc)
+    message = causes.chain_messages(exc)
     named = diagnose.ops_named_in_error(message)
     exporter = recipe.export.exporter
-    if named or "UnsupportedOperatorError" in type(exc).__name__:
+    if named or any("UnsupportedOperatorError" in type(e).__name__
+                    for e in causes.exception_chain(exc)):
         try:
             ops = sorted(set(find_all()) | set(named))
         except Exception:  # the scan is best effort: the exporter's own answer still stands
@@ -292,14 +370,8 @@ def _classify(exc: BaseException, recipe: Recipe, find_all: Any) -> StudioError:
             f"The {exporter} exporter cannot convert {len(ops)} operator{plural}: "
             f"{', '.join(ops)}.",
             diagnose.unsupported_hint(exporter, ops), ops, details=details)
-    hint = (
-        "The model could not be captured; if forward has data-dependent control flow, try "
-        "exporter = \"torchscript\" with model.script = true, or torch.cond."
-        if exporter == "dynamo"
-        else "Check the inputs match forward(), or try exporter = \"dynamo\"."
-    )
-    return StudioError("export", f"The {exporter} export failed: {one_line(exc)}.", hint,
-                       details=details)
+    cause = causes.classify(exc, exporter, user_file)
+    return StudioError(cause.kind, cause.message, cause.hint, details=details)
 
 
 def _dry_run(module: Any, args: tuple[Any, ...], recipe: Recipe) -> None:
@@ -318,7 +390,7 @@ def _dry_run(module: Any, args: tuple[Any, ...], recipe: Recipe) -> None:
             "inputs", f"The model's forward() fails on the example inputs ({given}): "
             f"{one_line(exc)}.",
             "Check the number, order, shapes and dtypes of the inputs against forward().",
-            details=traceback.format_exc()) from None
+            details=chain_text(exc)) from None
     leaves = torch_private.tree_leaves(result)
     if not any(isinstance(leaf, torch.Tensor) for leaf in leaves):
         returned = "None" if result is None else f"no tensor ({type(result).__name__})"
@@ -386,7 +458,7 @@ def _run_extensions(recipe: Recipe) -> dict[Any, Any]:
         except (Exception, SystemExit) as exc:
             raise StudioError("source", f"Extension {path.name} failed to run: "
                               f"{one_line(exc)}.", "Fix the extension file.",
-                              details=traceback.format_exc()) from None
+                              details=chain_text(exc)) from None
         table.update(namespace.get("custom_translation_table", {}) or {})
     return table
 
@@ -426,7 +498,7 @@ class _LogForwarder(logging.Handler):
         self.events = events
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.events.log(f"{record.levelname.lower()}: {record.getMessage()}")
+        self.events.log(plain(f"{record.levelname.lower()}: {record.getMessage()}"))
 
 
 @contextlib.contextmanager
@@ -435,6 +507,7 @@ def _captured(events: Events, report: ExportReport, loaded: Any) -> Iterator[Non
     become report warnings located in the user's file where possible."""
 
     def on_line(line: str) -> None:
+        line = plain(line)
         events.log(line)
         if line.startswith("[torch.onnx] "):
             stage = line.removeprefix("[torch.onnx] ").rstrip(" .✅❌")
@@ -444,31 +517,82 @@ def _captured(events: Events, report: ExportReport, loaded: Any) -> Iterator[Non
 
     writer = _LineWriter(on_line)
     handler = _LogForwarder(events)
-    torch_logger = logging.getLogger("torch")
-    torch_logger.addHandler(handler)
+    # torch's and the ONNX optimizer's loggers (onnxscript's "Evaluation failed: ..." when a
+    # constant does not fold) become log lines, not text on the terminal beside the progress
+    loggers = [logging.getLogger(name) for name in _LOGGERS]
+    for logger in loggers:
+        logger.addHandler(handler)
     registration = logging.getLogger(torch_private.DYNAMO_REGISTRATION_LOGGER)
     registration.addFilter(_not_noise)
+    caught: list[tuple[warnings.WarningMessage, str]] = []
+
+    def record(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+               file: Any = None, line: str | None = None) -> None:
+        """catch_warnings(record=True)'s list, with where each warning was raised."""
+        w = warnings.WarningMessage(message, category, filename, lineno, file, line)
+        noise = any(text in str(message) for text in _NOISE)
+        caught.append((w, "" if noise else _warning_stack()))
+
     try:
-        with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(writer):
+        with warnings.catch_warnings(), contextlib.redirect_stdout(writer):
             warnings.simplefilter("always")
+            warnings.showwarning = record  # catch_warnings puts the previous one back
             try:
                 yield
             finally:
                 writer.flush()
     finally:
-        torch_logger.removeHandler(handler)
+        for logger in loggers:
+            logger.removeHandler(handler)
         registration.removeFilter(_not_noise)
         for item in _user_warnings(caught, loaded):
             _warn(report, events, item)
 
 
-def _user_warnings(caught: list[warnings.WarningMessage], loaded: Any) -> list[dict[str, Any]]:
+def _warning_stack(limit: int = 12) -> str:
+    """Where a warning was raised, innermost call last: the frames of the model, torch and
+    the libraries, without the warnings machinery and this module's own frames."""
+    frames = [f for f in traceback.extract_stack()
+              if not f.filename.endswith(("warnings.py", "contextlib.py"))
+              and "/engine/" not in f.filename.replace("\\", "/")]
+    if not frames:
+        return ""
+    return "Raised at (innermost call last):\n" + "".join(
+        traceback.format_list(frames[-limit:])).rstrip()
+
+
+def _folding_arithmetic(w: warnings.WarningMessage, stack: str) -> bool:
+    """NumPy's floating-point notices ("divide by zero encountered in log") raised while the
+    dynamo exporter's optimizer folds constants with the ONNX reference evaluator: the same
+    arithmetic torch does silently in the model (T5's relative position buckets take log(0)),
+    and what the file computes is what validation compares; nothing for the user to do."""
+    return issubclass(w.category, RuntimeWarning) and "/onnxscript/optimizer/" in stack.replace(
+        "\\", "/")
+
+
+def _user_warnings(caught: list[tuple[warnings.WarningMessage, str]],
+                   loaded: Any) -> list[dict[str, Any]]:
     user_file = str(loaded.source_file) if getattr(loaded, "source_file", None) else None
     out: list[dict[str, Any]] = []
     seen: set[tuple[str, str]] = set()
-    for w in caught:
-        text = str(w.message)
-        if any(noise in text for noise in _NOISE):
+    for w, stack in caught:
+        text = plain(str(w.message)).split(_TRIGGERED)[0]
+        if any(noise in text for noise in _NOISE) or _folding_arithmetic(w, stack):
+            continue
+        if w.category.__name__ == "TracerWarning" and w.filename.replace("\\", "/").endswith(
+                _NOISE_FILES):
+            continue
+        if _SHARED_AXIS[0] in text and _SHARED_AXIS[1] in text:
+            head, _, kept = text.partition(_SHARED_AXIS[1])
+            unused, kept = head.partition(_SHARED_AXIS[0])[2].strip(), kept.strip().rstrip(".")
+            if unused != kept and ("DynamicShape", f"{unused} {kept}") not in seen:
+                seen.add(("DynamicShape", f"{unused} {kept}"))
+                out.append({
+                    "category": "DynamicShape", "source": "",
+                    "message": f"Dimensions {unused!r} and {kept!r} are one dimension: the "
+                               f"model needs them equal, so the file calls both {kept!r}.",
+                    "hint": f"Name both axes {kept!r} in the recipe, or change the model if "
+                            "they should differ."})
             continue
         in_library = "site-packages" in w.filename or "/torch/" in w.filename
         source = f"{w.filename}:{w.lineno}" if not in_library or w.filename == user_file else ""
@@ -476,8 +600,11 @@ def _user_warnings(caught: list[warnings.WarningMessage], loaded: Any) -> list[d
         if key in seen:
             continue
         seen.add(key)
-        item = {"category": w.category.__name__, "message": text.strip(), "source": source}
+        item: dict[str, Any] = {"category": w.category.__name__, "message": text.strip(),
+                                "source": source}
         if hint := diagnose.hint_for(item["message"]):
             item["hint"] = hint
+        if stack:
+            item["details"] = f"{w.category.__name__}: {text.strip()}\n\n{stack}"
         out.append(item)
     return out

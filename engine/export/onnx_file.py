@@ -22,22 +22,43 @@ _INLINE_LIMIT = 2**31 - 2**20  # protobuf's 2 GB message limit, with room for th
 
 
 def check_output_path(path: Path) -> Path:
-    """Return the absolute target path, or raise a `write` error saying what to change."""
+    """Return the absolute target path, or raise a `write` error (exit status 2: the request is
+    wrong) saying what to change: an .onnx name, not a folder, in a folder this process can
+    create files in (the nearest existing folder, when the rest is still to be created).
+
+    Writability is tried, not read from permission bits: root passes every permission check,
+    yet cannot create files in /proc or on a read-only mount.
+    """
     path = Path(os.path.abspath(path))
     if path.is_dir():
         raise StudioError("write", f"The output {path} is a folder; name an .onnx file in it.",
                           exit_code=2)
+    if path.suffix.lower() != ".onnx":
+        raise StudioError("write", f"The output {path.name} does not end in .onnx; name the "
+                          f"file {path.stem or 'model'}.onnx.", exit_code=2)
     for parent in path.parents:
         if parent.exists():
             if not parent.is_dir():
                 raise StudioError(
                     "write", f"Cannot write {path}: {parent} is a file, not a folder; "
                     "choose another output path.", exit_code=2)
-            if not os.access(parent, os.W_OK):
-                raise StudioError("write", f"Cannot write into {parent} (permission denied); "
-                                  "choose a folder you can write to.", exit_code=2)
+            _check_writable(parent)
             break
     return path
+
+
+def _check_writable(folder: Path) -> None:
+    """Create (and at once remove) a nameless file in `folder`; a `write` error if it fails."""
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise StudioError("write", f"Cannot write into {folder} (permission denied); "
+                          "choose a folder you can write to.", exit_code=2)
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise StudioError("write", f"Cannot create files in {folder} ({reason}); choose a "
+                          "folder you can write to.", exit_code=2) from None
 
 
 def _remove_abandoned(target: Path) -> None:

@@ -248,7 +248,9 @@ class ExportReport(Wire):
 
     ok: bool = field(default=False, metadata=REQUIRED)
     output: str | None = None
-    exporter: str | None = None
+    exporter: str | None = None  # the exporter that ran (a recipe's "auto" resolved)
+    # why that one (engine.export.exporter.choose_exporter); left out when not known
+    exporter_reason: str | None = field(default=None, metadata=OMIT)
     opset: int | None = None
     seconds: dict[str, float] = field(default_factory=dict, metadata={ENCODE: _round_seconds})
     graph: Graph | None = None

@@ -279,7 +279,7 @@ def default_name(path: Path, candidates: list[Candidate]) -> str:
     """The model a bare `file.py` source means: its only model class; else StudioError."""
     classes = [c for c in candidates if c.kind == "class"]
     if len(classes) != 1:
-        found = ", ".join(c.name for c in candidates) or "none"
+        found = ", ".join(c.name for c in candidates if not c.name.startswith("_")) or "none"
         raise StudioError("source", f"{path.name} does not say which model to use.",
                           f"Write the source as {path.name}:Name; candidates: {found}.")
     return classes[0].name
@@ -290,7 +290,10 @@ def _first_line(doc: str | None) -> str:
 
 
 def missing_name_message(path: Path, name: str, candidates: list[Candidate]) -> str:
-    found = ", ".join(c.name for c in candidates) or "no classes or functions"
+    """The sentence for a source naming what its file does not define: the public classes and
+    functions defined there (not `_helpers`, not names the file imports)."""
+    public = [c.name for c in candidates if not c.name.startswith("_")]
+    found = ", ".join(public) or "no public classes or functions"
     return f"{path.name} has no class or function named {name!r}; found: {found}."
 
 

@@ -19,11 +19,12 @@ Dynamic dimension names, as measured with torch 2.13 and onnxscript 0.7:
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from engine.errors import StudioError
-from engine.recipe import DTYPES, InputSpec, Recipe
+from engine.recipe import AUTO_FILL, DTYPES, InputSpec, Recipe
 from engine.source.device import check_device
 
 if TYPE_CHECKING:
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
 
 # Bounds for randn/rand-on-integers and randint without `low`; see _fill.
 DEFAULT_INT_LOW, DEFAULT_INT_HIGH = 0, 10
+# Token type ids when the model's own count cannot be read: most models have two (BERT's A/B).
+DEFAULT_TOKEN_TYPES = 2
 
 
 def torch_dtype(name: str) -> torch.dtype:
@@ -48,12 +51,13 @@ def torch_dtype(name: str) -> torch.dtype:
 
 
 def make_inputs(recipe: Recipe, *, seed: int | None = None, sizes: dict[str, int] | None = None,
-                device: str = "cpu") -> tuple[torch.Tensor, ...]:
+                device: str = "cpu", model: Any = None) -> tuple[torch.Tensor, ...]:
     """One tensor per [[inputs]] entry, in order; the same seed gives the same tensors.
 
     `sizes` replaces the example size of named dynamic dimensions, e.g. {"batch": 3}. Values
     are drawn on the CPU from a private generator (independent of torch's global RNG and the
-    same on every device), then moved to `device`.
+    same on every device), then moved to `device`. A fill of "auto" is chosen by
+    `resolve_fill`; given the loaded `model`, token ids stay within its embedding's size.
     """
     import torch
 
@@ -70,7 +74,8 @@ def make_inputs(recipe: Recipe, *, seed: int | None = None, sizes: dict[str, int
     for i, spec in enumerate(recipe.inputs):
         where = f"inputs[{i}] ({spec.name})"
         dtype = torch_dtype(spec.dtype)
-        if spec.fill == "file":
+        resolved = resolve_fill(spec, model)
+        if resolved.fill == "file":
             tensor = _from_file(recipe, spec, where, dtype)
             for axis, name in spec.dynamic.items():
                 index = _axis(axis, tensor.dim(), where)
@@ -80,7 +85,7 @@ def make_inputs(recipe: Recipe, *, seed: int | None = None, sizes: dict[str, int
                                       "Use a generated fill to try other sizes.")
         else:
             shape = _shape(spec, sizes, where)
-            tensor = _fill(spec, shape, dtype, generator, where)
+            tensor = _fill(spec, resolved, shape, dtype, generator, where)
         tensors.append(tensor)
     _check_shared_dims(recipe, [list(t.shape) for t in tensors])
     return tuple(t.to(device) for t in tensors)
@@ -142,6 +147,190 @@ def dynamic_size_warnings(recipe: Recipe) -> list[str]:
     return found
 
 
+# ---------------------------------------------------------------------------- automatic fills
+
+
+class ResolvedFill(NamedTuple):
+    """The fill an input gets: `fill` is never "auto"; `reason` says why ("" when the recipe
+    chose it). `low`/`high` bound randint and rand (None: the fill's defaults)."""
+
+    fill: str
+    low: float | None
+    high: float | None
+    reason: str
+
+    @property
+    def text(self) -> str:
+        """The fill as the command line writes it: ones, randint(0,99), full(5), file=x.npy."""
+        if self.fill in ("randint", "rand") and (self.low is not None or self.high is not None):
+            low = _number(self.low if self.low is not None else (0 if self.fill == "rand"
+                                                                 else DEFAULT_INT_LOW))
+            high = _number(self.high if self.high is not None else (1 if self.fill == "rand"
+                                                                    else DEFAULT_INT_HIGH))
+            return f"{self.fill}({low},{high})"
+        return self.fill
+
+
+def resolve_fill(spec: InputSpec, model: Any = None) -> ResolvedFill:
+    """The fill `make_inputs` uses for `spec`: the recipe's, or for "auto" one chosen from the
+    input's name and dtype, in this order:
+
+    - a name with "mask": ones (1 keeps every position), but "padding_mask" (torch's
+      key_padding_mask: True/nonzero pads) zeros;
+    - floating-point and complex: randn; bool: random True/False (randint 0..2);
+    - integers named like positions (position_ids, cache_position): arange along the last axis;
+    - token_type_ids: randint below the model's type count (config.type_vocab_size, else the
+      token type embedding, else 2);
+    - other token ids (input_ids, *_ids, ids, tokens): randint below the model's vocabulary (its
+      input embedding, config.vocab_size, else its first token embedding), else below 10;
+    - other integers: randint 0..10.
+
+    `model` is the loaded torch module or None: without it (the window, before any export) the
+    name and dtype rules apply and token ids keep the 0..10 default. Bounds the recipe sets
+    (low/high) win over the chosen ones. Torch is imported only to read a model.
+    """
+    if spec.fill != AUTO_FILL:
+        return ResolvedFill(spec.fill, spec.low, spec.high, "")
+    name = spec.name.lower()
+    family = dtype_family(spec.dtype)
+    if "mask" in name:
+        if "padding_mask" in name:
+            return ResolvedFill("zeros", None, None, "a padding mask: zeros pad nothing")
+        return ResolvedFill("ones", None, None, "a mask: ones keep every position")
+    if family in ("float", "complex"):
+        return ResolvedFill("randn", spec.low, spec.high, "floating-point values: randn")
+    if family == "bool":
+        return ResolvedFill("randint", 0, 2, "bool values: random True/False")
+    if "position" in name:
+        return ResolvedFill("arange", None, None, "positions: 0, 1, 2, ... along the last axis")
+    if _token_types(name):
+        found = _embedding_rows(model, token_types=True)
+        return _ids("token type ids", spec, found, DEFAULT_TOKEN_TYPES,
+                    "most models have 2 token types")
+    if _token_ids(name):
+        found = _embedding_rows(model, token_types=False)
+        return _ids("token ids", spec, found, DEFAULT_INT_HIGH,
+                    "the model's vocabulary is read once it is loaded")
+    return _ids("integer values", spec, None, DEFAULT_INT_HIGH, "")
+
+
+def resolve_fills(recipe: Recipe, model: Any = None) -> list[ResolvedFill]:
+    """`resolve_fill` for every [[inputs]] entry, in order."""
+    return [resolve_fill(spec, model) for spec in recipe.inputs]
+
+
+def with_fills(recipe: Recipe, fills: list[ResolvedFill]) -> Recipe:
+    """A copy of `recipe` whose "auto" inputs name the fill they resolved to (a saved recipe
+    that says what was used, and keeps meaning it when the automatic rules change)."""
+    out = copy.deepcopy(recipe)
+    for spec, resolved in zip(out.inputs, fills, strict=True):
+        if spec.fill == AUTO_FILL:
+            spec.fill, spec.low, spec.high = resolved.fill, resolved.low, resolved.high
+    return out
+
+
+# inclusive ranges of the integer dtypes (and their aliases), read without torch
+_INT_RANGES = {
+    "int8": (-(2**7), 2**7 - 1), "uint8": (0, 2**8 - 1),
+    "int16": (-(2**15), 2**15 - 1), "short": (-(2**15), 2**15 - 1), "uint16": (0, 2**16 - 1),
+    "int32": (-(2**31), 2**31 - 1), "int": (-(2**31), 2**31 - 1), "uint32": (0, 2**32 - 1),
+    "int64": (-(2**63), 2**63 - 1), "long": (-(2**63), 2**63 - 1), "uint64": (0, 2**64 - 1),
+}  # fmt: skip
+
+
+def dtype_family(dtype: str) -> str:
+    """"float", "complex", "bool" or "int" for a recipe dtype name (torch-free)."""
+    if dtype == "bool":
+        return "bool"
+    if dtype.startswith("complex"):
+        return "complex"
+    if dtype in _INT_RANGES:
+        return "int"
+    return "float"
+
+
+def _token_types(name: str) -> bool:
+    return "token_type" in name
+
+
+def _token_ids(name: str) -> bool:
+    return (name in ("ids", "tokens", "token") or name.endswith(("_ids", "_tokens"))
+            or name.endswith("_token"))
+
+
+def _ids(what: str, spec: InputSpec, found: tuple[int, str] | None, default_high: int,
+         fallback_reason: str) -> ResolvedFill:
+    """randint for integer ids: below the size found in the model, else below the default."""
+    low = DEFAULT_INT_LOW if spec.low is None else spec.low
+    if spec.high is not None:
+        return ResolvedFill("randint", low, spec.high, f"{what}: bounds from the recipe")
+    high = found[0] if found else default_high
+    if found:
+        reason = f"{what} below {high}: {found[1]}"
+    else:
+        reason = f"{what} below {high}" + (f" ({fallback_reason})" if fallback_reason else "")
+    top = _INT_RANGES.get(spec.dtype, (0, high - 1))[1]
+    if high - 1 > top:  # a vocabulary larger than the dtype holds (int8 ids)
+        high = top + 1
+        reason += f"; {spec.dtype} holds up to {top}"
+    return ResolvedFill("randint", low, high, reason)
+
+
+def _embedding_rows(model: Any, *, token_types: bool) -> tuple[int, str] | None:
+    """(rows, where they were read) of the model's token (or token type) embedding; None when
+    there is no model or nothing can be read. Best effort: never raises."""
+    if model is None:
+        return None
+    try:
+        return _read_embedding_rows(model, token_types)
+    except Exception:  # a model that is not a plain nn.Module, a config that is not a dict...
+        return None
+
+
+def _read_embedding_rows(model: Any, token_types: bool) -> tuple[int, str] | None:
+    config = getattr(model, "config", None)
+    key = "type_vocab_size" if token_types else "vocab_size"
+    if not token_types:
+        get = getattr(model, "get_input_embeddings", None)  # Hugging Face models
+        rows = _rows(get()) if callable(get) else None
+        if rows:
+            return rows, "the model's input embedding size"
+    value = getattr(config, key, None)
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value, f"the model's config.{key}"
+    named = getattr(model, "named_modules", None)
+    if not callable(named):
+        return None
+    for path, module in named():
+        rows = _rows(module)
+        if not rows:
+            continue
+        lowered = path.lower()
+        if token_types and "token_type" in lowered:
+            return rows, f"the size of the embedding {path}"
+        if not token_types and not any(w in lowered for w in ("position", "token_type",
+                                                               "pos_emb", "wpe")):
+            return rows, f"the size of the embedding {path or 'model'}"
+    return None
+
+
+def _rows(module: Any) -> int | None:
+    """An embedding's number of rows (nn.Embedding, or a scripted one); None otherwise."""
+    import torch
+
+    if isinstance(module, torch.nn.Embedding):
+        return int(module.num_embeddings)
+    if getattr(module, "original_name", None) == "Embedding":  # a TorchScript submodule
+        weight = getattr(module, "weight", None)
+        if isinstance(weight, torch.Tensor) and weight.dim() == 2:
+            return int(weight.shape[0])
+    return None
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
 # ---------------------------------------------------------------------------- helpers
 
 
@@ -191,7 +380,7 @@ def _is_int(dtype: torch.dtype) -> bool:
     return not (dtype.is_floating_point or dtype.is_complex or dtype == torch.bool)
 
 
-def _fill(spec: InputSpec, shape: list[int], dtype: torch.dtype,
+def _fill(spec: InputSpec, resolved: ResolvedFill, shape: list[int], dtype: torch.dtype,
           generator: torch.Generator, where: str) -> torch.Tensor:
     """Draw one input. Values are drawn in a wide type, then cast, so every dtype works.
 
@@ -200,12 +389,12 @@ def _fill(spec: InputSpec, shape: list[int], dtype: torch.dtype,
     """
     import torch
 
-    fill = spec.fill
+    fill = resolved.fill
     if dtype == torch.bool and fill in ("randn", "rand", "randint"):
         return torch.randint(0, 2, shape, generator=generator).to(torch.bool)
     if fill in ("randint",) or (fill in ("randn", "rand") and _is_int(dtype)):
-        low = DEFAULT_INT_LOW if spec.low is None else spec.low
-        high = DEFAULT_INT_HIGH if spec.high is None else spec.high
+        low = DEFAULT_INT_LOW if resolved.low is None else resolved.low
+        high = DEFAULT_INT_HIGH if resolved.high is None else resolved.high
         if int(low) != low or int(high) != high:
             raise StudioError("inputs", f"{where}: randint needs whole-number bounds, got "
                               f"low={low}, high={high}.")
@@ -225,12 +414,16 @@ def _fill(spec: InputSpec, shape: list[int], dtype: torch.dtype,
         if fill == "randn":
             drawn = torch.randn(shape, generator=generator, dtype=wide)
         else:
-            low = 0.0 if spec.low is None else float(spec.low)
-            high = 1.0 if spec.high is None else float(spec.high)
+            low = 0.0 if resolved.low is None else float(resolved.low)
+            high = 1.0 if resolved.high is None else float(resolved.high)
             if low >= high:
                 raise StudioError("inputs", f"{where}: low ({low}) must be below high ({high}).")
             drawn = low + (high - low) * torch.rand(shape, generator=generator, dtype=wide)
         return _cast(drawn, dtype, where)
+    if fill == "arange":  # 0, 1, 2, ... along the last axis, the same in every row
+        if not shape:
+            return torch.zeros((), dtype=dtype)
+        return torch.arange(shape[-1], dtype=torch.int64).expand(shape).to(dtype).contiguous()
     if fill == "zeros":
         return torch.zeros(shape, dtype=dtype)
     if fill == "ones":
@@ -253,8 +446,8 @@ def _fill(spec: InputSpec, shape: list[int], dtype: torch.dtype,
         elif _is_int(dtype):
             value = int(spec.value)
         return torch.full(shape, value, dtype=dtype)
-    raise StudioError("inputs", f"{where}: fill {fill!r} is unknown; use randn, rand, zeros, "
-                      "ones, randint, full or file.")
+    raise StudioError("inputs", f"{where}: fill {fill!r} is unknown; use auto, randn, rand, "
+                      "zeros, ones, randint, full, file or arange.")
 
 
 def _cast(tensor: torch.Tensor, dtype: torch.dtype, where: str) -> torch.Tensor:

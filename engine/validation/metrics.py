@@ -24,8 +24,8 @@ HIST_BINS = 64
 REL_EPS = 1e-7
 
 
-def _finite(value: float) -> float | None:
-    return float(value) if math.isfinite(value) else None
+def _finite(value: float | None) -> float | None:
+    return float(value) if value is not None and math.isfinite(value) else None
 
 
 def validation_warning(message: str) -> dict[str, Any]:
@@ -91,29 +91,37 @@ def compare(reference: np.ndarray, candidate: np.ndarray, rtol: float, atol: flo
     if exact:
         # counted in the native dtypes: float64 cannot tell 2**53 from 2**53 + 1
         outside_finite = int(np.count_nonzero(reference.ravel() != candidate.ravel()))
-        max_rel = float((diff / (scale + REL_EPS)).max()) if diff.size else 0.0
+        max_rel = float((diff / (scale + REL_EPS)).max()) if diff.size else None
     else:
         rel = scale + work(REL_EPS)
         np.divide(diff, rel, out=rel)
-        max_rel = float(rel.max()) if rel.size else 0.0
+        max_rel = float(rel.max()) if rel.size else None
         scale *= work(rtol)
         scale += work(atol)
         outside_finite = int(np.count_nonzero(diff > scale))
     mismatched = outside_finite + nan_mismatch + inf_mismatch
-    max_abs = float(diff.max()) if diff.size else 0.0
-    mean_abs = float(np.sum(diff, dtype=np.float64)) / diff.size if diff.size else 0.0
+    # no element compared (an empty output, or no finite pair): the numbers are unknown, None
+    max_abs = float(diff.max()) if diff.size else None
+    mean_abs = float(np.sum(diff, dtype=np.float64)) / diff.size if diff.size else None
     rr = float(np.sum(np.square(r), dtype=np.float64))
     cc = float(np.sum(np.square(c), dtype=np.float64))
-    if diff.size == 0 or rr == 0.0 or cc == 0.0:
+    cosine: float | None
+    if diff.size == 0:
+        cosine = None
+    elif rr == 0.0 or cc == 0.0:
         # two all-zero tensors point the same way; one zero tensor does not
         cosine = 1.0 if rr == cc == 0.0 else 0.0
     else:
         cosine = float(np.sum(np.multiply(r, c), dtype=np.float64)) / math.sqrt(rr * cc)
         cosine = max(-1.0, min(1.0, cosine))  # rounding can step just past 1
     if mismatched:
-        problems.append(f"{mismatched} of {n} elements differ"
-                        + ("" if exact else f" by more than atol + rtol*|ref| "
-                                            f"(max abs diff {max_abs:.3g})"))
+        if problems:  # another dtype: a tolerance is not the question, the values only tell
+            problems.append(f"{mismatched} of {n} elements differ too")
+        else:
+            problems.append(f"{mismatched} of {n} elements differ"
+                            + ("" if exact or max_abs is None
+                               else f" by more than atol + rtol*|ref| "
+                                    f"(max abs diff {max_abs:.3g})"))
     out.update(
         passed=not problems,
         message="; ".join(problems),
@@ -122,7 +130,7 @@ def compare(reference: np.ndarray, candidate: np.ndarray, rtol: float, atol: flo
         mean_abs_diff=_finite(mean_abs),
         cosine_similarity=_finite(cosine),
         mismatched=mismatched,
-        mismatched_fraction=mismatched / n if n else 0.0,
+        mismatched_fraction=mismatched / n if n else None,
         nan_mismatch=nan_mismatch,
         inf_mismatch=inf_mismatch,
         matched_nans=matched_nans,

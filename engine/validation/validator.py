@@ -34,8 +34,13 @@ from engine.validation.ort_session import (
     read_onnx,
     session_settings,
 )
+from engine.validation.weights import weight_warnings
 
 RANDOM_FILLS = frozenset({"randn", "rand", "randint"})
+# how a failed trial's message begins (or what it says), read back by `failure_hint`
+ORT_FAILED = "ONNX Runtime failed"
+PYTORCH_FAILED = "The PyTorch model itself failed"
+COUNT_DIFFERS = "the ONNX file has"
 
 
 def validate(
@@ -85,7 +90,8 @@ def validate(
     for warning in _mode_warnings(loaded) + weight_warnings(proto, onnx_path, loaded.module):
         warn(warning)
 
-    run = _Runner(recipe, session, loaded.module, feed_names, output_names, device)
+    run = _Runner(recipe, session, loaded.module, feed_names, output_names, device,
+                  source_file=getattr(loaded, "source_file", None))
     sizes = run.export_sizes()
     fixed = _file_dims(recipe)
     if recipe.validate.dynamic_sizes:
@@ -212,7 +218,10 @@ def plan_trials(recipe: Recipe, export_sizes: dict[str, int],
 
 
 def has_random_fill(recipe: Recipe) -> bool:
-    return any(spec.fill in RANDOM_FILLS for spec in recipe.inputs)
+    """Whether some input is drawn at random ("auto" counts as what it resolves to)."""
+    from engine.source.inputs import resolve_fill
+
+    return any(resolve_fill(spec).fill in RANDOM_FILLS for spec in recipe.inputs)
 
 
 def _file_dims(recipe: Recipe) -> set[str]:
@@ -225,8 +234,9 @@ class _Runner:
     """Runs one trial: inputs, the eager reference, onnxruntime, metrics per output."""
 
     def __init__(self, recipe: Recipe, session: Any, module: Any, feed_names: list[str | None],
-                 output_names: list[str], device: str) -> None:
+                 output_names: list[str], device: str, source_file: Path | None = None) -> None:
         self.recipe = recipe
+        self.source_file = source_file
         self.session = session
         self.module = module
         self.feed_names = feed_names
@@ -237,7 +247,10 @@ class _Runner:
     def make(self, seed: int, sizes: dict[str, int] | None) -> tuple[Any, ...]:
         from engine.source.inputs import make_inputs
 
-        return make_inputs(self.recipe, seed=seed, sizes=sizes or None, device=self.device)
+        # the model too: "auto" fills follow the same rule as the export's (token ids within
+        # its embedding), so the export-inputs trial is the export's inputs
+        return make_inputs(self.recipe, seed=seed, sizes=sizes or None, device=self.device,
+                           model=self.module)
 
     def export_inputs(self) -> tuple[Any, ...]:
         if self._export_inputs is None:
@@ -264,6 +277,9 @@ class _Runner:
             self._trial(trial, out, plots)
         except StudioError as err:  # inputs that cannot be built at these sizes
             out["message"] = f"{trial.label}: {err.message}"
+        except SystemExit as exc:  # user code ending the process: a failed trial, not our end
+            out["message"] = f"{trial.label}: {exit_sentence(exc, self.source_file)}"
+            out["details"] = traceback.format_exc()
         except Exception as exc:  # outputs of a kind we cannot compare: a failed trial, not a crash
             out["ok"] = False
             out["message"] = f"{trial.label}: the outputs could not be compared ({one_line(exc)})"
@@ -284,7 +300,7 @@ class _Runner:
         try:
             got = self.session.run(None, feeds)
         except Exception as exc:
-            out["message"] = f"ONNX Runtime failed {trial.label}: {ort_message(exc)}"
+            out["message"] = f"{ORT_FAILED} {trial.label}: {ort_message(exc)}"
             if trial.kind == "dynamic-size":
                 out["message"] += (" (the file seems to hold a size from the export inputs "
                                    "fixed somewhere, so it runs only at that size)")
@@ -293,14 +309,17 @@ class _Runner:
         try:
             with torch.no_grad():  # clones: the export inputs are reused by later steps
                 expected = flatten_outputs(self.module(*(t.clone() for t in tensors)))
-        except Exception as exc:
-            out["message"] = (f"The PyTorch model itself failed {trial.label}: "
-                              f"{one_line(exc)}; these sizes cannot be checked.")
+        except (Exception, SystemExit) as exc:  # sys.exit() in forward must not end us
+            cause = (exit_sentence(exc, self.source_file) if isinstance(exc, SystemExit)
+                     else one_line(exc))
+            out["message"] = (f"{PYTORCH_FAILED} {trial.label}: {cause}; these inputs cannot "
+                              "be checked.")
+            out["details"] = traceback.format_exc()
             return
         names, arrays = _flatten_onnx(self.output_names, got)
         problems = []
         if len(expected) != len(arrays):
-            problems.append(f"PyTorch returned {len(expected)} output(s) but the ONNX file has "
+            problems.append(f"PyTorch returned {len(expected)} output(s) but {COUNT_DIFFERS} "
                             f"{len(arrays)} ({', '.join(names)})")
         for name, ref, cand in zip(names, expected, arrays, strict=False):
             metrics = compare(ref, cand, self.recipe.validate.rtol, self.recipe.validate.atol)
@@ -376,51 +395,86 @@ def _worst_outputs(names: list[str], trials: list[dict[str, Any]]) -> list[dict[
     return outputs
 
 
+def exit_sentence(exc: SystemExit, source_file: Path | str | None = None) -> str:
+    """"forward() called sys.exit(3) at net.py:12": where the model's code ended the process.
+
+    The line is the innermost frame in the model's file when known, else the innermost frame
+    outside torch and this engine."""
+    code = exc.code
+    shown = "" if code is None else repr(code) if isinstance(code, str) else str(code)
+    frames = traceback.extract_tb(exc.__traceback__)
+    own = [f for f in frames if source_file is not None and Path(f.filename) == Path(source_file)]
+    user = own or [f for f in frames if not _library_frame(f.filename)]
+    where = f" at {Path(user[-1].filename).name}:{user[-1].lineno}" if user else ""
+    return f"forward() called sys.exit({shown}){where}"
+
+
+def _library_frame(filename: str) -> bool:
+    path = Path(filename)
+    engine_dir = Path(__file__).resolve().parent.parent
+    return ("site-packages" in path.parts or "dist-packages" in path.parts
+            or path.resolve().is_relative_to(engine_dir) or filename.startswith("<"))
+
+
+# Hints for a failed validation, by the first cause found (a tolerance only for numbers).
+_HINTS = {
+    "shape": ("ONNX Runtime returns another shape than PyTorch ({detail}); no tolerance "
+              "changes a shape. If it differs only at other sizes, a dynamic axis was baked "
+              "into the file as a constant: look in Warnings for shape arithmetic traced as a "
+              "number (.item(), int(), len()), keep it a tensor, and declare the axis dynamic "
+              "on the inputs and outputs. If the shapes belong to another output, the outputs "
+              "come in another order than the recipe's [[outputs]]."),
+    "dtype": ("ONNX Runtime returns another dtype than PyTorch ({detail}); no tolerance "
+              "changes a dtype. Look for a cast in forward() the export changed, or give the "
+              "inputs the dtypes the model expects."),
+    "count": ("PyTorch and the ONNX file return a different number of outputs; compare what "
+              "forward() returns (None, nested tuples or dicts) with the recipe's [[outputs]]."),
+    "pytorch": ("The PyTorch model itself fails on these inputs, so nothing could be compared "
+                "there; if forward() accepts only the export's sizes, remove that dynamic axis "
+                "or set validate.dynamic_sizes = false."),
+    "onnxruntime": ("ONNX Runtime cannot run the file on these inputs: the message names the "
+                    "node. At other sizes this means a size from the export inputs is fixed in "
+                    "the file; look in Warnings for what was traced as a constant."),
+    "other": "The failed trial's message says what went wrong; its details hold the cause.",
+    "values": ("Compare the per-output numbers; loosen rtol/atol if the differences are "
+               "rounding, otherwise look for values baked in at export time (see Warnings)."),
+}
+
+
+def failure_hint(validation: dict[str, Any]) -> str:
+    """What to change after a failed validation (the contract's `validation` object as a dict),
+    chosen by its cause: a shape or dtype mismatch, a different output count, a model or an
+    ONNX Runtime that failed to run, and only then differing numbers (where a tolerance may
+    help). "" when nothing failed."""
+    failed = [t for t in validation.get("trials") or [] if not t.get("ok")]
+    if not failed:
+        return ""
+    for key, differs in (("shape", "onnx_shape"), ("dtype", "onnx_dtype")):
+        field = "shape" if key == "shape" else "dtype"
+        for trial in failed:
+            for out in trial.get("outputs") or []:
+                if out.get(field) is not None and out.get(differs) is not None \
+                        and out[field] != out[differs]:
+                    detail = (f"output {out['name']!r}: {out[differs]} from ONNX Runtime, "
+                              f"{out[field]} from PyTorch")
+                    return _HINTS[key].format(detail=detail)
+    messages = [t.get("message") or "" for t in failed]
+    if any(COUNT_DIFFERS in m and "output(s)" in m for m in messages):
+        return _HINTS["count"]
+    if any(PYTORCH_FAILED in m for m in messages):
+        return _HINTS["pytorch"]
+    if any(m.startswith(ORT_FAILED) for m in messages):
+        return _HINTS["onnxruntime"]
+    if any(not out.get("passed", True) for t in failed for out in t.get("outputs") or []):
+        return _HINTS["values"]
+    return _HINTS["other"]
+
+
 def _mode_warnings(loaded: Any) -> list[dict[str, Any]]:
     if getattr(loaded.module, "training", False):
         return [_warning("The PyTorch model is in training mode (dropout, batch statistics), so "
                          "its outputs are random; expect differences unless training = "
                          "\"eval\".")]
-    return []
-
-
-_WEIGHT_SAMPLES = 4096  # elements compared per weight: re-initialized weights differ everywhere
-
-
-def weight_warnings(proto: Any, onnx_path: Path, module: Any) -> list[dict[str, Any]]:
-    """A warning when the model's weights are not the ones stored in the ONNX file.
-
-    Validating a file against a model built again from its class without a checkpoint compares
-    two different random initializations; say so instead of only reporting large diffs.
-    Initializers are matched to the state dict by name (both exporters keep parameter names
-    where they can); an evenly spaced sample of each is compared, which costs microseconds
-    even for a large model and still catches weights that are not the same.
-    """
-    import torch
-    from onnx import numpy_helper
-
-    try:
-        state = module.state_dict()
-    except Exception:  # a callable that is not an nn.Module
-        return []
-    for init in proto.graph.initializer:
-        tensor = state.get(init.name)
-        if not isinstance(tensor, torch.Tensor) or list(tensor.shape) != list(init.dims):
-            continue
-        try:
-            stored = numpy_helper.to_array(init, base_dir=str(onnx_path.parent)).reshape(-1)
-        except Exception:
-            continue
-        ours = _to_numpy(tensor).reshape(-1)
-        if stored.dtype != ours.dtype:
-            continue
-        step = max(1, stored.size // _WEIGHT_SAMPLES)
-        if not np.allclose(stored[::step], ours[::step], rtol=1e-6, atol=1e-7, equal_nan=True):
-            return [_warning(
-                f"The model's weight {init.name!r} differs from the one stored in the ONNX "
-                "file: the model was not built with the exported weights (a fresh random "
-                "initialization?), so large differences are expected. Give the recipe the "
-                "checkpoint the export used (model.checkpoint).")]
     return []
 
 

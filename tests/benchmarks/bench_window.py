@@ -54,7 +54,7 @@ def export_measurements(runs: int) -> tuple[list[float], list[float], float]:
     app = QApplication.instance() or QApplication([])
     window = MainWindow()
     window.load_initial(None)
-    window.recipe.validate.enabled = True  # a longer job: export + validation
+    window.session.recipe.validate.enabled = True  # a longer job: export + validation
     window.show()
 
     def wait(predicate, timeout_s: float = 180.0) -> None:
@@ -64,17 +64,15 @@ def export_measurements(runs: int) -> tuple[list[float], list[float], float]:
         if not predicate():
             raise TimeoutError("benchmark step did not finish")
 
-    wait(lambda: window.runner.ready_info is not None)
+    wait(lambda: window.session.runner.ready_info is not None)
     stalls, latencies = [], []
     first_event = {"t": 0.0}
-    original = window._export_event
 
-    def spy(message: dict) -> None:
-        if not first_event["t"] and message.get("type") == "progress":
+    def progressed(_fraction: float, _stage: str) -> None:
+        if not first_event["t"]:
             first_event["t"] = time.perf_counter()
-        original(message)
 
-    window._export_event = spy  # type: ignore[method-assign]
+    window.session.exportProgress.connect(progressed)
     export_seconds = 0.0
     for run in range(runs + 1):  # the first export warms the worker's lazy imports
         # Let the previous result's graph finish loading (the Graph tab's own cost, measured
@@ -95,11 +93,11 @@ def export_measurements(runs: int) -> tuple[list[float], list[float], float]:
         ticks.start()
         timer.start()
         started = time.perf_counter()
-        window.start_export()
+        window.session.start_export()
         loop = QEventLoop()
-        window.exportFinished.connect(loop.quit)
+        window.session.exportFinished.connect(loop.quit)
         loop.exec()
-        window.exportFinished.disconnect(loop.quit)
+        window.session.exportFinished.disconnect(loop.quit)
         timer.stop()
         if run == 0:
             export_seconds = time.perf_counter() - started

@@ -312,3 +312,237 @@ def test_preserve_keeps_the_train_mode_a_module_was_saved_in(train_mode_pickle: 
     # before the export must not add an update of its own (it runs in eval mode).
     np.testing.assert_array_equal(stats["preserve"]["1.running_mean"],
                                   stats["train"]["1.running_mean"])
+
+
+# ---------------------------------------------------------------------------- causes, exporter
+
+CAUSES_NET = '''
+import torch
+
+
+class Branchy(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        y = self.lin(x)
+        if y.sum() > 0:
+            return y * 2
+        return y - 1
+
+
+class Boxed:
+    def __init__(self, t):
+        self.t = t
+
+
+class ReturnsBox(torch.nn.Module):
+    def forward(self, x):
+        return x * 2, Boxed(x)
+'''
+
+
+@pytest.fixture(scope="session")
+def causes_dir(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Path:
+    """causes.py, and scripted.pt: TinyNet through torch.jit.script, as torch.jit.save writes it."""
+    import warnings
+
+    from engine.source.load import load_model
+
+    folder = tmp_path_factory.mktemp("causes")
+    (folder / "causes.py").write_text(CAUSES_NET)
+    module = load_model(make_recipe(model_dir)).module
+    with warnings.catch_warnings():  # torch 2.9+ calls torch.jit deprecated
+        warnings.simplefilter("ignore", DeprecationWarning)
+        torch.jit.script(module).save(str(folder / "scripted.pt"))
+    return folder
+
+
+def cli_json(folder: Path, *args: str) -> tuple[int, dict, str]:
+    """`onnx-studio ARGS --json -v` in process: (status, document, the JSON line), after checking
+    that no colour code reached the user: not in the JSON, not on standard error (progress,
+    warnings, logs and the details that -v prints)."""
+    import contextlib
+    import io
+    import json
+
+    from engine import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    cwd = Path.cwd()
+    os.chdir(folder)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            status = cli.main([*args, "--json", "-v"])
+    finally:
+        os.chdir(cwd)
+    line = out.getvalue().strip().splitlines()[-1]
+    assert "\x1b" not in line and "\\u001b" not in line, line
+    assert "\x1b" not in err.getvalue(), err.getvalue()[-2000:]
+    return status, json.loads(line), line
+
+
+def test_a_branch_on_a_tensor_value_names_the_line_and_the_fix_that_works(
+        causes_dir: Path) -> None:
+    status, doc, _ = cli_json(causes_dir, "export", "causes.py:Branchy", "-o", "branchy.onnx",
+                              "--input", "x=2x4")
+    error = doc["error"]
+    assert status == 1 and error["kind"] == "export"
+    line = CAUSES_NET.splitlines().index("        if y.sum() > 0:") + 1
+    assert f"branches on a tensor's value at causes.py:{line}" in error["message"]
+    assert "`if y.sum() > 0:`" in error["message"] and "This is step" not in error["message"]
+    assert "torch.cond" in error["hint"] and "model.script = true" in error["hint"]
+    assert "GuardOnDataDependentSymNode" in error["details"]  # the whole chain
+    assert doc["exporter"] == "dynamo" and "default" in doc["exporter_reason"]
+    # the hint applied: scripted, the TorchScript exporter keeps the `if` as an ONNX If
+    recipe = make_recipe(causes_dir, source="causes.py:Branchy", output="branchy.onnx")
+    recipe.inputs[0].dynamic, recipe.outputs = {}, []
+    recipe.model.script = True
+    report = export(recipe, validate=True)
+    assert report.ok, report.error and report.error.message
+    assert report.exporter == "torchscript" and "model.script = true" in (
+        report.exporter_reason or "")
+    assert report.validation is not None and report.validation.ok
+    assert "If" in {n.op_type for n in onnx.load(str(recipe.output_path)).graph.node}
+
+
+def test_an_output_the_exporter_cannot_flatten_is_named_with_the_fix(causes_dir: Path) -> None:
+    status, doc, _ = cli_json(causes_dir, "export", "causes.py:ReturnsBox", "-o", "box.onnx",
+                              "--input", "x=2x4")
+    error = doc["error"]
+    assert status == 1 and error["kind"] == "export"
+    assert "forward() returns a Boxed" in error["message"]
+    assert "return tensors" in error["hint"] and "register_pytree_node" in error["hint"]
+
+
+def test_a_torchscript_archive_exports_with_the_torchscript_exporter_by_default(
+        causes_dir: Path) -> None:
+    status, doc, _ = cli_json(causes_dir, "export", "scripted.pt", "-o", "scripted.onnx",
+                              "--input", "x=2x4", "--validate")
+    assert status == 0, doc["error"]
+    assert doc["exporter"] == "torchscript"
+    assert doc["exporter_reason"] == "a TorchScript archive exports with the TorchScript exporter"
+    assert list(doc)[:4] == ["ok", "output", "exporter", "exporter_reason"]
+    assert doc["validation"]["ok"] and doc["warnings"] == []  # no notice of the tool's own
+    # named, the recipe's exporter runs: dynamo cannot take a ScriptModule, and says what to do
+    status, doc, _ = cli_json(causes_dir, "export", "scripted.pt", "-o", "scripted_d.onnx",
+                              "--input", "x=2x4", "--exporter", "dynamo")
+    assert status == 1 and doc["exporter"] == "dynamo"
+    assert doc["exporter_reason"] == 'the recipe asks for it (exporter = "dynamo")'
+    assert "cannot export a TorchScript module" in doc["error"]["message"]
+    assert 'exporter = "torchscript"' in doc["error"]["hint"]
+
+
+def test_the_exporter_follows_the_source_unless_the_recipe_names_one(causes_dir: Path) -> None:
+    from engine.export.exporter import choose_exporter
+
+    def chosen(source: str, **options: object) -> tuple[str, str]:
+        recipe = make_recipe(causes_dir, source=source)
+        for key, value in options.items():
+            target = recipe.model if key == "script" else recipe.export
+            setattr(target, key, value)
+        return choose_exporter(recipe)
+
+    assert recipes.ExportOptions().exporter == "auto"
+    assert chosen("causes.py:Branchy")[0] == "dynamo"
+    assert chosen("scripted.pt")[0] == "torchscript"
+    assert chosen("net.pt2") == ("dynamo", "a .pt2 ExportedProgram exports with the dynamo "
+                                 "exporter")
+    assert chosen("causes.py:Branchy", script=True)[0] == "torchscript"
+    assert chosen("causes.py:Branchy", operator_export_type="ONNX_ATEN")[0] == "torchscript"
+    assert chosen("scripted.pt", exporter="dynamo")[0] == "dynamo"
+    assert chosen("causes.py:Branchy", exporter="torchscript")[0] == "torchscript"
+
+
+def test_the_opset_is_checked_against_the_exporter_that_runs(causes_dir: Path) -> None:
+    # opset 17 is below dynamo's lowest: refused for a Python module before any work ...
+    recipe = make_recipe(causes_dir, source="causes.py:Branchy", output="o17.onnx", opset=17)
+    report = export(recipe)
+    assert report.error is not None and report.error.kind == "recipe"
+    assert "dynamo exporter writes opset 18" in report.error.message
+    assert "load" not in report.seconds
+    # ... and written for a TorchScript archive, which "auto" exports with TorchScript
+    recipe = make_recipe(causes_dir, source="scripted.pt", output="s17.onnx", opset=17)
+    report = export(recipe)
+    assert report.ok, report.error and report.error.message
+    assert report.exporter == "torchscript" and report.opset == 17
+
+
+def test_unsupported_operators_reach_the_json_without_colour(model_dir: Path) -> None:
+    status, doc, _ = cli_json(model_dir, "export", "tiny.py:Unconvertible", "-o", "u.onnx",
+                              "--input", "x=4x4")
+    assert status == 1 and doc["error"]["kind"] == "unsupported_operator"
+    assert doc["error"]["unsupported_ops"] and doc["error"]["details"]
+
+
+def test_a_dynamic_shape_conflict_passes_on_torchs_suggested_fix() -> None:
+    """torch.onnx usually refines such axes itself; when it cannot, torch's own error is what
+    reaches the classifier (here raised by torch.export directly)."""
+    from engine.export import causes
+
+    class AddsFixed(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x + torch.ones(2, 3)
+
+    with pytest.raises(Exception) as caught:
+        torch.export.export(AddsFixed(), (torch.randn(2, 3),),
+                            dynamic_shapes={"x": {0: torch.export.Dim("batch")}})
+    cause = causes.classify(caught.value, "dynamo")
+    assert cause.kind == "export"
+    assert "dynamic axes do not fit the model" in cause.message
+    assert "specialized it to be a constant (2)" in cause.message
+    assert "batch = 2" in cause.hint and "remove 'batch' from the dynamic axes" in cause.hint
+
+
+def test_colour_codes_are_stripped_and_the_wrapper_is_not_the_message() -> None:
+    from engine.errors import StudioError, plain
+    from engine.export import causes
+
+    coloured = "Failed. \x1b[96mThis is step 1/3\x1b[0m of \x1b[1;31mexporting\x1b[m"
+    assert plain(coloured) == "Failed. This is step 1/3 of exporting"
+    err = StudioError("export", coloured, coloured, details=coloured)
+    assert "\x1b" not in err.message + err.hint + err.details
+    try:
+        try:
+            raise KeyError("weight")
+        except KeyError as inner:
+            raise RuntimeError("Failed to export the model with torch.export. "
+                               "\x1b[96mThis is step 1/3\x1b[0m of exporting") from inner
+    except RuntimeError as outer:
+        assert causes.real_message(outer) == "KeyError: 'weight'"
+        wrapped = StudioError("export", "m")
+        wrapped.__cause__ = outer
+        assert "KeyError" in wrapped.details and "\x1b" not in wrapped.details
+
+
+def test_exporter_warnings_carry_where_they_were_raised(model_dir: Path) -> None:
+    recipe = make_recipe(model_dir, source="tiny.py:Pitfalls", output="out/pitd.onnx",
+                         exporter="torchscript")
+    recipe.inputs = [recipes.InputSpec(name="x", shape=[2, 3])]
+    recipe.outputs = []
+    report = export(recipe)
+    assert report.ok, report.error and report.error.message
+    tracer = [w for w in report.warnings if w.category == "TracerWarning"]
+    assert tracer and all(w.details and "Raised at" in w.details for w in tracer)
+    assert any("tiny.py" in (w.details or "") for w in tracer)
+    assert all("\x1b" not in w.message + (w.details or "") for w in report.warnings)
+
+
+def test_the_tracers_unsupported_type_names_the_cache_and_its_fix() -> None:
+    """The TorchScript tracer's wording ("received an input of unsupported type", said of
+    outputs too) gets the same diagnosis as dynamo's."""
+    from engine.export import causes
+
+    exc = RuntimeError("Only tuples, lists and Variables are supported as JIT inputs/outputs. "
+                       "Dictionaries and strings are also accepted, but their usage is not "
+                       "recommended. Here, received an input of unsupported type: DynamicCache")
+    cause = causes.classify(exc, "torchscript")
+    assert "takes or returns a DynamicCache" in cause.message
+    assert "return tensors" in cause.hint.lower()
+    wrapped = RuntimeError("Failed to export the model with torch.export. This is step 1/3")
+    wrapped.__cause__ = RuntimeError("Found <class 'transformers.cache_utils.DynamicCache'> in "
+                                     "output, which is not a known type.")
+    cause = causes.classify(wrapped, "dynamo")
+    assert cause.message.startswith("forward() returns a DynamicCache")
+    assert "use_cache=False" in cause.hint

@@ -152,10 +152,12 @@ def _validation() -> Validation:
 
 def _report() -> ExportReport:
     return ExportReport(
-        ok=True, output="/out/model.onnx", exporter="dynamo", opset=18,
+        ok=True, output="/out/model.onnx", exporter="dynamo",
+        exporter_reason="the default exporter for a PyTorch module", opset=18,
         seconds={"load": 0.4, "export": 5.1}, graph=_graph(),
         warnings=[WarningItem(category="TracerWarning", message="m", source="net.py:41",
-                              hint="Use torch.where.")],
+                              hint="Use torch.where.",
+                              details="TracerWarning: m\n\nRaised at ...")],
         validation=_validation())
 
 
@@ -472,6 +474,15 @@ def test_warnings_from_the_events_dicts() -> None:
     warning = WarningItem.from_dict(item)
     assert warning.to_dict() == item and list(warning.to_dict()) == list(item)
     assert WarningEvent(id=2, warning=warning).to_dict() == {"id": 2, "type": "warning", **item}
+
+
+def test_the_exporter_reason_follows_the_exporter_and_is_left_out_when_unknown() -> None:
+    data = json.loads(encode(_report()))
+    assert list(data)[:4] == ["ok", "output", "exporter", "exporter_reason"]
+    assert data["exporter_reason"] == "the default exporter for a PyTorch module"
+    assert data["warnings"][0]["details"].startswith("TracerWarning: m")
+    assert decode(json.dumps(data), ExportReport) == _report()
+    assert "exporter_reason" not in json.loads(encode(_failed_report()))
 
 
 def test_a_failed_report_has_the_contracts_error_shape() -> None:

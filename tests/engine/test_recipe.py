@@ -116,9 +116,9 @@ def test_shared_dimension_names_are_one_dimension(tmp_path: Path) -> None:
     ('version = 1\n[model]\nsource = "a.py:N"\n[[inputs]]\nname = "x"\nshape = [1]\n'
      'dynamic = { 3 = "batch" }\n', "inputs[0].dynamic", ["beyond", "rank 1"]),
     ('version = 1\n[model]\nsource = "a.py:N"\n[export]\nexporter = "magic"\n',
-     "export.exporter", ["magic", "dynamo, torchscript"]),
-    ('version = 1\n[model]\nsource = "a.py:N"\n[export]\noperator_export_type = "ONNX_ATEN"\n',
-     "export.operator_export_type", ["torchscript"]),
+     "export.exporter", ["magic", "auto, dynamo, torchscript"]),
+    ('version = 1\n[model]\nsource = "a.py:N"\n[export]\nexporter = "dynamo"\n'
+     'operator_export_type = "ONNX_ATEN"\n', "export.operator_export_type", ["torchscript"]),
     ('version = 1\n[model]\nsource = "a.py:N"\n[export]\ndevice = "tpu"\n', "export.device",
      ["cuda:N"]),
     ('version = 1\n[model]\nsource = "a.py:N"\n[export]\nopset = "18"\n', "export.opset",
@@ -144,6 +144,23 @@ def test_problems_lists_everything_a_form_should_mark() -> None:
     recipe.export.output = "model.txt"
     fields = [f for f, _ in recipe.problems()]
     assert fields == ["model.source", "inputs[0].shape", "inputs[1].name", "export.output"]
+
+
+def test_the_exporter_defaults_to_auto_and_round_trips(tmp_path: Path) -> None:
+    """A recipe without `exporter` (every recipe written before "auto") means "auto": the
+    export picks the exporter from the source; a saved one says so and loads back the same."""
+    assert recipes.EXPORTERS[0] == "auto" and recipes.ExportOptions().exporter == "auto"
+    old = recipes.loads('version = 1\n[model]\nsource = "a.py:N"\n[export]\nopset = 17\n')
+    assert old.export.exporter == "auto" and old.problems() == []
+    path = tmp_path / "r.toml"
+    recipes.save(old, path)
+    assert 'exporter = "auto"' in path.read_text()
+    assert recipes.load(path) == old
+    for name in recipes.EXPORTERS:
+        text = f'version = 1\n[model]\nsource = "a.py:N"\n[export]\nexporter = "{name}"\n'
+        recipe = recipes.loads(text)
+        assert recipe.export.exporter == name
+        assert recipes.loads(recipe.to_toml()).export.exporter == name
 
 
 def test_a_missing_recipe_file_says_so(tmp_path: Path) -> None:
@@ -238,7 +255,7 @@ def test_saving_over_a_recipe_keeps_its_comments_and_key_order(tmp_path: Path) -
     # ... and keys the file did not have come after the last key of their table, before the
     # comment that leads into the next header
     assert lines.index("script = false") < lines.index("# inputs, in forward() order")
-    assert lines.index('output = "out/model.onnx"') < lines.index('exporter = "dynamo"') < (
+    assert lines.index('output = "out/model.onnx"') < lines.index('exporter = "auto"') < (
         lines.index("# tolerances are in [validate]"))
     assert lines[-1] == "intermediates = false" and "rtol = 0.5" in lines
     # saving the same recipe again changes nothing

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import StudioError
+from engine.export.exporter import choose_exporter
 from engine.recipe import InputSpec, Recipe
 from engine.source import describe as source_info
 from engine.source import inputs as inputs_mod
@@ -359,6 +360,10 @@ def generate(recipe: Recipe) -> str:
     Raises StudioError when the studio itself would refuse the recipe's model or inputs
     (a malformed source, an untrusted pickle, ...); the window shows that sentence instead.
     """
+    exporter, _ = choose_exporter(recipe)
+    if exporter != recipe.export.exporter:  # "auto": the script names the one that runs
+        recipe = recipe.copy()
+        recipe.export.exporter = exporter
     opts = recipe.export
     ext_lines, ext_kwargs = _extension_lines(recipe)
     model_imports, model_lines, target, kind = _model_lines(recipe)

@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, TypeAlias, TypeVar, overload
 
-from engine.errors import StudioError
+from engine.errors import StudioError, plain
 from engine.protocol.convert import FLATTEN, OMIT, ProtocolError, Wire, from_dict
 from engine.protocol.documents import (
     Error,
@@ -192,7 +192,7 @@ class ErrorEvent(Event):
             error = Error.from_exception(exc, with_details=False)
             own = exc.details if isinstance(exc, StudioError) else ""
             return cls(id=job_id, error=error, details=own or details)
-        error = Error(kind="export", message=f"The worker failed: {exc}",
+        error = Error(kind="export", message=plain(f"The worker failed: {exc}"),
                       hint="Open Details for the traceback.")
         return cls(id=job_id, error=error, details=details)
 

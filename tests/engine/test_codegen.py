@@ -456,3 +456,15 @@ def test_script_reflects_every_option(tmp_path: Path) -> None:
     assert "external_data=False" in code
     recipe.export.external_data = "always"
     assert "external_data=True" in codegen.generate(recipe)
+
+
+def test_the_script_names_the_exporter_auto_resolves_to(tmp_path: Path) -> None:
+    (tmp_path / "net.py").write_text("import torch\n\n\nclass Net(torch.nn.Linear):\n"
+                                     "    def __init__(self):\n        super().__init__(4, 2)\n")
+    recipe = recipes.Recipe(base_dir=tmp_path)
+    recipe.model.source = "net.py:Net"
+    recipe.inputs = [recipes.InputSpec(name="x", shape=[2, 4])]
+    assert recipe.export.exporter == "auto"
+    assert "dynamo=True" in codegen.generate(recipe)
+    recipe.model.script = True
+    assert "dynamo=False" in codegen.generate(recipe)

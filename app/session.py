@@ -62,6 +62,7 @@ from engine.protocol import (
     WarningItem,
 )
 from engine.recipe import InputSpec, Recipe
+from engine.torch_private import untested_torch_sentence
 
 __all__ = ["PARTS", "ExportSession"]
 
@@ -174,6 +175,9 @@ class ExportSession(QObject):
             ready = Ready(protocol=0, pid=int(info.get("pid") or 0),
                           torch=str(info.get("torch")), import_s=0.0)
         self.workerReady.emit(ready)
+        sentence = untested_torch_sentence(ready.torch) if ready.torch_tested is False else None
+        if sentence:  # torch_tested is absent (UNSET) from workers that predate the field
+            self.notice.emit(sentence)
         self.runner.submit({"job": "devices"}, self._on_devices)
 
     def _on_devices(self, message: dict[str, Any]) -> None:
@@ -596,6 +600,8 @@ class ExportSession(QObject):
         stamp = Stamp(sent.recipe, sent.file)
         if isinstance(final, ValidateResult):
             validation = final.validation
+            # the result lists its warnings too: any the events did not bring (repeats skipped)
+            self.add_warnings(list(validation.warnings or []))
             outcome = ValidationOutcome(job, Path(final.onnx), validation, message,
                                         message.get("validation") or {}, None, "",
                                         final.job_dir, stamp, seconds, from_export=False)

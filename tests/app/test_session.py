@@ -208,3 +208,17 @@ def test_a_worker_that_retires_after_extensions_is_replaced_quietly(
     again = export(session, qtbot)
     assert again.ok, again.message
     assert lost == []
+
+
+def test_a_worker_with_an_untested_torch_is_said_once(qtbot) -> None:
+    """The worker says whether its torch lies in the tested range; the user is told."""
+    session = ExportSession(use_worker=False)
+    notices: list[str] = []
+    session.notice.connect(notices.append)
+    ready = {"type": "ready", "protocol": 1, "pid": 1, "torch": "2.99.0", "import_s": 1.0,
+             "torch_tested": False}
+    session.runner.workerReady.emit(ready)  # what a ready worker announces
+    assert len(notices) == 1 and "torch 2.99.0" in notices[0] and "tested" in notices[0]
+    session.runner.workerReady.emit({**ready, "torch": "2.13.0+cpu", "torch_tested": True})
+    assert len(notices) == 1
+    session.shutdown()

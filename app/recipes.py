@@ -12,8 +12,9 @@ from pathlib import Path
 
 from engine import dirs, shipped
 from engine import recipe as recipes
+from engine.errors import StudioError
 from engine.recipe import Recipe, split_source
-from engine.source.describe import PICKLE_SUFFIXES
+from engine.source.describe import PICKLE_SUFFIXES, archive_kind, parse
 
 MODEL_SUFFIXES = (".py", ".pt2", ".pt", ".pth")
 OPENABLE_SUFFIXES = (*MODEL_SUFFIXES, ".onnx", ".toml")
@@ -122,6 +123,9 @@ def file_problems(recipe: Recipe) -> list[tuple[str, str]]:
         found.append(("model.trust_pickle", f"{src.name if src else 'the file'} is a pickled "
                       "module: loading it runs code stored in the file. Tick \"Trust this "
                       "pickle file\" only if you trust where it came from."))
+    if recipe.output_path.is_dir():
+        found.append(("export.output", f"{recipe.output_path} is a folder; name an .onnx file "
+                      "in it."))
     out_parent = recipe.output_path.parent
     while not out_parent.exists() and out_parent != out_parent.parent:
         out_parent = out_parent.parent
@@ -133,12 +137,46 @@ def file_problems(recipe: Recipe) -> list[tuple[str, str]]:
 
 def needs_trust(recipe: Recipe) -> bool:
     """True when the source is a pickled whole module the user has not yet trusted."""
-    from engine.source.describe import archive_kind
-
     src = source_file(recipe)
     if recipe.model.trust_pickle or src is None or src.suffix.lower() not in PICKLE_SUFFIXES:
         return False
     return src.is_file() and archive_kind(src) == "pickle"
+
+
+def implied_exporter(recipe: Recipe) -> tuple[str, str]:
+    """The exporter an export of `recipe` runs, and why: the rule of the engine's
+    `choose_exporter` (engine.export.exporter), read from the recipe and the source file
+    without torch. `exporter = "auto"` follows the source: a TorchScript archive, a module
+    scripted first or an operator export type other than ONNX get the TorchScript exporter,
+    everything else dynamo."""
+    opts = recipe.export
+    if opts.exporter != "auto":
+        return opts.exporter, f'the recipe asks for it (exporter = "{opts.exporter}")'
+    kind = source_kind(recipe)
+    if kind == "torchscript":
+        return "torchscript", "a TorchScript archive exports with the TorchScript exporter"
+    if recipe.model.script:
+        return "torchscript", ("model.script = true: a scripted module exports with the "
+                               "TorchScript exporter")
+    if opts.operator_export_type != "ONNX":
+        return "torchscript", (f"operator_export_type = \"{opts.operator_export_type}\" is an "
+                               "option of the TorchScript exporter")
+    if kind == "exported_program":
+        return "dynamo", "a .pt2 ExportedProgram exports with the dynamo exporter"
+    return "dynamo", "the default exporter for a PyTorch module"
+
+
+def source_kind(recipe: Recipe) -> str:
+    """The source's kind read from its name and file (engine.source.describe): python,
+    exported_program, torchscript, pickle, example, torchvision; "unknown" when it cannot be
+    told (a missing file: loading reports why)."""
+    try:
+        parsed = parse(recipe.model.source, recipe.base_dir)
+    except StudioError:
+        return "unknown"
+    if parsed.kind == "torchscript_or_pickle" and parsed.path is not None:
+        return archive_kind(parsed.path) if parsed.path.is_file() else "unknown"
+    return parsed.kind
 
 
 def format_table(values: dict[str, object]) -> str:

@@ -2,7 +2,8 @@
 and the [validate] settings (tolerances, random draws, other sizes, per-node comparison).
 
 A view of the session's `recipe.export` and `recipe.validate`; the opset and device lists
-follow what the worker reports it can do (the session's capabilities).
+follow what the worker reports it can do (the session's capabilities), for the exporter that
+will run: with "auto" the one the source implies (app.recipes.implied_exporter).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from PySide6.QtWidgets import (
 
 from app import theme
 from app.form import marks
-from app.recipes import format_table, parse_table
+from app.recipes import format_table, implied_exporter, parse_table
 from app.session import ExportSession
 from engine.protocol import DevicesResult
 from engine.recipe import EXPORTERS, EXTERNAL_DATA, OPERATOR_EXPORT_TYPES, TRAINING_MODES, Recipe
@@ -39,6 +40,8 @@ FALLBACK_CAPABILITIES: dict[str, Any] = {
     "default_opset": {"dynamo": 20, "torchscript": 20},
     "ort_max_opset": None,
 }
+# what the exporter list says; "auto" is resolved at export time (app.recipes.implied_exporter)
+EXPORTER_LABELS = {"auto": "auto (follows the source)"}
 
 
 def format_float(value: float) -> str:
@@ -58,9 +61,8 @@ class OptionsForm(QGroupBox):
         self._filling = False
 
         self.exporter = QComboBox()
-        self.exporter.addItems(list(EXPORTERS))
-        self.exporter.setToolTip("dynamo: torch.export-based (default); torchscript: the legacy "
-                                 "tracer/scripter, needed for operator export types")
+        for name in EXPORTERS:
+            self.exporter.addItem(EXPORTER_LABELS.get(name, name), name)
         self.opset = QComboBox()
         self.opset_warning = QLabel()
         self.opset_warning.setWordWrap(True)
@@ -180,6 +182,14 @@ class OptionsForm(QGroupBox):
     def _recipe_edited(self, part: str, origin: object) -> None:
         if part == "options" and origin is not self:
             self.refresh()
+        elif part == "model" and self.session.recipe.export.exporter == "auto":
+            # another source or `script` may imply the other exporter: its opsets and options
+            self._filling = True
+            try:
+                self._fill_opsets()
+            finally:
+                self._filling = False
+            self._update_enabled()
 
     def _readiness_changed(self) -> None:
         self.mark(self.session.problems)
@@ -199,7 +209,11 @@ class OptionsForm(QGroupBox):
         parse_errors = self.session.parse_errors
         self._filling = True
         try:
-            self.exporter.setCurrentText(opts.exporter)
+            index = self.exporter.findData(opts.exporter)
+            if index < 0:  # a value the list does not know: shown as it is (marked wrong)
+                self.exporter.addItem(opts.exporter, opts.exporter)
+                index = self.exporter.count() - 1
+            self.exporter.setCurrentIndex(index)
             self._fill_opsets()
             self.export_type.setCurrentText(opts.operator_export_type)
             self.training.setCurrentText(opts.training)
@@ -231,10 +245,15 @@ class OptionsForm(QGroupBox):
             self._filling = False
         self._update_enabled()
 
+    def effective_exporter(self) -> str:
+        """The exporter that will run: the recipe's, or the one "auto" implies now."""
+        return implied_exporter(self.session.recipe)[0]
+
     def _fill_opsets(self) -> None:
         opts = self.session.recipe.export
-        low, high = self.capabilities["opsets"].get(opts.exporter, [7, 23])
-        default = self.capabilities["default_opset"].get(opts.exporter)
+        exporter = self.effective_exporter()
+        low, high = self.capabilities["opsets"].get(exporter, [7, 23])
+        default = self.capabilities["default_opset"].get(exporter)
         self.opset.clear()
         self.opset.addItem(f"default ({default})" if default else "default", None)
         versions = list(range(int(high), int(low) - 1, -1))
@@ -246,10 +265,20 @@ class OptionsForm(QGroupBox):
         self.opset.setCurrentIndex(max(index, 0))
 
     def _update_enabled(self) -> None:
-        torchscript = self.session.recipe.export.exporter == "torchscript"
-        self.export_type.setEnabled(torchscript)
-        self.export_type.setToolTip("" if torchscript else
-                                    "Only the torchscript exporter takes an export type")
+        chosen = self.session.recipe.export.exporter
+        exporter, reason = implied_exporter(self.session.recipe)
+        torchscript = exporter == "torchscript"
+        self.exporter.setToolTip(
+            (f"auto: the exporter follows the source; here {exporter}, as {reason}.\n"
+             if chosen == "auto" else "")
+            + "dynamo: torch.export-based; torchscript: the legacy tracer/scripter, for "
+            "TorchScript archives, scripted modules and operator export types")
+        # "auto" takes an export type too: one other than ONNX makes it the TorchScript exporter
+        self.export_type.setEnabled(chosen != "dynamo")
+        self.export_type.setToolTip("Only the torchscript exporter takes an export type"
+                                    + (" (with auto, one other than ONNX chooses it)"
+                                       if chosen == "auto" else "")
+                                    if not torchscript else "")
         self.optimize.setEnabled(not torchscript)
         self.folding.setEnabled(torchscript)
         self.custom_opsets.setEnabled(torchscript)
@@ -263,15 +292,16 @@ class OptionsForm(QGroupBox):
     def _update_opset_warning(self) -> None:
         opts = self.session.recipe.export
         ort_max = self.capabilities.get("ort_max_opset")
-        default = self.capabilities["default_opset"].get(opts.exporter)
+        exporter = self.effective_exporter()
+        default = self.capabilities["default_opset"].get(exporter)
         chosen = opts.opset if opts.opset is not None else default
         messages = []
         if ort_max and chosen and chosen > ort_max:
             messages.append(f"Opset {chosen} is above {ort_max}, the newest the installed "
                             "ONNX Runtime runs: validation will not be possible.")
-        low, high = self.capabilities["opsets"].get(opts.exporter, [7, 23])
+        low, high = self.capabilities["opsets"].get(exporter, [7, 23])
         if opts.opset is not None and not low <= opts.opset <= high:
-            messages.append(f"The {opts.exporter} exporter writes opsets {low}–{high}.")
+            messages.append(f"The {exporter} exporter writes opsets {low}–{high}.")
         self.opset_warning.setText(" ".join(messages))
         self.opset_warning.setStyleSheet(f"color: {theme.warning_text(self.dark)};")
         self.opset_warning.setVisible(bool(messages))
@@ -287,8 +317,10 @@ class OptionsForm(QGroupBox):
     def _write(self, recipe: Recipe) -> None:
         """Read every field into `recipe` (inside the session's edit)."""
         opts = recipe.export
-        exporter_changed = self.exporter.currentText() != opts.exporter
-        opts.exporter = self.exporter.currentText()
+        before = self.effective_exporter()
+        chosen = str(self.exporter.currentData() or self.exporter.currentText())
+        exporter_changed = chosen != opts.exporter
+        opts.exporter = chosen
         opts.opset = None if exporter_changed else self.opset.currentData()
         opts.operator_export_type = self.export_type.currentText()
         if opts.exporter == "dynamo":
@@ -313,8 +345,14 @@ class OptionsForm(QGroupBox):
         opts.extensions = [p.strip() for p in self.extensions.text().split(";") if p.strip()]
         if exporter_changed:
             self.refresh()
-        else:
-            self._update_enabled()
+            return
+        if self.effective_exporter() != before:  # "auto" and another export type
+            self._filling = True
+            try:
+                self._fill_opsets()
+            finally:
+                self._filling = False
+        self._update_enabled()
 
     def _write_validate(self, recipe: Recipe) -> None:
         checks = recipe.validate

@@ -32,11 +32,29 @@ from app import theme
 from app.form import marks
 from app.form.dynamic_axes import DynamicAxesDialog
 from app.session import ExportSession
-from engine.recipe import DTYPES, FILLS, InputSpec, OutputSpec
+from engine.recipe import AUTO_FILL, DTYPES, FILLS, InputSpec, OutputSpec
+from engine.source.inputs import resolve_fill
 
 # The dtype list shows the canonical names; aliases in a loaded recipe are added on demand.
 MAIN_DTYPES = ("float32", "float16", "bfloat16", "float64", "int64", "int32", "int16", "int8",
                "uint8", "bool", "complex64")
+
+
+# a cell widget's tooltip when nothing is wrong with it (a mark replaces it while there is)
+PLAIN_TIP = "plain_tip"
+FILL_TIP = ("auto chooses by the input's name and dtype (masks: ones, token ids: randint, "
+            "positions: arange, floats: randn); the Log says what each export drew")
+
+
+def fill_label(spec: InputSpec) -> tuple[str, str]:
+    """What the Fill cell shows for `spec`, and its tooltip: "auto → ones" and why, for the
+    automatic fill (engine.source.inputs.resolve_fill: by name and dtype, no model needed)."""
+    if spec.fill != AUTO_FILL:
+        return spec.fill, FILL_TIP
+    resolved = resolve_fill(spec)
+    reason = f" — {resolved.reason}" if resolved.reason else ""
+    return (f"auto → {resolved.fill}",
+            f"auto draws {resolved.text}{reason}.\n{FILL_TIP}")
 
 
 def format_shape(shape: list[int]) -> str:
@@ -142,6 +160,8 @@ class _TensorTable(QGroupBox):
         layout.addWidget(self.shared)
         layout.addLayout(buttons)
         self.table.itemChanged.connect(self._item_changed)
+        self.table.horizontalScrollBar().rangeChanged.connect(
+            lambda *_: self.table.setFixedHeight(self._table_height()))
         self.add_button.clicked.connect(self.add_row)
         self.remove_button.clicked.connect(self.remove_row)
         self.up_button.clicked.connect(lambda: self.move_row(-1))
@@ -180,7 +200,13 @@ class _TensorTable(QGroupBox):
 
     def _table_height(self) -> int:
         rows = max(self.table.rowCount(), 1)
-        return self.table.horizontalHeader().height() + 26 * min(rows, 5) + 4
+        return self.table.horizontalHeader().height() + 26 * min(rows, 5) + 4 + self._scroll()
+
+    def _scroll(self) -> int:
+        """The horizontal scroll bar's height while the columns are wider than the table (a
+        narrow window): the rows keep their room above it."""
+        bar = self.table.horizontalScrollBar()
+        return bar.sizeHint().height() if bar.maximum() > 0 else 0
 
     def _set_text(self, row: int, col: int, text: str) -> None:
         item = self.table.item(row, col)
@@ -285,7 +311,8 @@ class _TensorTable(QGroupBox):
                     widget = self.table.cellWidget(row, col)
                     item = self.table.item(row, col)
                     if widget is not None:
-                        marks.mark(widget, sentence, self.dark)
+                        marks.mark(widget, sentence, self.dark,
+                                   str(widget.property(PLAIN_TIP) or ""))
                     elif item is not None and sentence:
                         item.setBackground(bad)
                         item.setToolTip(sentence)
@@ -328,7 +355,7 @@ class InputsTable(_TensorTable):
         self.buttons_row.insertWidget(4, self.axes_button)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        for col, width in enumerate((70, 92, 84, 80, 92)):
+        for col, width in enumerate((86, 88, 76, 122, 76)):
             self.table.setColumnWidth(col, width)
 
     def items(self) -> list[InputSpec]:
@@ -353,6 +380,37 @@ class InputsTable(_TensorTable):
         combo.setCurrentText(current)
         combo.blockSignals(False)
 
+    def _fill_combo(self, row: int, spec: InputSpec) -> None:
+        """The Fill cell: every fill, "auto" labelled with what it resolves to for this row."""
+        combo = self.table.cellWidget(row, 3)
+        if not isinstance(combo, QComboBox):
+            combo = QComboBox()
+            combo.setFrame(False)
+            combo.currentIndexChanged.connect(lambda _i, c=combo: self._combo_changed(c))
+            self.table.setCellWidget(row, 3, combo)
+        label, tip = fill_label(InputSpec(name=spec.name, dtype=spec.dtype, low=spec.low,
+                                          high=spec.high))
+        fills = list(FILLS) if spec.fill in FILLS else [*FILLS, spec.fill]
+        combo.blockSignals(True)
+        if [combo.itemData(i) for i in range(combo.count())] != fills:
+            combo.clear()
+            for fill in fills:
+                combo.addItem(fill, fill)
+        auto = combo.findData(AUTO_FILL)
+        combo.setItemText(auto, label)
+        combo.setItemData(auto, tip, Qt.ItemDataRole.ToolTipRole)
+        combo.setCurrentIndex(combo.findData(spec.fill))
+        combo.setProperty(PLAIN_TIP, fill_label(spec)[1])
+        combo.setToolTip(str(combo.property(PLAIN_TIP)))
+        combo.blockSignals(False)
+
+    def read_row(self, row: int) -> None:
+        super().read_row(row)
+        items = self.items()
+        if 0 <= row < len(items):  # the name or dtype may resolve "auto" to another fill
+            self._fill_combo(row, items[row])
+            self.mark(self.session.problems)
+
     def _combo_changed(self, combo: QComboBox) -> None:
         for row in range(self.table.rowCount()):
             if combo in (self.table.cellWidget(row, 2), self.table.cellWidget(row, 3)):
@@ -364,7 +422,7 @@ class InputsTable(_TensorTable):
         self._set_text(row, 0, spec.name)
         self._set_text(row, 1, format_shape(spec.shape))
         self._combo(row, 2, MAIN_DTYPES, spec.dtype)
-        self._combo(row, 3, FILLS, spec.fill)
+        self._fill_combo(row, spec)
         self._set_text(row, 4, format_params(spec))
         self._set_text(row, 5, format_dynamic(spec.dynamic))
 
@@ -382,10 +440,12 @@ class InputsTable(_TensorTable):
             self._error(f"{where}.shape", None)
         except ValueError as exc:
             self._error(f"{where}.shape", str(exc))
-        for col, attr in ((2, "dtype"), (3, "fill")):
-            combo = self.table.cellWidget(row, col)
-            if isinstance(combo, QComboBox):
-                setattr(spec, attr, combo.currentText())
+        dtype = self.table.cellWidget(row, 2)
+        if isinstance(dtype, QComboBox):
+            spec.dtype = dtype.currentText()
+        fill = self.table.cellWidget(row, 3)
+        if isinstance(fill, QComboBox):
+            spec.fill = str(fill.currentData() or fill.currentText())
         try:
             params = parse_params(text(4))
             numbers = {k: v for k, v in params.items() if not isinstance(v, str)}
@@ -455,7 +515,7 @@ class OutputsTable(_TensorTable):
 
     def _table_height(self) -> int:
         rows = max(self.table.rowCount(), 1)
-        return self.table.horizontalHeader().height() + 26 * min(rows, 3) + 4
+        return self.table.horizontalHeader().height() + 26 * min(rows, 3) + 4 + self._scroll()
 
     def _fill_row(self, row: int, spec: InputSpec | OutputSpec) -> None:
         self._set_text(row, 0, spec.name)

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 
 from app.outcomes import ExportOutcome, JobStart
 from app.session import ExportSession
+from engine.errors import plain
 from engine.protocol import ErrorEvent
 
 
@@ -59,6 +60,8 @@ class SummaryView(QWidget):
 
     def __init__(self, session: ExportSession, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.session = session
+        self._shown: tuple[dict[str, Any], dict[str, Any]] | None = None  # (report, extra)
         self.status = text_label()
         self.hint = text_label(plain=True)
         self.details_button = QPushButton("Show details")
@@ -86,6 +89,14 @@ class SummaryView(QWidget):
         session.exportStarted.connect(self._export_started)
         session.exportProgress.connect(lambda _fraction, stage: self.add_stage(stage))
         session.exportFinished.connect(self._export_finished)
+        session.warningsChanged.connect(self._warnings_changed)
+
+    def _warnings_changed(self) -> None:
+        """Keep the Warnings row equal to the Warnings tab (a validation may add some)."""
+        # (an export starting clears them first: its result is gone by then, nothing to redo)
+        if self._shown is not None and not self.facts.isHidden() \
+                and self.session.export_result is not None:
+            self.facts.setHtml(self._facts_html(*self._shown))
 
     def _export_started(self, start: JobStart) -> None:
         self.show_running(str(start.onnx), start.worker_ready)
@@ -107,6 +118,7 @@ class SummaryView(QWidget):
         self.details_button.setText("Hide details" if on else "Show details")
 
     def _set_error_parts(self, hint: str, details: str) -> None:
+        details = plain(details)  # the full chain, as the engine sent it, never colour codes
         self.hint.setText(hint)
         self.hint.setVisible(bool(hint))
         self.details.setPlainText(details)
@@ -120,6 +132,7 @@ class SummaryView(QWidget):
                             "the graph, the equivalent Python script and the log are in the "
                             "other tabs.")
         self._set_error_parts("", "")
+        self._shown = None
         self.facts.setHtml("")
         self.facts.setVisible(False)
 
@@ -127,6 +140,7 @@ class SummaryView(QWidget):
         self._stages = []
         self._output = output
         self._set_error_parts("", "")
+        self._shown = None
         self.facts.setVisible(False)
         self.add_stage("Sent to the worker" if worker_ready
                        else "Waiting for the worker to start (it loads torch once)")
@@ -153,18 +167,18 @@ class SummaryView(QWidget):
             message += "<br>Unsupported operators: " + ", ".join(
                 f"<code>{html.escape(o)}</code>" for o in ops)
         self.status.setText(f"<h3 style='color:#d0463b'>✘ {title}</h3>{message}")
-        self._set_error_parts(error.get("hint", ""), details)
-        if report and report.get("graph"):
-            self.facts.setHtml(self._facts_html(report, {}))
-            self.facts.setVisible(True)
-        else:
-            self.facts.setVisible(False)
+        self._set_error_parts(error.get("hint", ""), details or error.get("details") or "")
+        self._shown = (report, {}) if report and report.get("graph") else None
+        if self._shown is not None:
+            self.facts.setHtml(self._facts_html(*self._shown))
+        self.facts.setVisible(self._shown is not None)
 
     def show_report(self, report: dict[str, Any], extra: dict[str, Any]) -> None:
         ok = report.get("ok")
         self.status.setText("<h3 style='color:#2f9e44'>✔ Exported</h3>" if ok
                             else "<h3>Finished</h3>")
         self._set_error_parts("", "")
+        self._shown = (report, extra)
         self.facts.setHtml(self._facts_html(report, extra))
         self.facts.setVisible(True)
 
@@ -183,7 +197,10 @@ class SummaryView(QWidget):
             data += [str(x) for x in extra.get("external_data_files", []) if x not in data]
             rows.append(("External data", ", ".join(data) if data else "none (weights inside)"))
         graph = report.get("graph") or {}
-        rows.append(("Exporter", html.escape(str(report.get("exporter")))))
+        exporter = html.escape(str(report.get("exporter")))
+        if report.get("exporter_reason"):  # why that one (a recipe's "auto" resolved)
+            exporter += f" — {html.escape(str(report['exporter_reason']))}"
+        rows.append(("Exporter", exporter))
         rows.append(("Opset", html.escape(str(report.get("opset")))))
         if "nodes" in graph:
             rows.append(("Nodes", str(graph["nodes"])))
@@ -204,9 +221,9 @@ class SummaryView(QWidget):
             rows.append(("Validation", f"{verdict}: {sum(1 for t in trials if t.get('ok'))} of "
                                        f"{len(trials)} trials within rtol "
                                        f"{validation.get('rtol')}, atol {validation.get('atol')}"))
-        warnings = report.get("warnings") or []
-        rows.append(("Warnings", f"{len(warnings)} (see the Warnings tab)" if warnings
-                     else "none"))
+        # the session's warnings: the export's and its validation's, as the Warnings tab lists
+        count = len(self.session.warnings)
+        rows.append(("Warnings", f"{count} (see the Warnings tab)" if count else "none"))
         body = "".join(f"<tr><td style='padding:2px 12px 2px 0'><b>{k}</b></td><td>{v}</td></tr>"
                        for k, v in rows)
         return f"<table>{body}</table>"

@@ -1,12 +1,13 @@
-"""The Warnings tab (category, message, the file and line it came from) and the read-only
-source viewer a warning opens at its line."""
+"""The Warnings tab (category, message and the hint under it, the file and line it came
+from, the details of the selected one) and the read-only source viewer a warning opens at its
+line."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QUrl, Signal
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QRect, QSize, Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QTextCursor
 from PySide6.QtWidgets import (
     QDialog,
@@ -16,6 +17,8 @@ from PySide6.QtWidgets import (
     QLabel,
     QPlainTextEdit,
     QPushButton,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
@@ -65,6 +68,25 @@ class SourceViewer(QDialog):
         layout.addWidget(buttons)
 
 
+class WrapDelegate(QStyledItemDelegate):
+    """Sizes a column's cells by their text wrapped at the column's width."""
+
+    def __init__(self, tree: QTreeWidget) -> None:
+        super().__init__(tree)
+        self.tree = tree
+
+    def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
+                 ) -> QSize:
+        size = super().sizeHint(option, index)
+        width = self.tree.columnWidth(index.column()) - 10
+        if width <= 0:
+            return size
+        flags = int(Qt.TextFlag.TextWordWrap) | int(Qt.AlignmentFlag.AlignLeft)
+        text = str(index.data() or "")
+        rect = option.fontMetrics.boundingRect(QRect(0, 0, width, 1 << 20), flags, text)
+        return QSize(size.width(), max(size.height(), rect.height() + 6))
+
+
 class WarningsView(QWidget):
     """Warnings of the last export: category, message, source file:line (opens the file)."""
 
@@ -84,16 +106,32 @@ class WarningsView(QWidget):
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
         header.setStretchLastSection(False)
+        # rows as tall as their wrapped message and hint, measured again whenever the column's
+        # width changes (a tree's own measure counts only the explicit lines)
+        self.tree.setItemDelegateForColumn(1, WrapDelegate(self.tree))
+        header.sectionResized.connect(lambda *_: self.tree.doItemsLayout())
         self.empty = QLabel("No warnings.")
+        self.empty.setWordWrap(True)  # its sentence never widens the window
         self.open_button = QPushButton("Open source")
         self.open_button.setEnabled(False)
+        self.details_button = QPushButton("Show details")
+        self.details_button.setCheckable(True)
+        self.details_button.setEnabled(False)
+        self.details_button.setToolTip("Where the selected warning was raised, in full")
+        self.details = QPlainTextEdit()
+        self.details.setReadOnly(True)
+        self.details.setVisible(False)
+        mono(self.details)
         row = QHBoxLayout()
         row.addWidget(self.empty)
         row.addStretch(1)
+        row.addWidget(self.details_button)
         row.addWidget(self.open_button)
         layout = QVBoxLayout(self)
-        layout.addWidget(self.tree)
+        layout.addWidget(self.tree, 3)
+        layout.addWidget(self.details, 2)
         layout.addLayout(row)
+        self.details_button.toggled.connect(self._show_details)
         self.tree.itemActivated.connect(lambda *_: self._open_current())
         self.tree.currentItemChanged.connect(self._current_changed)
         self.open_button.clicked.connect(self._open_current)
@@ -111,10 +149,18 @@ class WarningsView(QWidget):
     def clear(self) -> None:
         self.tree.clear()
         self.empty.setText("No warnings.")
+        self.details.setPlainText("")
+        self.details_button.setEnabled(False)
+        self._show_details(self.details_button.isChecked())
 
     def _add(self, warning: WarningItem) -> None:
-        item = QTreeWidgetItem([warning.category, warning.message.strip(), warning.source or ""])
-        item.setToolTip(1, warning.message)
+        text = warning.message.strip()
+        if warning.hint:  # what to change, under the message it answers
+            text += f"\n→ {warning.hint.strip()}"
+        item = QTreeWidgetItem([warning.category, text, warning.source or ""])
+        item.setToolTip(1, text + ("\n\n(Show details: where it was raised)"
+                                   if warning.details else ""))
+        item.setData(0, Qt.ItemDataRole.UserRole, self.count())  # its index in the list
         self.tree.addTopLevelItem(item)
         self.empty.setText(f"{self.tree.topLevelItemCount()} warning(s). Double-click one "
                            "with a source to open the file at that line.")
@@ -124,6 +170,22 @@ class WarningsView(QWidget):
 
     def _current_changed(self, item: QTreeWidgetItem | None, _previous: object) -> None:
         self.open_button.setEnabled(bool(item and item.text(2)))
+        warning = self.current_warning()
+        details = warning.details.strip() if warning is not None and warning.details else ""
+        self.details.setPlainText(details)
+        self.details_button.setEnabled(bool(details))
+        self._show_details(self.details_button.isChecked())
+
+    def current_warning(self) -> WarningItem | None:
+        """The session's warning the selected row shows."""
+        item = self.tree.currentItem()
+        index = item.data(0, Qt.ItemDataRole.UserRole) if item is not None else None
+        return self._shown[index] if isinstance(index, int) and index < len(self._shown) \
+            else None
+
+    def _show_details(self, on: bool) -> None:
+        self.details.setVisible(on and self.details_button.isEnabled())
+        self.details_button.setText("Hide details" if on else "Show details")
 
     def _open_current(self) -> None:
         item = self.tree.currentItem()

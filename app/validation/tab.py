@@ -46,6 +46,7 @@ from app.validation.common import (
 )
 from app.validation.nodes import NodesPanel
 from app.validation.plots import ParityPlots
+from engine.validation.validator import failure_hint
 
 OUTPUT_HEADERS = ["Output", "dtype", "max abs", "max rel", "mean abs", "cosine", "mismatched",
                   "NaN/Inf", "Result"]
@@ -102,8 +103,10 @@ class TrialsPanel(QWidget):
         self.table.currentItemChanged.connect(self._current_changed)
 
     def set_trials(self, trials: list[dict[str, Any]], dark: bool) -> None:
-        self.trials, self.dark = list(trials), dark
+        # emptied first: removing rows moves the current row, whose index must still be valid
+        self.trials = []
         self.table.clear()
+        self.trials, self.dark = list(trials), dark
         for index, trial in enumerate(self.trials):
             ok = bool(trial.get("ok"))
             item = add_row(
@@ -127,7 +130,11 @@ class TrialsPanel(QWidget):
         if item is None:
             self.detail.setText("")
             return
-        trial = self.trials[int(item.data(0, Qt.ItemDataRole.UserRole))]
+        index = int(item.data(0, Qt.ItemDataRole.UserRole))
+        if not 0 <= index < len(self.trials):  # a row of the trials being replaced
+            self.detail.setText("")
+            return
+        trial = self.trials[index]
         message = short_message(trial)
         verdict = "passed" if trial.get("ok") else "failed"
         color = verdict_color(bool(trial.get("ok")), self.dark)
@@ -172,11 +179,13 @@ class ValidationTab(QWidget):
         self.plot_path: Path | None = None
         self._stages: list[str] = []
         self._repaint_pending = False
+        self._bar_shown = False  # the outputs table's horizontal scroll bar, when last fitted
 
         self.verdict = QLabel()
         self.verdict.setTextFormat(Qt.TextFormat.RichText)
         self.facts = text_label()
         self.message = text_label(plain=True)
+        self.hint = text_label(plain=True)  # what to change, by the failure's cause
         self.validate_button = QPushButton("Validate")
         self.validate_button.setToolTip("Validate the exported file now (Ctrl+Shift+V)")
         self.validate_button.clicked.connect(session.start_validation)
@@ -202,6 +211,7 @@ class ValidationTab(QWidget):
                              (self.nodes, "Nodes"), (self.warnings, "Warnings")):
             self.sections.addTab(widget, name)
         self.outputs.currentItemChanged.connect(self._output_chosen)
+        self.outputs.horizontalScrollBar().rangeChanged.connect(self._outputs_range)
 
         self.body = QSplitter(Qt.Orientation.Vertical)
         self.body.addWidget(self.outputs)
@@ -218,6 +228,7 @@ class ValidationTab(QWidget):
         layout.addLayout(header)
         layout.addWidget(self.facts)
         layout.addWidget(self.message)
+        layout.addWidget(self.hint)
         layout.addWidget(self.details)
         layout.addWidget(self.body, 1)
         self.spacer = QWidget()  # keeps the empty state's text at the top
@@ -269,13 +280,15 @@ class ValidationTab(QWidget):
     # ----------------------------------------------------------------- states
 
     def _set_header(self, title: str, color: str | None, facts: str, message: str = "",
-                    details: str = "") -> None:
+                    details: str = "", hint: str = "") -> None:
         style = f" style='color:{color}'" if color else ""
         self.verdict.setText(f"<h3{style}>{title}</h3>")
         self.facts.setText(facts)
         self.facts.setVisible(bool(facts))
         self.message.setText(message)
         self.message.setVisible(bool(message))
+        self.hint.setText(f"→ {hint}" if hint else "")
+        self.hint.setVisible(bool(hint))
         self.details.setPlainText(details)
         self.details_button.setVisible(bool(details))
         self.details_button.setChecked(False)
@@ -353,8 +366,11 @@ class ValidationTab(QWidget):
         if validation.get("seconds") is not None:
             facts.append(seconds(validation["seconds"]))
         title = "✔ Validation passed" if ok else "✘ Validation failed"
-        self._set_header(title, verdict_color(ok, dark), " · ".join(facts),
-                         str(validation.get("message") or ""))
+        message = str(validation.get("message") or "")
+        # what to change, chosen by the cause (a tolerance only when numbers differ); the same
+        # hint an export's failed validation carries, for a Validate job too
+        hint = "" if ok else failure_hint(validation)
+        self._set_header(title, verdict_color(ok, dark), " · ".join(facts), message, hint=hint)
         self._show_body(True)
 
         current = self.outputs.currentItem()
@@ -382,17 +398,26 @@ class ValidationTab(QWidget):
         self.nodes.set_intermediates(validation.get("intermediates"), dark)
         self.warnings.clear()
         for warning in validation.get("warnings") or []:
-            add_row(self.warnings, [str(warning.get("category", "Warning")),
-                                    str(warning.get("message", ""))],
-                    tooltip=str(warning.get("message", "")))
+            text = str(warning.get("message", "")) + (f"\n→ {warning['hint']}"
+                                                       if warning.get("hint") else "")
+            add_row(self.warnings, [str(warning.get("category", "Warning")), text],
+                    tooltip=text)
         self._title_counts()
+
+    def _outputs_range(self, _low: int, high: int) -> None:
+        """The outputs table's scroll bar came or went: fit the table to its rows again."""
+        if self.result is not None and (high > 0) != self._bar_shown:
+            self._fit_outputs()
 
     def _fit_outputs(self) -> None:
         """Make the outputs table as tall as its rows (up to 8), the sections get the rest."""
         shown = max(1, min(8, self.outputs.topLevelItemCount()))
         row = self.outputs.sizeHintForRow(0) if self.outputs.topLevelItemCount() else 20
+        bar = self.outputs.horizontalScrollBar()  # a narrow window: room for the bar too
+        self._bar_shown = bar.maximum() > 0
         height = (self.outputs.header().sizeHint().height() + shown * max(row, 16)
-                  + 2 * self.outputs.frameWidth() + 4)
+                  + 2 * self.outputs.frameWidth() + 4
+                  + (bar.sizeHint().height() if bar.maximum() > 0 else 0))
         self.outputs.setMinimumHeight(height)
         total = max(self.body.height(), height + 200)
         self.body.setSizes([height, total - height])

@@ -6,12 +6,18 @@
 Writes window_empty.png, window_running.png, window_success.png, window_graph.png,
 window_validation.png, window_validation_failed.png and window_failure.png at 1366x768,
 grabbing the screen so what a user sees (menus, status bar) is what is saved. `--only`
-saves just the states named.
+saves just the states named. The window takes the screen's size up to 1366x768, so
+`-screen 0 1024x768x24` shows what a small screen shows.
+
+The states of issue 11 (verdicts with their cause) are taken only when named in `--only`:
+auto_exporter, fills, warnings, dropped_input, failure_details, shape_mismatch, sys_exit,
+output_problem, batchnorm; they are written as issue11_NAME.png.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -36,7 +42,9 @@ def main(out_dir: Path, only: set[str] | None = None) -> int:
     app = QApplication.instance() or QApplication(sys.argv[:1])
     window = MainWindow()
     window.load_initial(None)
-    window.setGeometry(0, 0, 1366, 768)
+    screen_size = app.primaryScreen().size()
+    width, height = min(1366, screen_size.width()), min(768, screen_size.height())
+    window.setGeometry(0, 0, width, height)
     window.show()
     out_dir.mkdir(parents=True, exist_ok=True)
 
@@ -45,17 +53,21 @@ def main(out_dir: Path, only: set[str] | None = None) -> int:
         while time.perf_counter() < deadline and not until():
             app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 20)
 
-    def shoot(name: str) -> None:
+    def shoot(name: str, prefix: str = "window") -> None:
         if only and name not in only:
             return
         pump(0.3)
         screen = app.primaryScreen()
-        image = screen.grabWindow(0, 0, 0, 1366, 768)
-        image.save(str(out_dir / f"window_{name}.png"))
-        print("wrote", out_dir / f"window_{name}.png")
+        image = screen.grabWindow(0, 0, 0, width, height)
+        image.save(str(out_dir / f"{prefix}_{name}.png"))
+        print("wrote", out_dir / f"{prefix}_{name}.png")
 
     pump(10, lambda: window.session.runner.ready_info is not None)
     pump(1.0)
+    if only and only <= set(ISSUE11_STATES):
+        issue11(window, pump, lambda name: shoot(name, "issue11"), only, tmp)
+        window.close()
+        return 0
     shoot("empty")
 
     done: list[dict] = []
@@ -105,6 +117,106 @@ def main(out_dir: Path, only: set[str] | None = None) -> int:
     shoot("failure")
     window.close()
     return 0
+
+
+ISSUE11_STATES = ("auto_exporter", "fills", "warnings", "dropped_input", "failure_details",
+                  "shape_mismatch", "sys_exit", "output_problem", "batchnorm")
+
+
+def issue11(window, pump, shoot, only: set[str], tmp: Path) -> None:  # type: ignore[no-untyped-def]
+    """The window showing each verdict of issue 11 (the models of test_window_verdicts)."""
+    from engine import recipe as recipes
+    from tests.app.test_window_verdicts import MODELS, TOKENS
+
+    (tmp / "nets.py").write_text(MODELS, encoding="utf-8")
+    session, tabs = window.session, window.tabs
+    finished: list[object] = []
+    session.exportFinished.connect(finished.append)
+    session.validationFinished.connect(finished.append)
+
+    def load(body: str) -> None:
+        session.set_recipe(recipes.loads("version = 1\n" + body, base_dir=tmp))
+        pump(0.5)
+
+    def run(start) -> None:  # type: ignore[no-untyped-def]
+        finished.clear()
+        start()
+        pump(120, lambda: bool(finished))
+        pump(1.0)
+
+    if "auto_exporter" in only:
+        subprocess.run([sys.executable, "-c",
+                        "import sys, torch; sys.path.insert(0, sys.argv[1]); import nets; "
+                        "torch.jit.script(nets.Net()).save(sys.argv[2])", str(tmp),
+                        str(tmp / "scripted.pt")], check=True, timeout=120)
+        load('[model]\nsource = "scripted.pt"\n[[inputs]]\nname = "x"\nshape = [2, 4]\n'
+             '[export]\noutput = "scripted.onnx"\n')
+        run(session.start_export)
+        tabs.setCurrentWidget(tabs.summary)
+        shoot("auto_exporter")
+    if "fills" in only:
+        (tmp / "tokens.py").write_text(TOKENS, encoding="utf-8")
+        session.set_recipe(recipes.Recipe(base_dir=tmp))
+        window.open_path(tmp / "tokens.py")
+        pump(30, lambda: len(session.recipe.inputs) == 2)
+        table = window.form.inputs_table.table
+        for row in range(2):
+            table.cellWidget(row, 2).setCurrentText("int64")
+            table.item(row, 1).setText("2x16")
+        pump(0.5)
+        table.cellWidget(1, 3).showPopup()
+        shoot("fills")
+        table.cellWidget(1, 3).hidePopup()
+    if "warnings" in only:
+        load('[model]\nsource = "nets.py:FixedBatch"\n[[inputs]]\nname = "x"\n'
+             'shape = [2, 8]\ndynamic = { 0 = "batch" }\n[[outputs]]\nname = "y"\n'
+             'dynamic = { 0 = "batch" }\n[export]\noutput = "fixed.onnx"\n')
+        run(session.start_export)
+        tabs.setCurrentWidget(tabs.warnings)
+        tabs.warnings.tree.setCurrentItem(tabs.warnings.tree.topLevelItem(0))
+        shoot("warnings")
+    if "dropped_input" in only:
+        load('[model]\nsource = "nets.py:IgnoresMask"\n[[inputs]]\nname = "x"\nshape = [2, 4]\n'
+             '[[inputs]]\nname = "mask"\nshape = [2, 4]\n[export]\noutput = "mask.onnx"\n'
+             'exporter = "torchscript"\n')
+        run(session.start_export)
+        tabs.setCurrentWidget(tabs.warnings)
+        shoot("dropped_input")
+    if "failure_details" in only:
+        load('[model]\nsource = "nets.py:Branchy"\n[[inputs]]\nname = "x"\nshape = [2, 4]\n'
+             '[export]\noutput = "branchy.onnx"\n')
+        run(session.start_export)
+        tabs.setCurrentWidget(tabs.summary)
+        tabs.summary.details_button.setChecked(True)
+        shoot("failure_details")
+    if "shape_mismatch" in only:
+        load('[model]\nsource = "nets.py:Baked"\n[[inputs]]\nname = "x"\nshape = [4, 3]\n'
+             'dynamic = { 0 = "batch" }\n[export]\noutput = "baked.onnx"\n'
+             'exporter = "torchscript"\n')
+        run(session.start_export)
+        run(session.start_validation)
+        tab = tabs.validation
+        tab.sections.setCurrentWidget(tab.trials)
+        shoot("shape_mismatch")
+    if "sys_exit" in only:
+        load('[model]\nsource = "nets.py:Quits"\n[[inputs]]\nname = "x"\nshape = [2, 4]\n'
+             'dynamic = { 0 = "batch" }\n[export]\noutput = "quits.onnx"\n'
+             'exporter = "torchscript"\n[validate]\nenabled = true\nrandom_trials = 1\n')
+        run(session.start_export)
+        tabs.setCurrentWidget(tabs.summary)
+        shoot("sys_exit")
+    if "output_problem" in only:
+        (tmp / "a_file").write_text("x", encoding="utf-8")
+        load('[model]\nsource = "nets.py:Net"\n[[inputs]]\nname = "x"\nshape = [2, 4]\n'
+             '[export]\noutput = "a_file/out.onnx"\n')
+        shoot("output_problem")
+    if "batchnorm" in only:
+        load('[model]\nsource = "nets.py:ConvBN"\n[[inputs]]\nname = "x"\n'
+             'shape = [2, 3, 12, 12]\n[export]\noutput = "cnn.onnx"\n'
+             '[validate]\nenabled = true\nrandom_trials = 1\n')
+        run(session.start_export)
+        tabs.setCurrentWidget(tabs.summary)
+        shoot("batchnorm")
 
 
 if __name__ == "__main__":

@@ -464,3 +464,63 @@ def test_a_tolerance_that_is_not_a_finite_number_disables_export(
     edit.setText("1e-3")
     edit.editingFinished.emit()
     assert export_enabled(window), window.form.export_bar.export_button.toolTip()
+
+
+def _zip(path: Path, names: list[str]) -> Path:
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as archive:
+        for name in names:
+            archive.writestr(name, b"")
+    return path
+
+
+@pytest.mark.parametrize(("source", "changes", "expected"), [
+    ("net.py:Net", {}, "dynamo"),
+    ("net.pt2", {}, "dynamo"),
+    ("scripted.pt", {}, "torchscript"),
+    ("whole.pt", {}, "dynamo"),
+    ("net.py:Net", {"script": True}, "torchscript"),
+    ("net.py:Net", {"operator_export_type": "ONNX_ATEN"}, "torchscript"),
+    ("scripted.pt", {"exporter": "dynamo"}, "dynamo"),
+    ("missing.pt", {}, "dynamo"),
+])
+def test_the_window_s_exporter_rule_is_the_engine_s(tmp_path: Path, source: str,
+                                                     changes: dict, expected: str) -> None:
+    """app.recipes.implied_exporter mirrors engine.export.exporter.choose_exporter (which the
+    window's process may not run: it reads the source without torch)."""
+    from app.recipes import implied_exporter
+    from engine.export.exporter import choose_exporter
+
+    _zip(tmp_path / "scripted.pt", ["scripted/code/__torch__.py", "scripted/constants.pkl"])
+    _zip(tmp_path / "whole.pt", ["whole/data.pkl"])
+    recipe = recipes.Recipe(base_dir=tmp_path)
+    recipe.model.source = source
+    recipe.model.script = bool(changes.get("script"))
+    recipe.export.exporter = changes.get("exporter", "auto")
+    recipe.export.operator_export_type = changes.get("operator_export_type", "ONNX")
+    assert implied_exporter(recipe) == choose_exporter(recipe)
+    assert implied_exporter(recipe)[0] == expected
+
+
+def test_auto_exporter_opsets_follow_the_source(window: MainWindow) -> None:
+    options = window.form.options_form
+    options.exporter.setCurrentIndex(options.exporter.findData("auto"))
+    assert window.session.recipe.export.exporter == "auto"
+    assert options.exporter.currentText() == "auto (follows the source)"
+
+    def lowest() -> int:
+        return min(v for v in (options.opset.itemData(i) for i in range(options.opset.count()))
+                   if v)
+
+    assert lowest() == 18, "a Python module: the dynamo exporter's opsets"
+    assert options.export_type.isEnabled(), "auto may take an export type"
+    assert "here dynamo" in options.exporter.toolTip()
+    window.form.model_form.script.setChecked(True)
+    assert window.session.recipe.model.script
+    assert lowest() < 18, "scripted first: the TorchScript exporter's opsets"
+    assert "here torchscript" in options.exporter.toolTip()
+    window.form.model_form.script.setChecked(False)
+    assert lowest() == 18
+    options.export_type.setCurrentText("ONNX_ATEN_FALLBACK")
+    assert lowest() < 18 and window.form.export_bar.export_button.isEnabled()

@@ -169,6 +169,7 @@ def test_one_click_validate_an_existing_export(window: MainWindow, qtbot) -> Non
     assert validation["ok"] is False and validation["atol"] == 0
     assert "Validation failed" in tab.verdict.text()
     assert tab.message.text() == validation["message"] and "trials failed" in tab.message.text()
+    assert "rtol" in tab.hint.text(), "numbers that differ: the one case for a tolerance"
     (row,) = texts(tab.outputs)
     assert row[-1] == "✘ fail" and row[6] != "0", "mismatched elements are counted"
     assert all(r[3] == "✘ fail" for r in texts(tab.trials.table))

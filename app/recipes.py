@@ -12,9 +12,8 @@ from pathlib import Path
 
 from engine import dirs, shipped
 from engine import recipe as recipes
-from engine.errors import StudioError
 from engine.recipe import Recipe, split_source
-from engine.source.describe import PICKLE_SUFFIXES, archive_kind, parse
+from engine.source.describe import PICKLE_SUFFIXES, archive_kind
 
 MODEL_SUFFIXES = (".py", ".pt2", ".pt", ".pth")
 OPENABLE_SUFFIXES = (*MODEL_SUFFIXES, ".onnx", ".toml")
@@ -144,39 +143,11 @@ def needs_trust(recipe: Recipe) -> bool:
 
 
 def implied_exporter(recipe: Recipe) -> tuple[str, str]:
-    """The exporter an export of `recipe` runs, and why: the rule of the engine's
-    `choose_exporter` (engine.export.exporter), read from the recipe and the source file
-    without torch. `exporter = "auto"` follows the source: a TorchScript archive, a module
-    scripted first or an operator export type other than ONNX get the TorchScript exporter,
-    everything else dynamo."""
-    opts = recipe.export
-    if opts.exporter != "auto":
-        return opts.exporter, f'the recipe asks for it (exporter = "{opts.exporter}")'
-    kind = source_kind(recipe)
-    if kind == "torchscript":
-        return "torchscript", "a TorchScript archive exports with the TorchScript exporter"
-    if recipe.model.script:
-        return "torchscript", ("model.script = true: a scripted module exports with the "
-                               "TorchScript exporter")
-    if opts.operator_export_type != "ONNX":
-        return "torchscript", (f"operator_export_type = \"{opts.operator_export_type}\" is an "
-                               "option of the TorchScript exporter")
-    if kind == "exported_program":
-        return "dynamo", "a .pt2 ExportedProgram exports with the dynamo exporter"
-    return "dynamo", "the default exporter for a PyTorch module"
+    """The exporter an export of `recipe` runs, and why: the engine's own rule
+    (`choose_exporter`), which reads the source file without loading it or importing torch."""
+    from engine.export.exporter import choose_exporter  # lazy: not needed to open the window
 
-
-def source_kind(recipe: Recipe) -> str:
-    """The source's kind read from its name and file (engine.source.describe): python,
-    exported_program, torchscript, pickle, example, torchvision; "unknown" when it cannot be
-    told (a missing file: loading reports why)."""
-    try:
-        parsed = parse(recipe.model.source, recipe.base_dir)
-    except StudioError:
-        return "unknown"
-    if parsed.kind == "torchscript_or_pickle" and parsed.path is not None:
-        return archive_kind(parsed.path) if parsed.path.is_file() else "unknown"
-    return parsed.kind
+    return choose_exporter(recipe)
 
 
 def format_table(values: dict[str, object]) -> str:

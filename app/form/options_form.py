@@ -3,7 +3,7 @@ and the [validate] settings (tolerances, random draws, other sizes, per-node com
 
 A view of the session's `recipe.export` and `recipe.validate`; the opset and device lists
 follow what the worker reports it can do (the session's capabilities), for the exporter that
-will run: with "auto" the one the source implies (app.recipes.implied_exporter).
+will run: with "auto" the one the source implies (engine.export.exporter.choose_exporter).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ FALLBACK_CAPABILITIES: dict[str, Any] = {
     "default_opset": {"dynamo": 20, "torchscript": 20},
     "ort_max_opset": None,
 }
-# what the exporter list says; "auto" is resolved at export time (app.recipes.implied_exporter)
+# what the exporter list says; "auto" is resolved at export time (engine.export.exporter.choose_exporter)
 EXPORTER_LABELS = {"auto": "auto (follows the source)"}
 
 

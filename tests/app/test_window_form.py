@@ -487,8 +487,8 @@ def _zip(path: Path, names: list[str]) -> Path:
 ])
 def test_the_window_s_exporter_rule_is_the_engine_s(tmp_path: Path, source: str,
                                                      changes: dict, expected: str) -> None:
-    """app.recipes.implied_exporter mirrors engine.export.exporter.choose_exporter (which the
-    window's process may not run: it reads the source without torch)."""
+    """The window's exporter rule is the engine's choose_exporter, which reads the source
+    without loading it, so the window's process stays free of torch."""
     from app.recipes import implied_exporter
     from engine.export.exporter import choose_exporter
 

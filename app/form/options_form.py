@@ -40,7 +40,7 @@ FALLBACK_CAPABILITIES: dict[str, Any] = {
     "default_opset": {"dynamo": 20, "torchscript": 20},
     "ort_max_opset": None,
 }
-# what the exporter list says; "auto" is resolved at export time (engine.export.exporter.choose_exporter)
+# what the exporter list says; "auto" is resolved at export time (choose_exporter)
 EXPORTER_LABELS = {"auto": "auto (follows the source)"}
 
 

@@ -6,6 +6,7 @@ import html
 import importlib.util
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from PySide6.QtCore import QEvent, QPointF, QRectF, QSize, Qt, QTimer, Signal
@@ -53,6 +54,8 @@ class GraphBrowser(QWidget):
         self.fold_shape_ops = True
         self.overlay: dict[str, float] | None = None
         self.overlay_label = ""
+        self.overlay_scale: colors.Scale | None = None
+        self.marks: dict[str, str] = {}  # ONNX node name -> what is wrong with it
         self.hits: list[int] = []  # node indices matching the search
         self.hit_pos = -1
         self.selected_key: str | None = None
@@ -211,6 +214,7 @@ class GraphBrowser(QWidget):
         self.properties.set_graph(model, lay)
         self.properties.overlay = self.overlay
         self.properties.overlay_label = self.overlay_label
+        self.properties.marks = self.marks
         self._apply_layout()
         self._auto_view = True
         self._initial_view()
@@ -258,7 +262,8 @@ class GraphBrowser(QWidget):
         scene = lay.scene()
         self.canvas.overlay = self.overlay
         if self.overlay is not None:
-            self.canvas.overlay_norm = colors.Normalizer(list(self.overlay.values()))
+            self.canvas.overlay_norm = self.overlay_scale or colors.Scale.of_values(
+                self.overlay.values())
         self.canvas.set_data(scene, self.model, lay, self.palette())
         self.view.content_changed()
         if before is not None and anchor in scene.index:
@@ -282,6 +287,13 @@ class GraphBrowser(QWidget):
         self.canvas.hits = {sc.index[k] for k in
                             (lay.visible_key(lay.node_key(i)) for i in self.hits)
                             if k in sc.index}
+        marked: set[int] = set()
+        if self.marks and self.model is not None:
+            for i in (n.index for n in self.model.nodes if n.name in self.marks):
+                k = lay.visible_key(lay.node_key(i))
+                if k in sc.index:
+                    marked.add(sc.index[k])
+        self.canvas.marks = marked
         self.canvas.update()
 
     def _update_crumbs(self) -> None:
@@ -488,13 +500,21 @@ class GraphBrowser(QWidget):
         self._update_hit_label()
 
     # ------------------------------------------------------------------ overlay
-    def set_overlay(self, values: dict[str, float], label: str) -> None:
-        """Colour nodes by a value per ONNX node name (groups by their largest value)."""
+    def set_overlay(self, values: Mapping[str, float], label: str, *,
+                    scale: colors.Scale | None = None) -> None:
+        """Colour nodes by a value per ONNX node name; a collapsed group takes its largest.
+
+        ``scale`` None fits the ramp to the values (relative); a fixed `colors.Scale` colours
+        on an absolute scale, e.g. ``Scale(0.01, 100, log=True, mark=1.0)`` for error against
+        tolerance (values in [0, inf), 1.0 = at tolerance). The legend shows ``label``, the
+        range and the mark. Nodes without a value are drawn grey.
+        """
         self.overlay = dict(values)
         self.overlay_label = label
         self.properties.overlay = self.overlay
         self.properties.overlay_label = label
-        norm = colors.Normalizer(list(self.overlay.values()))
+        norm = scale if scale is not None else colors.Scale.of_values(self.overlay.values())
+        self.overlay_scale = norm
         self.canvas.overlay = self.overlay
         self.canvas.overlay_norm = norm
         self.canvas.refresh_colors()
@@ -505,11 +525,27 @@ class GraphBrowser(QWidget):
     def clear_overlay(self) -> None:
         """Back to colouring by op type."""
         self.overlay = None
+        self.overlay_scale = None
         self.properties.overlay = None
         self.canvas.overlay = None
         self.canvas.refresh_colors()
         self.view.legend.hide()
         self.view.minimap.rebuild()
+
+    def set_marks(self, reasons: Mapping[str, str]) -> None:
+        """Outline nodes that have a problem: ONNX node name -> one sentence saying what.
+
+        A collapsed group holding a marked node is outlined too; the properties panel of a
+        marked node shows its sentence. Replaces earlier marks; names not in the graph are
+        ignored.
+        """
+        self.marks = dict(reasons)
+        self.properties.marks = self.marks
+        self._restore_marks()
+
+    def clear_marks(self) -> None:
+        """Remove every problem outline."""
+        self.set_marks({})
 
     # ------------------------------------------------------------------ export
     def export_png(self, path: str | Path) -> None:

@@ -75,7 +75,8 @@ class GraphCanvas(QGraphicsItem):
         self._bounds = QRectF()
         self._fills: list[QColor] = []
         self.overlay: dict[str, float] | None = None
-        self.overlay_norm: colors.Normalizer | None = None
+        self.overlay_norm: colors.Scale | None = None
+        self.marks: set[int] = set()  # boxes outlined as having a problem
 
     # ------------------------------------------------------------------ data
     def set_data(self, scene: Scene, model: GraphModel, layout: Any,
@@ -112,6 +113,7 @@ class GraphCanvas(QGraphicsItem):
         self._bounds = QRectF(-40, -40, scene.width + 80, scene.height + 80)
         self.selected = -1
         self.hits = set()
+        self.marks = set()
         self.current_hit = -1
         self.refresh_colors()
 
@@ -328,8 +330,15 @@ class GraphCanvas(QGraphicsItem):
                         painter.setFont(self.fonts.label)
                         painter.drawText(self.rects[i], Qt.AlignmentFlag.AlignCenter, b.label)
 
-        # Search hits and the selection on top of everything.
+        # Problem marks, search hits and the selection on top of everything.
         painter.setBrush(Qt.BrushStyle.NoBrush)
+        if self.marks:
+            mark_pen = QPen(QColor(220, 40, 40), 2.5, Qt.PenStyle.DashLine)
+            mark_pen.setCosmetic(True)
+            painter.setPen(mark_pen)
+            for i in self.marks:
+                if i < len(self.rects) and vis[i]:
+                    painter.drawRect(self.rects[i].adjusted(-2, -2, 2, 2))
         if self.hits:
             hit_pen = QPen(QColor(255, 170, 0), 2.0)
             hit_pen.setCosmetic(True)

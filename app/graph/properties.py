@@ -43,6 +43,7 @@ class PropertiesPanel(QWidget):
         self.layout_state: GraphLayout | None = None
         self.overlay: dict[str, float] | None = None
         self.overlay_label = ""
+        self.marks: dict[str, str] = {}  # ONNX node name -> its problem, from set_marks
         self._last: Callable[[], None] = self.show_empty
         self.show_empty()
 
@@ -106,6 +107,9 @@ class PropertiesPanel(QWidget):
         if self.overlay is not None and n.name in self.overlay:
             parts.append(f"<tr><td><b>{_e(self.overlay_label)}</b></td>"
                          f"<td>{self.overlay[n.name]:.4g}</td></tr>")
+        if n.name in self.marks:
+            parts.append(f"<tr><td><b>problem</b></td><td><font color='#d02828'>"
+                         f"{_e(self.marks[n.name])}</font></td></tr>")
         src = n.source
         if src:
             parts.append(f"<tr><td><b>source</b></td><td>{_e(src)}</td></tr>")

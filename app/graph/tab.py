@@ -20,7 +20,10 @@ from app.outcomes import ExportOutcome, ValidationOutcome
 from app.session import ExportSession
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from app.graph.browser import GraphBrowser
+    from app.graph.colors import Scale
 
 # pyqtgraph too: the Validation tab's parity plots need it as soon as a result arrives
 GRAPH_MODULES = ("numpy", "onnx", "engine.graph", "app.graph.browser", "pyqtgraph")
@@ -103,13 +106,24 @@ class GraphTab(QWidget):
     def node_count(self) -> int | None:
         return self.browser.node_count() if self.browser is not None else None
 
-    def set_overlay(self, values: dict[str, float], label: str) -> bool:
-        """Colour the loaded graph's nodes by `values` (per ONNX node name); False when no
+    def set_overlay(self, values: Mapping[str, float], label: str, *,
+                    scale: Scale | None = None) -> bool:
+        """Colour the loaded graph's nodes by `values` (per ONNX node name), on `scale`
+        (None: fitted to the values; see GraphBrowser.set_overlay); False when no graph is
+        loaded."""
+        browser = self.ensure_browser()
+        if browser.model is None:
+            return False
+        browser.set_overlay(values, label, scale=scale)
+        return True
+
+    def set_marks(self, reasons: Mapping[str, str]) -> bool:
+        """Outline the nodes named in `reasons` (node name -> its problem); False when no
         graph is loaded."""
         browser = self.ensure_browser()
         if browser.model is None:
             return False
-        browser.set_overlay(values, label)
+        browser.set_marks(reasons)
         return True
 
     def select_node(self, name: str) -> None:

@@ -282,13 +282,11 @@ class Legend(QWidget):
         super().__init__(view)
         self.resize(210, 52)
         self.label = ""
-        self.lo = 0.0
-        self.hi = 1.0
-        self.log = False
+        self.scale = colors.Scale(0.0, 1.0)
 
-    def set_range(self, label: str, norm: colors.Normalizer) -> None:
-        """Show a label and the value range of the ramp."""
-        self.label, self.lo, self.hi, self.log = label, norm.lo, norm.hi, norm.log
+    def set_range(self, label: str, scale: colors.Scale) -> None:
+        """Show a label, the value range of the ramp and its reference mark."""
+        self.label, self.scale = label, scale
         self.update()
 
     def paintEvent(self, event: QPaintEvent) -> None:
@@ -299,13 +297,20 @@ class Legend(QWidget):
         p.setPen(self.palette().color(QPalette.ColorRole.Mid))
         p.drawRect(self.rect().adjusted(0, 0, -1, -1))
         p.setPen(self.palette().color(QPalette.ColorRole.WindowText))
-        title = self.label + ("  (log scale)" if self.log else "")
+        sc = self.scale
+        title = self.label + ("  (log scale)" if sc.log else "")
         p.drawText(QRectF(8, 2, self.width() - 16, 16), Qt.AlignmentFlag.AlignLeft, title)
         grad = QLinearGradient(8, 0, self.width() - 8, 0)
         for k in range(5):
             grad.setColorAt(k / 4, colors.ramp_color(k / 4))
         p.fillRect(QRectF(8, 20, self.width() - 16, 12), grad)
         p.setPen(self.palette().color(QPalette.ColorRole.WindowText))
-        p.drawText(QRectF(8, 33, 90, 16), Qt.AlignmentFlag.AlignLeft, f"{self.lo:.3g}")
+        p.drawText(QRectF(8, 33, 90, 16), Qt.AlignmentFlag.AlignLeft, f"{sc.lo:.3g}")
         p.drawText(QRectF(self.width() - 98, 33, 90, 16), Qt.AlignmentFlag.AlignRight,
-                   f"{self.hi:.3g}")
+                   f"{sc.hi:.3g}")
+        if sc.mark is not None and sc.hi > sc.lo:
+            x = 8 + sc(sc.mark) * (self.width() - 16)
+            p.setPen(QPen(self.palette().color(QPalette.ColorRole.WindowText), 2))
+            p.drawLine(QPointF(x, 18), QPointF(x, 34))
+            p.drawText(QRectF(x - 30, 33, 60, 16), Qt.AlignmentFlag.AlignHCenter,
+                       f"{sc.mark:.3g}")

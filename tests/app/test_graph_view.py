@@ -200,6 +200,45 @@ def test_overlay_colours_nodes_and_shows_legend(browser: GraphBrowser, graph_exp
     assert not browser.view.legend.isVisible()
 
 
+def test_overlay_on_absolute_scale_and_problem_marks(browser: GraphBrowser,
+                                                     graph_exports) -> None:
+    """The overlay API other tabs use: a fixed scale colours the same value the same way
+    whatever else is shown (within tolerance stays at the cool end), and marks outline the
+    nodes that have a problem, their groups too while collapsed."""
+    from app.graph.colors import Scale, ramp_color
+
+    browser.load_file(graph_exports["dynamo"])
+    browser.expand_all()
+    model = browser.model
+    assert model is not None
+    sm = next(n for n in model.nodes if n.op_type == "Softmax")
+    gelu = next(n for n in model.nodes if n.op_type == "Gelu")
+    scale = Scale(0.01, 100.0, log=True, mark=1.0)
+    sc = browser.canvas.scene_data
+    assert sc is not None
+    i_sm, i_gelu = sc.index[f"n{sm.index}"], sc.index[f"n{gelu.index}"]
+    # Every node well within tolerance: nothing at the hot end (a relative scale would
+    # paint the worst of them yellow).
+    browser.set_overlay({sm.name: 0.02, gelu.name: 0.011}, "error / tolerance", scale=scale)
+    assert browser.canvas._fills[i_sm].rgb() == ramp_color(scale(0.02)).rgb()
+    assert scale(0.02) < 0.2 and browser.view.legend.scale.mark == 1.0
+    browser.set_overlay({sm.name: 0.02, gelu.name: 50.0}, "error / tolerance", scale=scale)
+    assert browser.canvas._fills[i_sm].rgb() == ramp_color(scale(0.02)).rgb()  # unchanged
+    assert scale(50.0) > 0.9 and scale(0.0) == 0.0 and scale(float("inf")) == 1.0
+    # Marks: the node's box, then its collapsed group, and the sentence in the panel.
+    browser.set_marks({sm.name: "Softmax output differs from PyTorch."})
+    assert browser.canvas.marks == {i_sm}
+    browser.select_node(sm.index)
+    assert "Softmax output differs from PyTorch." in panel_text(browser)
+    browser.collapse_to_depth(0)
+    sc = browser.canvas.scene_data
+    assert sc is not None
+    group = browser.layout_state.visible_key(f"n{sm.index}")  # type: ignore[union-attr]
+    assert group.startswith("g:") and browser.canvas.marks == {sc.index[group]}
+    browser.clear_marks()
+    assert browser.canvas.marks == set()
+
+
 def test_bad_file_reports_why(browser: GraphBrowser, tmp_path: Path, qtbot) -> None:
     bad = tmp_path / "broken.onnx"
     bad.write_bytes(b"\x00\x01 not onnx")

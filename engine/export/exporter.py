@@ -14,7 +14,7 @@ import runpy
 import time
 import traceback
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,12 @@ from engine import torch_private
 from engine.errors import StudioError, chain_text, one_line, plain
 from engine.events import Events
 from engine.export import causes, diagnose
-from engine.export.onnx_file import AtomicOnnxWrite, check_output_path
+from engine.export.onnx_file import (
+    AtomicOnnxWrite,
+    check_output_path,
+    wants_external_data,
+    write_progress,
+)
 from engine.export.request_check import check_request
 from engine.protocol import ExportFacts, ExportReport, Graph, WarningItem
 from engine.recipe import DYNAMO_MIN_OPSET, Recipe
@@ -173,7 +178,7 @@ def _export(recipe: Recipe, events: Events, report: ExportReport) -> Any:
     with AtomicOnnxWrite(target) as write, _captured(events.part(0.15, 0.85), report, loaded):
         if opts.exporter == "dynamo":
             _export_dynamo(recipe, model, args, write.temp_path, translation_table,
-                           loaded.source_file)
+                           loaded.source_file, progress=events.part(0.75, 0.85).progress)
             for note in _name_output_dims(write.temp_path, recipe):
                 item = {"category": "DynamicShape", "message": note, "source": ""}
                 _warn(report, events, item)
@@ -212,7 +217,8 @@ def _warn(report: ExportReport, events: Events, item: dict[str, Any]) -> None:
 
 
 def _export_dynamo(recipe: Recipe, model: Any, args: tuple[Any, ...], path: Path,
-                   translation_table: dict[Any, Any], user_file: Path | None = None) -> None:
+                   translation_table: dict[Any, Any], user_file: Path | None = None,
+                   progress: Callable[[float, str], None] | None = None) -> None:
     import torch
 
     from engine.source import inputs as inputs_mod
@@ -236,10 +242,14 @@ def _export_dynamo(recipe: Recipe, model: Any, args: tuple[Any, ...], path: Path
         raise _classify(exc, recipe, lambda: diagnose.unsupported_operators_dynamo(
             model, args, dynamic_shapes, opts.opset, translation_table), user_file) from None
     assert program is not None
-    # "never" and "auto" let ONNXProgram decide by size (external above 2 GB); the writer then
-    # enforces "never" or turns "always" into external data.
+    # None lets ONNXProgram decide by size (external above 2 GB); the writer then enforces
+    # "never". See onnx_file.wants_external_data for what "auto" picks.
+    weight_bytes = sum(value.const_value.nbytes for value in program.model.graph.initializers
+                       .values() if value.const_value is not None)
+    external = wants_external_data(opts.external_data, weight_bytes)
     try:
-        program.save(str(path), external_data=True if opts.external_data == "always" else None)
+        with write_progress(path.parent, weight_bytes, progress or (lambda *_: None)):
+            program.save(str(path), external_data=external)
     except OSError as exc:
         raise StudioError("write", f"Cannot write the ONNX file into {path.parent.parent}: "
                           f"{exc.strerror or exc}; free some space or choose another "

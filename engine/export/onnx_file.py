@@ -7,10 +7,12 @@ export leaves the previous file untouched.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -19,6 +21,72 @@ from engine.errors import StudioError
 from engine.files import durable, existing_mode, sync_folder
 
 _INLINE_LIMIT = 2**31 - 2**20  # protobuf's 2 GB message limit, with room for the graph
+
+# `external_data = "auto"` keeps the weights inside the .onnx file (one file to ship) up to
+# this size. Above it they go to a data file beside it: writing an inline model serialises the
+# whole protobuf in memory (measured: about 3.2x the weights' size at peak, against 1.3x for
+# external data, and every later read of the file parses the weights again), while ONNX
+# Runtime reads external data straight from disk.
+AUTO_EXTERNAL_BYTES = 512 * 2**20
+# Peak memory of an inline write as a multiple of the weights (measured with bench_large.py);
+# "auto" also picks external data when that much memory is not available.
+INLINE_WRITE_FACTOR = 3.5
+
+
+def wants_external_data(choice: str, weight_bytes: int,
+                        available_bytes: int | None = None) -> bool | None:
+    """Should the exporter write the weights as external data? True: yes; None: let the
+    exporter decide by its own limit (2 GB), for "never" (refused afterwards when it had to)
+    and for an "auto" that keeps a small model in one file."""
+    if choice == "always":
+        return True
+    if choice == "auto":
+        if weight_bytes >= AUTO_EXTERNAL_BYTES:
+            return True
+        if available_bytes is None:
+            available_bytes = available_memory()
+        if available_bytes is not None and weight_bytes * INLINE_WRITE_FACTOR > available_bytes:
+            return True
+    return None
+
+
+def available_memory() -> int | None:
+    """Bytes of memory this machine can still give (None when psutil cannot say)."""
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().available)
+    except Exception:  # psutil missing or unsupported here: no memory rule
+        return None
+
+
+@contextlib.contextmanager
+def write_progress(folder: Path, expected_bytes: int, progress: Callable[[float, str], None],
+                   interval: float = 0.25) -> Iterator[None]:
+    """Report how far the files written into `folder` have come towards `expected_bytes`
+    while the body runs (the exporter writes its weights in one call that says nothing)."""
+    if expected_bytes < 64 * 2**20:  # a write too short to watch
+        yield
+        return
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(interval):
+            try:
+                written = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
+            except OSError:  # a file renamed or removed under the scan: ask again
+                continue
+            progress(min(written / expected_bytes, 1.0),
+                     f"Writing the weights ({written / 2**30:.1f} of "
+                     f"{expected_bytes / 2**30:.1f} GB)")
+
+    watcher = threading.Thread(target=watch, name="write-progress", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        done.set()
+        watcher.join()
 
 
 def check_output_path(path: Path) -> Path:
@@ -220,6 +288,11 @@ def referenced_data(path: Path) -> set[str]:
         return set()
     return {entry.value for tensor in _tensors(model.graph) for entry in tensor.external_data
             if entry.key == "location"}
+
+
+def uses_external_data(model: Any) -> bool:
+    """Does this ModelProto (read without its data) keep a tensor in an external file?"""
+    return any(tensor.external_data for tensor in _tensors(model.graph))
 
 
 def _tensors(graph: Any) -> Iterator[Any]:

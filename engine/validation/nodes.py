@@ -10,7 +10,9 @@ but builds a fresh session per node, and needs the in-memory ONNXProgram that a 
 
 from __future__ import annotations
 
+import os
 import re
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,12 +21,12 @@ import numpy as np
 
 from engine import torch_private
 from engine.errors import one_line
+from engine.export.onnx_file import uses_external_data
 from engine.recipe import Recipe
 from engine.validation.metrics import REL_EPS
 from engine.validation.metrics import validation_warning as _warning
 
 _FX_NODE = re.compile(r"^%(\S+) : .*?call_function\[target=([^\]]+)\]")
-_MAX_INLINE_BYTES = 1_800_000_000  # a protobuf must stay under 2 GB to be handed to ORT
 
 
 def compare_nodes(
@@ -150,18 +152,31 @@ def _decompose_like_the_exporter(program: Any) -> Any:
 def _ort_values(onnx_path: Path, names: list[str], inputs: tuple[Any, ...],
                 feed_names: list[str | None], session_options: tuple[Any, list[str]]
                 ) -> list[Any]:
+    """ONNX Runtime's values of the tensors `names`: the graph, without its weights, gets them
+    as extra outputs and is written beside the original, so external data is read from the
+    same files by ONNX Runtime and never copied into this process's memory."""
     import onnx
     import onnxruntime as ort
 
-    full = onnx.load(str(onnx_path))  # with external data: the session gets bytes
-    if full.ByteSize() > _MAX_INLINE_BYTES:
-        raise ValueError("the model is too large to add intermediate outputs in memory")
-    known = {v.name: v for v in full.graph.value_info}
-    del full.graph.output[:]
+    graph_only = onnx.load(str(onnx_path), load_external_data=False)
+    known = {v.name: v for v in graph_only.graph.value_info}
+    del graph_only.graph.output[:]
     for name in names:
-        full.graph.output.append(known.get(name) or onnx.ValueInfoProto(name=name))
+        graph_only.graph.output.append(known.get(name) or onnx.ValueInfoProto(name=name))
     options, providers = session_options
-    session = ort.InferenceSession(full.SerializeToString(), options, providers=providers)
+    if not uses_external_data(graph_only):  # the weights are in the proto: hand it over
+        session = ort.InferenceSession(graph_only.SerializeToString(), options,
+                                       providers=providers)
+    else:
+        fd, temp = tempfile.mkstemp(prefix=f".{onnx_path.name}.nodes.", suffix=".onnx",
+                                    dir=onnx_path.parent)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(graph_only.SerializeToString())
+            session = ort.InferenceSession(temp, options, providers=providers)
+        finally:
+            os.unlink(temp)
+    del graph_only
     feeds = {name: t.detach().cpu().numpy().copy()
              for name, t in zip(feed_names, inputs, strict=True) if name}
     return list(session.run(names, feeds))

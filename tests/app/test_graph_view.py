@@ -221,6 +221,7 @@ def test_overlay_on_absolute_scale_and_problem_marks(browser: GraphBrowser,
     # paint the worst of them yellow).
     browser.set_overlay({sm.name: 0.02, gelu.name: 0.011}, "error / tolerance", scale=scale)
     assert browser.canvas._fills[i_sm].rgb() == ramp_color(scale(0.02)).rgb()
+    assert browser.canvas._fills[i_gelu].rgb() == ramp_color(scale(0.011)).rgb()
     assert scale(0.02) < 0.2 and browser.view.legend.scale.mark == 1.0
     browser.set_overlay({sm.name: 0.02, gelu.name: 50.0}, "error / tolerance", scale=scale)
     assert browser.canvas._fills[i_sm].rgb() == ramp_color(scale(0.02)).rgb()  # unchanged

@@ -1,0 +1,168 @@
+"""Multi-GB models: `onnx-studio export` against a plain `torch.onnx.export` script.
+
+A stack of Linear(4096, 4096) layers (64 MiB each), 1 GB and about 2.5 GB of weights. Each
+command runs as a fresh process; wall time and peak resident memory (the largest process of
+the command's tree, from getrusage) are printed side by side, with the ratio. Rows:
+
+- external data on both sides (`external_data = "always"` / `external_data=True`);
+- the default: the studio's `external_data = "auto"` against the plain script's inline write
+  (`external_data=False`, what a user who wants one file writes) and its external write;
+- export + validate with external data (no anchor: validation has no plain-script twin).
+
+    python tests/benchmarks/bench_large.py [--runs 3] [--sizes 1 2.5] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+MODEL = '''
+import torch
+from torch import nn
+
+
+class Stack(nn.Module):
+    def __init__(self, layers: int = {layers}):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(4096, 4096) for _ in range(layers))
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = torch.relu(layer(x))
+        return x
+'''
+
+PLAIN = '''
+import sys, torch
+sys.path.insert(0, {folder!r})
+import big
+torch.manual_seed(0)
+model = big.Stack().eval()
+x = torch.randn(2, 4096)
+torch.onnx.export(model, (x,), {out!r}, dynamo=True, input_names=["x"], output_names=["y"],
+                  opset_version=18, external_data={external})
+'''
+
+RECIPE = '''
+version = 1
+[model]
+source = "big.py:Stack"
+[[inputs]]
+name = "x"
+shape = [2, 4096]
+dtype = "float32"
+fill = "randn"
+[[outputs]]
+name = "y"
+[export]
+output = "{out}"
+exporter = "dynamo"
+opset = 18
+external_data = "{external}"
+[validate]
+enabled = {validate}
+random_trials = 1
+'''
+
+# Runs `cmd` and prints {"seconds", "peak_mib"} for it: the largest resident set of any process
+# in its tree that was waited for (the CLI and its worker).
+MEASURE = '''
+import json, resource, subprocess, sys, time
+cmd = json.loads(sys.argv[1])
+started = time.perf_counter()
+result = subprocess.run(cmd, capture_output=True, text=True)
+seconds = time.perf_counter() - started
+if result.returncode != 0:
+    sys.stderr.write(result.stderr[-3000:])
+    sys.exit(result.returncode)
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+print(json.dumps({"seconds": seconds, "peak_mib": peak}))
+'''
+
+
+def measure(cmd: list[str]) -> tuple[float, float]:
+    result = subprocess.run([sys.executable, "-c", MEASURE, json.dumps(cmd)],
+                            capture_output=True, text=True, timeout=1800)
+    if result.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{result.stderr[-3000:]}")
+    figures = json.loads(result.stdout.strip().splitlines()[-1])
+    return figures["seconds"], figures["peak_mib"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--sizes", type=float, nargs="*", default=[1.0, 2.5],
+                        help="weights in GB (1 GB = 16 layers of 64 MiB)")
+    parser.add_argument("--keep", type=Path, help="a folder to keep the files in")
+    args = parser.parse_args()
+    folder = args.keep or Path(tempfile.mkdtemp(prefix="bench_large_"))
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = []
+    try:
+        for size in args.sizes:
+            layers = round(size * 16)
+            case = folder / f"{layers}"
+            case.mkdir(exist_ok=True)
+            (case / "big.py").write_text(MODEL.format(layers=layers))
+            label = f"{layers * 64 / 1024:.2f} GiB"
+
+            def plain(external: bool, case: Path = case) -> list[str]:
+                script = case / f"plain_{external}.py"
+                script.write_text(PLAIN.format(folder=str(case), external=external,
+                                               out=str(case / f"plain_{external}.onnx")))
+                return [sys.executable, str(script)]
+
+            def studio(external: str, validate: bool, case: Path = case) -> list[str]:
+                recipe = case / f"studio_{external}_{validate}.toml"
+                recipe.write_text(RECIPE.format(out=f"studio_{external}_{validate}.onnx",
+                                                external=external,
+                                                validate=str(validate).lower()))
+                return [sys.executable, "-m", "engine.cli", "export", "--recipe", str(recipe)]
+
+            pairs = [
+                ("external data", plain(True), studio("always", False)),
+                ("default (studio auto / plain inline)", plain(False), studio("auto", False)),
+                ("default (studio auto / plain external)", plain(True), studio("auto", False)),
+                ("export + validate, external", None, studio("always", True)),
+            ]
+            for what, anchor, ours in pairs:
+                a_runs: list[tuple[float, float]] = []
+                o_runs: list[tuple[float, float]] = []
+                for _ in range(args.runs):  # interleaved: machine noise hits both sides
+                    if anchor is not None:
+                        a_runs.append(measure(anchor))
+                    o_runs.append(measure(ours))
+                rows.append((label, what, _median(a_runs), _median(o_runs)))
+                print(f"  {label} {what}: done", file=sys.stderr)
+    finally:
+        if args.keep is None:
+            shutil.rmtree(folder, ignore_errors=True)
+    print(f"\nmulti-GB export, median of {args.runs} runs (fresh processes; peak = largest "
+          "process)")
+    print("| weights | case | plain script | onnx-studio | time ratio | memory ratio |")
+    print("| --- | --- | ---: | ---: | ---: | ---: |")
+    for label, what, anchor, ours in rows:
+        if anchor is None:
+            print(f"| {label} | {what} | — | {ours[0]:.1f} s, {ours[1]:.0f} MiB | — | — |")
+        else:
+            print(f"| {label} | {what} | {anchor[0]:.1f} s, {anchor[1]:.0f} MiB | "
+                  f"{ours[0]:.1f} s, {ours[1]:.0f} MiB | {ours[0] / anchor[0]:.2f} | "
+                  f"{ours[1] / anchor[1]:.2f} |")
+
+
+def _median(runs: list[tuple[float, float]]) -> tuple[float, float] | None:
+    if not runs:
+        return None
+    return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
+
+
+if __name__ == "__main__":
+    main()

@@ -22,6 +22,7 @@ from typing import Any, NoReturn, TextIO
 
 from engine import recipe as recipes
 from engine import shipped, torch_private
+from engine.analysis import commands as analysis
 from engine.errors import StudioError
 from engine.events import Events
 from engine.export.onnx_file import check_output_path
@@ -78,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     inspect = sub.add_parser("inspect", help="print an .onnx file's inputs, outputs and size")
     inspect.add_argument("model", help="the .onnx file")
     _common(inspect)
+    analysis.add_parsers(sub, _common)  # compare, profile, variant (engine.analysis)
     return parser
 
 
@@ -458,7 +460,7 @@ def _run_command(parser: argparse.ArgumentParser, argv: list[str], out: TextIO) 
     want_json = "--json" in argv
     verbose = "-v" in argv or "--verbose" in argv
     environment: list[WarningItem] = []
-    doc: ExportReport | InspectDocument
+    doc: ExportReport | InspectDocument | analysis.AnalysisDocument
     try:
         args = parser.parse_args(argv)
         progress = Progress(sys.stderr, verbose)
@@ -466,6 +468,11 @@ def _run_command(parser: argparse.ArgumentParser, argv: list[str], out: TextIO) 
             doc = _cmd_inspect(args)
             if not want_json:
                 _print_inspect(doc, out)
+        elif args.command in analysis.COMMANDS:
+            doc = analysis.run(args, progress.events())
+            progress.done()
+            if not want_json:
+                analysis.print_text(doc, out)
         else:
             environment = _environment_warnings(progress)
             report = (_cmd_export if args.command == "export" else _cmd_validate)(args, progress)

@@ -1,0 +1,244 @@
+"""The `compare`, `profile` and `variant` commands of `onnx-studio`: their flags, their runs
+and their text output. engine.cli adds these parsers and hands the parsed arguments here.
+
+Each command prints one typed document with --json (engine.protocol: `CompareDocument`,
+`ProfileDocument`, `VariantReport`), on every outcome: a failure is the same document with
+`ok` false and its `error`. Exit status as everywhere: 2 a wrong request, 1 a failed check
+(files that disagree, a variant outside its tolerance), 0 otherwise. These commands run in
+the CLI's own process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+from engine.errors import StudioError
+from engine.events import Events
+from engine.protocol import (
+    CompareDocument,
+    ProfileDocument,
+    VariantReport,
+    WarningItem,
+)
+from engine.recipe import Recipe
+
+COMMANDS = ("compare", "profile", "variant")
+AnalysisDocument = CompareDocument | ProfileDocument | VariantReport
+
+
+def add_parsers(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> None:
+    """Add the three subcommands to `onnx-studio`'s subparsers (`common`: --json, -v)."""
+    compare = sub.add_parser("compare", help="compare two .onnx files: graphs, weights, outputs")
+    compare.add_argument("a", help="the first .onnx file (the reference)")
+    compare.add_argument("b", help="the second .onnx file")
+    compare.add_argument("--recipe", help="recipe of the model: its inputs, and PyTorch too")
+    compare.add_argument("--runs", type=int, default=20, help="timed runs per file (20)")
+    _dims(compare)
+    common(compare)
+
+    profile = sub.add_parser("profile", help="time an .onnx file in ONNX Runtime, per node")
+    profile.add_argument("model", help="the .onnx file")
+    profile.add_argument("--recipe", help="recipe of the model: its inputs, and PyTorch too")
+    profile.add_argument("--runs", type=int, default=20, help="timed runs after warm-up (20)")
+    profile.add_argument("--warmup", type=int, default=3, help="untimed runs first (3)")
+    profile.add_argument("--provider", default="CPUExecutionProvider")
+    profile.add_argument("--threads", type=int, help="intra-op threads (onnxruntime's default)")
+    profile.add_argument("--optimization", default="all",
+                         choices=("disable", "basic", "extended", "all"))
+    _dims(profile)
+    common(profile)
+
+    variant = sub.add_parser("variant", help="write an optimized, fp16 or int8 copy, validated")
+    variant.add_argument("model", help="the .onnx file")
+    variant.add_argument("--recipe", required=True, help="recipe that rebuilds the model")
+    variant.add_argument("--kind", required=True, choices=("fp16", "int8", "optimized"))
+    variant.add_argument("-o", "--output", required=True, help="the variant's .onnx path")
+    variant.add_argument("--rtol", type=float, help="replace the kind's tolerance")
+    variant.add_argument("--atol", type=float, help="replace the kind's tolerance")
+    variant.add_argument("--no-keep-io-types", action="store_true",
+                         help="fp16: make inputs and outputs float16 too")
+    variant.add_argument("--optimization", default="extended",
+                         choices=("basic", "extended", "all"), help="optimized: the level")
+    common(variant)
+
+
+def _dims(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dim", action="append", default=[], metavar="NAME=SIZE",
+                        help="size of a dynamic dimension when there is no recipe "
+                        "(default 2), e.g. --dim batch=4")
+
+
+def parse_dims(texts: list[str]) -> dict[str, int]:
+    """--dim NAME=SIZE flags as a dict; a `recipe` error (exit 2) for a malformed one."""
+    dims = {}
+    for text in texts:
+        name, sep, size = text.partition("=")
+        if not sep or not name or not size.strip().isdigit() or int(size) < 1:
+            raise StudioError("recipe", f"--dim {text!r}: write NAME=SIZE with a size of at "
+                              "least 1, e.g. --dim batch=4.", exit_code=2)
+        dims[name] = int(size)
+    return dims
+
+
+def _recipe(path: str | None) -> Recipe | None:
+    if not path:
+        return None
+    from engine import recipe as recipes
+    from engine import shipped
+
+    recipe = recipes.load(shipped.runnable(path))
+    recipe.check()
+    return recipe
+
+
+def run(args: argparse.Namespace, events: Events) -> AnalysisDocument:
+    """Run one analysis command; every failure comes back inside the document."""
+    empty: AnalysisDocument = {"compare": CompareDocument, "profile": ProfileDocument,
+                               "variant": VariantReport}[args.command]()
+    try:
+        if args.command == "compare":
+            return _compare(args, events)
+        if args.command == "profile":
+            return _profile(args, events)
+        return _variant(args, events)
+    except StudioError as err:
+        empty.fail(err)
+    except Exception as exc:  # our own bug: still one sentence and the document
+        empty.fail(StudioError(
+            "export", f"onnx-studio {args.command} failed unexpectedly: {exc}.",
+            "Run with --verbose and report the traceback.", details=traceback.format_exc()))
+    return empty
+
+
+def _compare(args: argparse.Namespace, events: Events) -> CompareDocument:
+    from engine.analysis.compare import compare_files
+
+    found = _collect(events)
+    doc = CompareDocument.from_dict(compare_files(
+        Path(args.a), Path(args.b), _recipe(args.recipe), events, dims=parse_dims(args.dim),
+        runs=_runs(args.runs)))
+    doc.warnings = found
+    if not doc.ok and doc.parity is not None:
+        worst = doc.parity.max_abs_diff
+        if not doc.parity.ok:
+            failed = [o.name for o in doc.parity.outputs if not o.passed]
+            message = (f"The two files disagree: output {', '.join(failed) or '?'} differs by "
+                       f"up to {worst:.3g}." if worst is not None else
+                       "The two files disagree on their outputs.")
+        else:
+            message = "The files agree with each other but not with PyTorch."
+        hint = ("See `initializers.changed` for weights that differ, and the operator "
+                "histograms for what else changed.")
+        if doc.initializers.changed:
+            hint = f"Initializer {doc.initializers.changed[0].name!r} differs first; " + hint
+        doc.fail(StudioError("validation", message, hint))
+    return doc
+
+
+def _profile(args: argparse.Namespace, events: Events) -> ProfileDocument:
+    from engine.analysis.profile import profile_file
+
+    found = _collect(events)
+    doc = ProfileDocument.from_dict(profile_file(
+        Path(args.model), _recipe(args.recipe), events, runs=_runs(args.runs),
+        warmup=args.warmup, provider=args.provider, threads=args.threads,
+        optimization=args.optimization, dims=parse_dims(args.dim)))
+    doc.warnings = found
+    return doc
+
+
+def _variant(args: argparse.Namespace, events: Events) -> VariantReport:
+    from engine.analysis.variants import make_variant
+
+    recipe = _recipe(args.recipe)
+    assert recipe is not None  # --recipe is required
+    for name in ("rtol", "atol"):
+        value = getattr(args, name)
+        if value is not None and not (value >= 0 and value != float("inf")):
+            raise StudioError("recipe", f"--{name} must be a finite number of at least 0.",
+                              exit_code=2)
+    report = make_variant(Path(args.model), recipe, args.kind, Path(args.output), events,
+                          rtol=args.rtol, atol=args.atol,
+                          keep_io_types=not args.no_keep_io_types,
+                          optimization=args.optimization)
+    assert isinstance(report, VariantReport)
+    return report
+
+
+def _runs(runs: int) -> int:
+    if runs < 1:
+        raise StudioError("recipe", f"--runs must be at least 1 (got {runs}).", exit_code=2)
+    return runs
+
+
+def _collect(events: Events) -> list[WarningItem]:
+    """Warnings said while the command runs, kept for the document as well."""
+    found: list[WarningItem] = []
+    shown = events.warning
+
+    def warning(item: dict[str, Any]) -> None:
+        found.append(WarningItem.from_dict(item))
+        shown(item)
+
+    events.warning = warning
+    return found
+
+
+def print_text(doc: AnalysisDocument, out: TextIO) -> None:
+    """The document for a reader (without --json)."""
+    if isinstance(doc, CompareDocument):
+        _print_compare(doc, out)
+    elif isinstance(doc, ProfileDocument):
+        _print_profile(doc, out)
+    else:
+        facts = doc.variant
+        if facts is not None:
+            out.write(f"wrote {doc.output} ({facts.kind}): size x{facts.size_ratio:.2f}, "
+                      f"latency x{facts.latency_ratio or float('nan'):.2f}, max error "
+                      f"{facts.max_abs_diff if facts.max_abs_diff is not None else '—'} "
+                      f"(rtol {facts.rtol:g}, atol {facts.atol:g}): "
+                      f"{'passed' if doc.ok else 'FAILED'}\n")
+
+
+def _print_compare(doc: CompareDocument, out: TextIO) -> None:
+    if not doc.nodes:
+        return
+    out.write(f"nodes: A {doc.nodes['a']}, B {doc.nodes['b']}; size: A {doc.size_bytes['a']} "
+              f"B {doc.size_bytes['b']} bytes\n")
+    ops = sorted(set(doc.ops["a"]) | set(doc.ops["b"]))
+    for op in ops:
+        na, nb = doc.ops["a"].get(op, 0), doc.ops["b"].get(op, 0)
+        if na != nb:
+            out.write(f"  {op}: {na} -> {nb}\n")
+    if doc.matching is not None:
+        out.write(f"matched nodes: {doc.matching.matched} ({doc.matching.by_name} by name, "
+                  f"{doc.matching.by_structure} by structure); unmatched A "
+                  f"{len(doc.matching.unmatched_a)}, B {len(doc.matching.unmatched_b)}\n")
+    init = doc.initializers
+    out.write(f"initializers: {len(init.added)} added, {len(init.removed)} removed, "
+              f"{len(init.changed)} changed\n")
+    for c in init.changed[:10]:
+        out.write(f"  {c.name}: max abs diff {c.max_abs_diff}\n")
+    if doc.parity is not None:
+        out.write(f"parity: {'ok' if doc.parity.ok else 'FAILED'} (max abs diff "
+                  f"{doc.parity.max_abs_diff})\n")
+    for side, lat in doc.latency_ms.items():
+        out.write(f"latency {side.upper()}: p50 {lat.p50:.3f} ms, p90 {lat.p90:.3f} ms\n")
+
+
+def _print_profile(doc: ProfileDocument, out: TextIO) -> None:
+    if doc.latency_ms is None:
+        return
+    out.write(f"latency: p50 {doc.latency_ms.p50:.3f} ms, p90 {doc.latency_ms.p90:.3f} ms\n")
+    if doc.torch_latency_ms is not None:
+        out.write(f"eager PyTorch: p50 {doc.torch_latency_ms.p50:.3f} ms\n")
+    out.write("slowest operators:\n")
+    for o in doc.ops[:10]:
+        out.write(f"  {o.op_type:24} {o.ms:9.3f} ms  x{o.count}\n")
+    out.write("slowest module groups:\n")
+    for g in doc.groups[:10]:
+        out.write(f"  {g.name:40} {g.ms:9.3f} ms\n")

@@ -29,7 +29,7 @@ from engine.protocol import (
 )
 from engine.recipe import Recipe
 
-__all__ = ["ExportOutcome", "FileStamp", "JobStart", "Stamp", "ValidationOutcome",
+__all__ = ["ExportOutcome", "FileStamp", "JobStart", "OpenedFile", "Stamp", "ValidationOutcome",
            "decode_event", "fingerprint", "protocol_error"]
 
 
@@ -67,6 +67,18 @@ class Stamp:
 
     recipe: str
     onnx: FileStamp | None
+    label: str = ""  # the recipe as the user knows it: its file name (or "unsaved") and model
+
+
+@dataclass(frozen=True)
+class OpenedFile:
+    """An .onnx the user opened: the file as it was, and its `graph` summary (engine.graph.
+    summary) or why it could not be read."""
+
+    path: Path
+    stamp: FileStamp | None
+    summary: dict[str, Any] | None
+    error: str | None
 
 
 @dataclass(frozen=True)

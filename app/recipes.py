@@ -6,6 +6,7 @@ Qt-free and torch-free; the Recipe stays the one source of truth, these only rea
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,6 +96,16 @@ def relative_source(path: Path, base: Path) -> str:
         return str(path.resolve().relative_to(base.resolve()))
     except ValueError:
         return str(path)
+
+
+def model_stem(source: str) -> str:
+    """The name an ONNX file of this model is given: the class or factory in snake_case
+    (`net.py:TinyCNN` -> "tiny_cnn"), else the file's stem or the example's name; "" for none."""
+    file, name = split_source(source)
+    if name:
+        snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name)
+        return re.sub(r"\W+", "_", snake).strip("_").lower()
+    return Path(file).stem if file else ""
 
 
 def source_file(recipe: Recipe) -> Path | None:

@@ -29,6 +29,7 @@ from app.outcomes import (
     ExportOutcome,
     FileStamp,
     JobStart,
+    OpenedFile,
     Stamp,
     ValidationOutcome,
     decode_event,
@@ -41,6 +42,7 @@ from app.recipes import (
     fallback_recipe,
     file_problems,
     load_example,
+    model_stem,
 )
 from engine import recipe as recipes
 from engine import shipped
@@ -61,7 +63,7 @@ from engine.protocol import (
     WarningEvent,
     WarningItem,
 )
-from engine.recipe import InputSpec, Recipe
+from engine.recipe import InputSpec, Recipe, split_source
 from engine.torch_private import untested_torch_sentence
 
 __all__ = ["PARTS", "ExportSession"]
@@ -83,6 +85,7 @@ class _Sent:
     validates: bool
     onnx: Path
     file: FileStamp | None  # the file a validation checks, as it was when sent
+    label: str = ""  # `ExportSession.recipe_label()` when sent
 
 
 class ExportSession(QObject):
@@ -106,6 +109,7 @@ class ExportSession(QObject):
     workerLost = Signal(str)  # the sentence that says how the worker died
     logLine = Signal(str)  # a line for the Log: the worker's stderr, a job's log, our own
     notice = Signal(str)  # an open, load or save the user asked for did not happen: why
+    fileOpened = Signal(object)  # OpenedFile: an .onnx the user opened is the session's file
     refused = Signal(str)  # an action cannot run now: why
 
     def __init__(self, parent: QObject | None = None, runner: JobRunner | None = None,
@@ -133,6 +137,9 @@ class ExportSession(QObject):
         self._saved_fingerprint = self.fingerprint
         self._dirty = False
         self._last_written: tuple[Path, str] | None = None  # (file, model_key) of an export
+        self._output_typed = False  # the user typed the output file: it stops following
+        self.opened: OpenedFile | None = None  # an .onnx opened since the last export
+        self._name_after_describe = False  # a factory was chosen: name the inputs after it
         self._export: _Sent | None = None
         self._validation: _Sent | None = None
         self._listening = False
@@ -213,6 +220,11 @@ class ExportSession(QObject):
         """True when the recipe differs from the one opened or last saved."""
         return self.fingerprint != self._saved_fingerprint
 
+    def recipe_label(self) -> str:
+        """The recipe as the user knows it: its file's name (or "unsaved recipe") and model."""
+        name = self.recipe_path.name if self.recipe_path is not None else "unsaved recipe"
+        return f"{name} ({self.recipe.model.source or 'no model'})"
+
     def model_key(self) -> str:
         """The model source as written plus the folder it is relative to."""
         return f"{self.recipe.base_dir.resolve()}|{self.recipe.model.source}"
@@ -222,6 +234,7 @@ class ExportSession(QObject):
         self.recipe = recipe
         self.recipe_path = path
         self.parse_errors.clear()
+        self._output_typed = False
         self._fingerprint = None
         self._saved_fingerprint = self.fingerprint
         self.recipeChanged.emit()
@@ -255,41 +268,94 @@ class ExportSession(QObject):
             del self.parse_errors[field]
 
     def set_source(self, text: str, origin: object = None) -> None:
-        """Use `text` as the model source and describe it."""
-        if text == self.recipe.model.source:
+        """Use `text` as the model source and describe it; another model file starts its
+        inputs and output names afresh (the describe job names the inputs again), and the
+        output file follows the model unless the user typed one."""
+        old = self.recipe.model.source
+        if text == old:
             return
+        other_file = split_source(text)[0] != split_source(old)[0] or not text.strip()
         with self.edit("model", origin) as recipe:
             recipe.model.source = text
+        self._follow_model(old, clear=other_file)
         self.describe()
 
     def set_output(self, text: str, origin: object = None) -> None:
-        """Write the ONNX file to `text` (relative to the recipe's folder)."""
+        """Write the ONNX file to `text` (relative to the recipe's folder); `origin` not None
+        (a form) means the user typed it, and it no longer follows the model."""
         if text != self.recipe.export.output:
+            if origin is not None:
+                self._output_typed = True
             with self.edit("output", origin) as recipe:
                 recipe.export.output = text
 
+    def _follow_model(self, old_source: str, clear: bool, arguments: bool = True) -> None:
+        """After the model changed from `old_source`: the output file follows the model's name
+        when it followed the old one (or is the bare default) and the user did not type it;
+        `clear`: the old model's inputs and output names do not apply any more; `arguments`:
+        nor do its constructor arguments and checkpoint (False: the old source named a file
+        and no model in it yet)."""
+        if arguments and (self.recipe.model.kwargs or self.recipe.model.checkpoint):
+            with self.edit("model") as recipe:
+                recipe.model.kwargs = {}
+                recipe.model.checkpoint = None
+                self.set_parse_error("model.kwargs", None)
+        output = self.recipe.export.output
+        stem = model_stem(self.recipe.model.source)
+        follows = Path(output).stem in (model_stem(old_source), "model")
+        if stem and follows and not self._output_typed:
+            new = str(Path(output).with_name(f"{stem}.onnx"))
+            if new != output:
+                with self.edit("output") as recipe:
+                    recipe.export.output = new
+        if clear and (self.recipe.inputs or self.recipe.outputs):
+            with self.edit("inputs") as recipe:
+                recipe.inputs = []
+                self.clear_parse_errors("inputs[")
+            with self.edit("outputs") as recipe:
+                recipe.outputs = []
+                self.clear_parse_errors("outputs[")
+
     def name_inputs(self, names: list[str]) -> None:
-        """Name the inputs after forward()'s parameters: rename by position, add the rest."""
+        """The inputs of a forward(`names`): an input of that name keeps its shape, dtype and
+        fill; the others are taken by position (renamed) or added; inputs forward() does not
+        have are dropped."""
         with self.edit("inputs") as recipe:
-            for i, name in enumerate(names):
-                if i < len(recipe.inputs):
-                    recipe.inputs[i].name = name
-                else:
-                    recipe.inputs.append(InputSpec(name=name, shape=[1]))
+            by_name = {spec.name: spec for spec in recipe.inputs}
+            spare = [spec for spec in recipe.inputs if spec.name not in names]
+            rebuilt = []
+            for name in names:
+                spec = by_name.get(name) or (spare.pop(0) if spare else InputSpec(shape=[1]))
+                spec.name = name
+                rebuilt.append(spec)
+            recipe.inputs = rebuilt
             self.clear_parse_errors("inputs[")
 
     def choose_candidate(self, candidate: Candidate) -> None:
         """Use a class or factory of the model file, and name the inputs after forward()."""
         source = self.recipe.model.source
         file = source.rpartition(":")[0] if ".py:" in source else source
-        if f"{file}:{candidate.name}" != source:
-            with self.edit("model") as recipe:
-                recipe.model.source = f"{file}:{candidate.name}"
-        params = list(candidate.params)
-        if candidate.kind != "class":  # a factory's own parameters are not the inputs
-            params = list(self.description.forward_params) if self.description else []
-        if params:
-            self.name_inputs(params)
+        if f"{file}:{candidate.name}" == source:
+            return
+        with self.edit("model") as recipe:
+            recipe.model.source = f"{file}:{candidate.name}"
+        named = ".py:" in source
+        self._follow_model(source, clear=False, arguments=named)
+        if named:  # another model of the file: the previous one's output names do not apply
+            if self.recipe.outputs:
+                with self.edit("outputs") as recipe:
+                    recipe.outputs = []
+                    self.clear_parse_errors("outputs[")
+        if candidate.kind != "class":
+            # a factory's own parameters are not the inputs: the model it returns names them
+            self._name_after_describe = True
+            self.describe()
+            return
+        if self.description is not None:  # forward() shown is the chosen class's
+            self._set_description(dataclasses.replace(
+                self.description, forward_params=list(candidate.params), error=None))
+        if candidate.params:
+            self.name_inputs(list(candidate.params))
 
     def recheck(self) -> None:
         """Check the recipe again (parse errors, its problems, files that are missing) and
@@ -367,6 +433,23 @@ class ExportSession(QObject):
         self.dirtyChanged.emit(False)
         return True
 
+    def open_onnx(self, path: Path) -> OpenedFile:
+        """Make an existing .onnx the session's file: Summary shows what it holds (read here,
+        without its weights) and Validate checks it with the recipe's inputs, until the next
+        export writes another."""
+        from engine.graph.summary import summarize
+
+        path = path.resolve()
+        try:
+            opened = OpenedFile(path, FileStamp.of(path), summarize(path), None)
+        except StudioError as exc:
+            opened = OpenedFile(path, FileStamp.of(path), None, exc.message)
+        self.opened = opened if opened.error is None else None
+        self.logLine.emit(f"=== Opened {path}" + (f": {opened.error}" if opened.error else ""))
+        self.recheck()
+        self.fileOpened.emit(opened)
+        return opened
+
     # ================================================================= describe
 
     def describe(self) -> None:
@@ -405,9 +488,14 @@ class ExportSession(QObject):
         if not current.startswith(file):
             return  # the source changed meanwhile
         self._set_description(description)
+        name_inputs, self._name_after_describe = self._name_after_describe, False
         if ".py:" not in current and len(description.candidates) == 1:
             # One class in the file: pick it, and name the inputs after its forward().
             self.choose_candidate(description.candidates[0])
+        elif (name_inputs or not self.recipe.inputs) \
+                and description.forward_params:
+            # a new model (a .pt2's signature, a named class): its inputs, named as it names them
+            self.name_inputs(list(description.forward_params))
 
     def _set_description(self, description: SourceDescription | None) -> None:
         self.description = description
@@ -444,9 +532,11 @@ class ExportSession(QObject):
         return self.export_job is not None or self.validate_job is not None
 
     def _validation_target(self) -> tuple[Path | None, str]:
-        """The last export when it came from the model now in the form (the recipe says how
-        to rebuild that model's inputs), else the recipe's output file if it exists; None
-        and why when there is none."""
+        """An .onnx the user opened (since the last export), else the last export when it
+        came from the model now in the form (the recipe says how to rebuild that model's
+        inputs), else the recipe's output file if it exists; None and why when there is none."""
+        if self.opened is not None and self.opened.path.is_file():
+            return self.opened.path, ""
         if self._last_written is not None:
             path, model = self._last_written
             if model == self.model_key() and path.is_file():
@@ -485,11 +575,13 @@ class ExportSession(QObject):
         recipe = self.recipe
         ready = self.runner.ready_info is not None
         self.export_result = None
+        self.opened = None  # the export's file becomes the session's file
         self._set_warnings([])
         self.logLine.emit(f"=== Export started {time.strftime('%H:%M:%S')}: "
                           f"{recipe.model.source} -> {recipe.output_path}")
         self._export = _Sent(time.perf_counter(), self.fingerprint, self.model_key(),
-                             recipe.validate.enabled, recipe.output_path, None)
+                             recipe.validate.enabled, recipe.output_path, None,
+                             self.recipe_label())
         self.export_job = self.runner.export(recipe.to_toml(), recipe.base_dir,
                                              self._on_export_event)
         self.exportStarted.emit(JobStart(self.export_job, recipe.output_path, ready,
@@ -526,11 +618,12 @@ class ExportSession(QObject):
         assert sent is not None
         job, self.export_job = self.export_job or 0, None
         seconds = time.perf_counter() - sent.started
-        outcome = ExportOutcome(job, final, message, Stamp(sent.recipe, None), seconds,
+        outcome = ExportOutcome(job, final, message, Stamp(sent.recipe, None, sent.label), seconds,
                                 sent.validates)
         output = outcome.output
         if outcome.written and output is not None:  # stamp the file it wrote
-            outcome = dataclasses.replace(outcome, stamp=Stamp(sent.recipe, FileStamp.of(output)))
+            outcome = dataclasses.replace(outcome, stamp=Stamp(sent.recipe, FileStamp.of(output),
+                                                               sent.label))
             self._last_written = (output, sent.model)
         self.export_result = outcome
         report = outcome.report
@@ -566,7 +659,7 @@ class ExportSession(QObject):
         self.logLine.emit(f"=== Validation started {time.strftime('%H:%M:%S')}: {target} "
                           f"against {self.recipe.model.source}")
         self._validation = _Sent(time.perf_counter(), self.fingerprint, self.model_key(), True,
-                                 target, FileStamp.of(target))
+                                 target, FileStamp.of(target), self.recipe_label())
         self.validate_job = self.runner.validate(self.recipe.to_toml(), self.recipe.base_dir,
                                                  target, self._on_validation_event)
         self.validationStarted.emit(JobStart(self.validate_job, target, ready, True))
@@ -597,7 +690,7 @@ class ExportSession(QObject):
         assert sent is not None
         job, self.validate_job = self.validate_job or 0, None
         seconds = time.perf_counter() - sent.started
-        stamp = Stamp(sent.recipe, sent.file)
+        stamp = Stamp(sent.recipe, sent.file, sent.label)
         if isinstance(final, ValidateResult):
             validation = final.validation
             # the result lists its warnings too: any the events did not bring (repeats skipped)

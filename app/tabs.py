@@ -7,16 +7,25 @@ the graph of the file that validation checked.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QTabWidget, QWidget
 
 from app.graph import GraphTab
-from app.outcomes import ExportOutcome, JobStart, ValidationOutcome
+from app.outcomes import ExportOutcome, JobStart, OpenedFile, ValidationOutcome
 from app.results import LogView, PythonView, SummaryView, WarningsView
+from app.results.provenance import Shown
 from app.session import ExportSession
 from app.validation import ValidationTab
 
 TABS = ("Summary", "Warnings", "Validation", "Graph", "Python", "Log")
+
+
+def _file_of(shown: ExportOutcome | ValidationOutcome | OpenedFile) -> Path | None:
+    if isinstance(shown, OpenedFile):
+        return shown.path
+    return shown.stamp.onnx.path if shown.stamp.onnx is not None else None
 
 
 class ResultTabs(QTabWidget):
@@ -44,6 +53,25 @@ class ResultTabs(QTabWidget):
         session.exportFinished.connect(self._export_finished)
         session.validationStarted.connect(self._validation_started)
         session.validationFinished.connect(self._validation_finished)
+
+    def provenance(self) -> Shown:
+        """What the current tab shows: the result (or opened file) its content came from."""
+        session, widget = self.session, self.currentWidget()
+        if widget is self.python:
+            return f"The script of the form as it is now ({session.recipe_label()})"
+        if widget is self.log:
+            return "Everything the worker and the window said, oldest first"
+        if widget is self.validation:
+            return session.validation_result
+        latest = session.opened or session.export_result
+        if widget is self.graph:
+            path = self.graph.loaded_path
+            for shown in (latest, session.validation_result):
+                file = _file_of(shown) if shown is not None else None
+                if file is not None and path is not None and file.resolve() == path.resolve():
+                    return shown
+            return path
+        return latest
 
     def _count_warnings(self) -> None:
         count = self.warnings.count()

@@ -83,3 +83,8 @@ def error_background(dark: bool) -> str:
 
 def warning_text(dark: bool) -> str:
     return WARN_TEXT_DARK if dark else WARN_TEXT_LIGHT
+
+
+def warning_background(dark: bool) -> str:
+    """The background of a notice that something shown is out of date."""
+    return "#4d3b12" if dark else "#fff3cd"

@@ -20,6 +20,8 @@ from PySide6.QtWidgets import (
     QMainWindow,
     QMessageBox,
     QSplitter,
+    QVBoxLayout,
+    QWidget,
 )
 
 from app import settings as settings_mod
@@ -27,6 +29,7 @@ from app import theme
 from app.form import FormPanel
 from app.graph import preload_graph_modules
 from app.recipes import MODEL_SUFFIXES, OPENABLE_SUFFIXES, list_examples, relative_source
+from app.results.provenance import ProvenanceBar
 from app.session import ExportSession
 from app.tabs import TABS, ResultTabs
 from engine.protocol import Ready
@@ -66,8 +69,16 @@ class MainWindow(QMainWindow):
         self.tabs = ResultTabs(self.session)
         self._build_menus()
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.provenance = ProvenanceBar(self.session, self.tabs.provenance)
+        self.provenance.againRequested.connect(self._again)
+        self.tabs.currentChanged.connect(self.provenance.refresh)
+        results = QWidget()
+        column = QVBoxLayout(results)
+        column.setContentsMargins(0, 6, 0, 0)
+        column.addWidget(self.provenance)
+        column.addWidget(self.tabs, 1)
         self.splitter.addWidget(self.form)
-        self.splitter.addWidget(self.tabs)
+        self.splitter.addWidget(results)
         self.splitter.setStretchFactor(0, 0)
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setSizes([640, 700])
@@ -156,6 +167,12 @@ class MainWindow(QMainWindow):
     def _worker_lost(self) -> None:
         self.worker_status.setText("Worker restarting…")
 
+    def _again(self, job: str) -> None:
+        if job == "validate":
+            self.session.start_validation()
+        else:
+            self.session.start_export()
+
     def _status(self, text: str, ms: int = 5000) -> None:
         self.statusBar().showMessage(text, ms)
 
@@ -190,9 +207,11 @@ class MainWindow(QMainWindow):
                 return False
             self._remember("recipe", self.session.recipe_path or path)
             return True
-        if suffix == ".onnx":
-            self.tabs.setCurrentWidget(self.tabs.graph)
-            self.tabs.graph.load_file(path)
+        if suffix == ".onnx":  # the session's file: Summary, Graph, and what Validate checks
+            opened = self.session.open_onnx(path)
+            if opened.error is None:
+                self.tabs.graph.load_file(opened.path)
+            self.tabs.setCurrentWidget(self.tabs.summary)
         elif suffix in MODEL_SUFFIXES:
             self.session.set_source(relative_source(path, self.session.recipe.base_dir))
         else:
@@ -257,6 +276,7 @@ class MainWindow(QMainWindow):
         if isinstance(app, QApplication):
             self.dark = theme.apply(app, name)
         self.form.set_dark(self.dark)
+        self.provenance.set_dark(self.dark)
         self.session.recheck()  # the forms mark their problems again, in the new colours
 
     def _restore_geometry(self) -> None:

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.outcomes import ExportOutcome, JobStart
+from app.outcomes import ExportOutcome, JobStart, OpenedFile
 from app.session import ExportSession
 from engine.errors import plain
 from engine.protocol import ErrorEvent
@@ -71,6 +71,7 @@ class SummaryView(QWidget):
         mono(self.details)
         self.facts = QTextBrowser()
         self.facts.setOpenExternalLinks(False)
+        self.facts.setOpenLinks(False)  # a link opens the folder; the Summary stays as it is
         self.facts.anchorClicked.connect(self._open_link)
         self._stages: list[str] = []
         self._output = ""
@@ -90,6 +91,7 @@ class SummaryView(QWidget):
         session.exportProgress.connect(lambda _fraction, stage: self.add_stage(stage))
         session.exportFinished.connect(self._export_finished)
         session.warningsChanged.connect(self._warnings_changed)
+        session.fileOpened.connect(self.show_opened)
 
     def _warnings_changed(self) -> None:
         """Keep the Warnings row equal to the Warnings tab (a validation may add some)."""
@@ -112,6 +114,19 @@ class SummaryView(QWidget):
         else:
             error = report.get("error") or {"kind": "export", "message": "Export failed."}
             self.show_error(error, final.details, report)
+
+    def show_opened(self, opened: OpenedFile) -> None:
+        """What an .onnx the user opened holds (inspect), or why it cannot be read."""
+        if opened.error is not None or opened.summary is None:
+            self.show_error({"kind": "source", "message": opened.error or ""}, "", None)
+            return
+        summary = opened.summary
+        opsets = summary.get("opset_imports") or {}
+        report = {"ok": True, "output": str(opened.path), "graph": summary,
+                  "exporter": "unknown (an opened file)", "opset": opsets.get("", "?")}
+        self.show_report(report, {})
+        self.status.setText(f"<h3>Opened {html.escape(opened.path.name)}</h3>Validate checks "
+                            "this file against the model in the form, with the form's inputs.")
 
     def _toggle_details(self, on: bool) -> None:
         self.details.setVisible(on)

@@ -341,11 +341,10 @@ class ExportSession(QObject):
             recipe.model.source = f"{file}:{candidate.name}"
         named = ".py:" in source
         self._follow_model(source, clear=False, arguments=named)
-        if named:  # another model of the file: the previous one's output names do not apply
-            if self.recipe.outputs:
-                with self.edit("outputs") as recipe:
-                    recipe.outputs = []
-                    self.clear_parse_errors("outputs[")
+        if named and self.recipe.outputs:  # another model of the file: its own output names
+            with self.edit("outputs") as recipe:
+                recipe.outputs = []
+                self.clear_parse_errors("outputs[")
         if candidate.kind != "class":
             # a factory's own parameters are not the inputs: the model it returns names them
             self._name_after_describe = True

@@ -35,6 +35,7 @@ JobCallback = Callable[[dict[str, Any]], None]
 # Jobs that run for seconds or more (the user waits on them, Cancel ends them), by their names
 LONG_JOBS = {"export": "export", "validate": "validation"}
 _RUNNERS: weakref.WeakSet[JobRunner] = weakref.WeakSet()
+CANCEL_WAIT_MS = 3000  # Cancel waits this long for the worker's last words (a rename under way)
 
 
 @dataclass
@@ -44,6 +45,7 @@ class _Job:
     callback: JobCallback
     heard: bool = False  # the worker has said something about it: it has started
     resent: bool = False  # sent again after its worker retired without starting it
+    committed: str | None = None  # the file it renamed into place (its `committing` event)
 
 
 @atexit.register
@@ -79,6 +81,7 @@ class JobRunner(QObject):
         self._spare: WorkerProcess | None = None  # warm and idle until it takes over
         self._spare_log: list[str] = []
         self._ending: set[WorkerProcess] = set()  # terminated, not yet exited
+        self._cancelling: WorkerProcess | None = None  # being ended by `cancel`
         self._early_deaths = 0
         self._stopping = False
 
@@ -179,10 +182,25 @@ class JobRunner(QObject):
         return any(job.kind in LONG_JOBS for job in self._jobs.values())
 
     def cancel(self) -> None:
-        """End every pending job now: their worker is ended and the spare takes over."""
+        """End every pending job now: their worker is ended and the spare takes over.
+
+        Honest about the file: the worker is waited for (it ends in milliseconds, or once a
+        rename under way is done) and what it said meanwhile is read, so a job that had
+        already renamed its file into place is reported as finished, never as cancelled.
+        """
         worker, self._worker = self._worker, None
         if worker is not None:
+            self._cancelling = worker
             self._end(worker)
+            worker.wait(CANCEL_WAIT_MS)
+            self._cancelling = None
+        committed = {job_id: job for job_id, job in self._jobs.items() if job.committed}
+        for job_id, job in committed.items():
+            del self._jobs[job_id]
+            job.callback({"id": job_id, "type": "error", "details": "", "error": {
+                "kind": "cancelled", "message": f"The export had already finished: "
+                f"{job.committed} was written before Cancel; only what came after it (the "
+                "validation) was stopped.", "hint": "", "unsupported_ops": []}})
         self._fail_all("cancelled", "The {job} was cancelled; the form is unchanged.", "")
         self.start()
 
@@ -205,6 +223,11 @@ class JobRunner(QObject):
             self._start_spare()
 
     def _on_message(self, worker: WorkerProcess, message: dict[str, Any]) -> None:
+        if worker is self._cancelling and message.get("type") == "committing":
+            job = self._jobs.get(message.get("id"))  # type: ignore[arg-type]
+            if job is not None:
+                job.committed = str(message.get("output"))
+            return
         if worker is not self._worker:
             return  # a spare has no jobs; an ended worker's jobs were failed already
         job_id = message.get("id")
@@ -212,6 +235,8 @@ class JobRunner(QObject):
         if entry is None:
             return
         entry.heard = True
+        if message.get("type") == "committing":
+            entry.committed = str(message.get("output"))
         if message.get("type") in ("result", "error"):
             del self._jobs[job_id]  # type: ignore[arg-type]
         entry.callback(message)

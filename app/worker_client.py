@@ -7,10 +7,13 @@ requests go out with `QProcess.write`, which queues the bytes and returns at onc
 runs on the GUI thread's event loop: no reader thread and no blocking call outside `wait`.
 
 Ending a worker is `terminate`: it is sent `abort`, its stdin is closed and it is asked to
-terminate (SIGTERM on POSIX), then killed after a short grace. The worker ends its own children
-on `abort` or SIGTERM (engine.worker.end_now), so ending needs no process group here. One
-POSIX-only fallback is left, guarded: a worker killed from outside (the out-of-memory killer)
-cannot end its children, so its process group is killed once it has exited.
+terminate (SIGTERM on POSIX), then killed after a short grace, which is extended while the
+worker renames a file into place (its `committing` event; it ends once the renames are done).
+The worker ends its own children on `abort` or SIGTERM (engine.worker.end_now); its descendants
+are also looked up (engine.process_tree, portable) before it is ended and killed once it has
+exited, so a worker killed from outside (the out-of-memory killer) leaves none. POSIX adds,
+guarded, its process group: grandchildren whose parent already exited. The worker watches this
+process (ONNX_STUDIO_CLIENT_PID) and ends itself when the window dies.
 """
 
 from __future__ import annotations
@@ -19,59 +22,22 @@ import contextlib
 import json
 import os
 import signal
-import sys
+import time
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, QProcess, QProcessEnvironment, QTimer, Signal
 
-from engine.worker import WARM_FIRST_ENV
+from engine import process_tree
+from engine.process_tree import exit_description
+from engine.worker_process import CLIENT_PID_ENV, WARM_FIRST_ENV
+from engine.worker_process import command as worker_command
+
+__all__ = ["TERMINATE_GRACE_MS", "WorkerProcess", "exit_description", "worker_command"]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TERMINATE_GRACE_MS = 500  # terminate -> kill; the worker needs milliseconds to end its group
-
-_SIGNAL_CAUSES = {
-    "SIGKILL": "killed from outside, often because the machine ran out of memory",
-    "SIGSEGV": "a crash inside native code (segmentation fault)",
-    "SIGABRT": "a native library aborted",
-    "SIGBUS": "a crash inside native code (bus error)",
-}
-# Windows reports a crash as the exception's NTSTATUS code instead of a signal
-_EXCEPTION_CAUSES = {
-    0xC0000005: "access violation: a crash inside native code",
-    0xC00000FD: "stack overflow: a crash inside native code",
-    0xC0000409: "a native library aborted",
-    0xC0000017: "the machine ran out of memory",
-}
-
-
-def exit_description(code: int, crashed: bool = False) -> str:
-    """'exit status 3' or 'signal 9 (SIGKILL: ...)': how a worker ended, with the likely cause.
-
-    `code` and `crashed` are QProcess's `exitCode()` and `exitStatus() == CrashExit`. On POSIX
-    the code of a crash is the signal's number; on Windows it is the exception code
-    (0xC0000005). A negative code is subprocess's way of saying "signal -code".
-    """
-    if not crashed and code >= 0:
-        return f"exit status {code}"
-    unsigned = code & 0xFFFFFFFF
-    if crashed and unsigned > 255:
-        cause = _EXCEPTION_CAUSES.get(unsigned)
-        return f"exception 0x{unsigned:08X}" + (f" ({cause})" if cause else "")
-    number = abs(code)
-    try:
-        name = signal.Signals(number).name
-    except ValueError:
-        name = "unknown signal"
-    cause = _SIGNAL_CAUSES.get(name)
-    return f"signal {number} ({name}" + (f": {cause})" if cause else ")")
-
-
-def worker_command() -> list[str]:
-    """The program and arguments that start a worker (a frozen build is its own worker)."""
-    if getattr(sys, "frozen", False):  # a PyInstaller build: the binary is the worker too
-        return [sys.executable, "--worker"]
-    return [sys.executable, "-m", "engine.worker"]
+COMMIT_GRACE_S = 60.0  # how long a kill waits for a worker renaming a file into place
 
 
 def _split_lines(buffer: bytearray, chunk: bytes) -> list[bytes]:
@@ -110,6 +76,8 @@ class WorkerProcess(QObject):
         self.has_exited = False
         self._started_pid = 0
         self._ending = False
+        self._family: list[Any] = []  # the worker's descendants, looked up as it is ended
+        self._committing_since: float | None = None  # a `committing` heard, no answer yet
         self._stdout = bytearray()
         self._stderr = bytearray()
         self._process = QProcess(self)
@@ -120,6 +88,7 @@ class WorkerProcess(QObject):
         env.insert("PYTHONPATH", os.pathsep.join(
             [str(REPO_ROOT), *filter(None, [env.value("PYTHONPATH")])]))
         env.insert("PYTHONUNBUFFERED", "1")
+        env.insert(CLIENT_PID_ENV, str(os.getpid()))  # it ends itself when this process dies
         if warm_first:
             env.insert(WARM_FIRST_ENV, "1")
         else:
@@ -160,6 +129,7 @@ class WorkerProcess(QObject):
         """Ask the worker to end (it ends its children too), and kill it after `grace_ms`."""
         if not self.running():
             return
+        self._look_up_family()
         self.send({"job": "abort"})  # the way to end it at once that Windows has
         self._ending = True
         self._process.closeWriteChannel()
@@ -168,9 +138,25 @@ class WorkerProcess(QObject):
             self._kill_timer.start(grace_ms)
 
     def kill(self) -> None:
-        """End the worker process now (its children are ended only by `terminate`)."""
-        if self.running():
-            self._process.kill()
+        """End the worker process now; its children go once it has exited (`_end_orphans`).
+
+        Not while it renames a file into place (its `committing` event, up to COMMIT_GRACE_S):
+        it ends by itself once the renames are done, so the file is either in place and the
+        client was told, or untouched.
+        """
+        if not self.running():
+            return
+        self._read_stdout()
+        since = self._committing_since
+        if since is not None and time.monotonic() - since < COMMIT_GRACE_S:
+            self._kill_timer.start(TERMINATE_GRACE_MS)
+            return
+        self._look_up_family()
+        self._process.kill()
+
+    def _look_up_family(self) -> None:
+        if self._started_pid:
+            self._family = process_tree.descendants(self._started_pid) or self._family
 
     def wait(self, timeout_ms: int) -> bool:
         """Block until the worker has exited (at most `timeout_ms`); True when it has."""
@@ -209,6 +195,11 @@ class WorkerProcess(QObject):
             self.ready_info = message
             self.ready.emit(self)
         else:
+            kind = message.get("type")
+            if kind == "committing":
+                self._committing_since = time.monotonic()
+            elif kind in ("result", "error"):
+                self._committing_since = None
             self.message.emit(self, message)
 
     def _drain(self) -> None:
@@ -236,11 +227,15 @@ class WorkerProcess(QObject):
         self.exited.emit(self, int(code), status == QProcess.ExitStatus.CrashExit)
 
     def _end_orphans(self) -> None:
-        """POSIX: kill what a worker that could not end itself left in its process group.
+        """Kill what a worker that could not end itself left: the descendants looked up before
+        it was ended (engine.process_tree checks each one is still the process it was), and on
+        POSIX its process group, which also holds grandchildren whose parent already exited.
 
         The worker leads a group of its own (engine.worker), so the group's id is its pid, and
         the id is not given to another process while the group has members.
         """
+        process_tree.kill_processes(self._family)
+        self._family = []
         if self._started_pid and hasattr(os, "killpg") and hasattr(signal, "SIGKILL"):
             with contextlib.suppress(OSError):  # no such group: the worker ended it
                 os.killpg(self._started_pid, signal.SIGKILL)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import math
 import os
 import re
@@ -20,15 +21,25 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
+from engine import protocol, shipped, torch_private
 from engine import recipe as recipes
-from engine import shipped, torch_private
 from engine.analysis import commands as analysis
 from engine.errors import StudioError
 from engine.events import Events
 from engine.export.onnx_file import check_output_path
 from engine.paths import rebase_recipe_paths
-from engine.protocol import Error, ExportReport, InspectDocument, WarningItem, encode
+from engine.protocol import (
+    Error,
+    ExportReport,
+    ExportRequest,
+    ExportResult,
+    InspectDocument,
+    ValidateFileRequest,
+    WarningItem,
+    encode,
+)
 from engine.recipe import InputSpec, OutputSpec, Recipe
+from engine.worker_process import remove_abandoned_temps
 
 
 class RequestError(Exception):
@@ -296,17 +307,21 @@ class Progress:
 
 
 def _cmd_export(args: argparse.Namespace, progress: Progress) -> ExportReport:
-    """Export (and validate); --save-recipe writes the request afterwards, every "auto" fill
-    replaced by the fill it resolved to once the model was loaded (as given when it was not)."""
-    from engine.pipeline import export
+    """Export (and validate) in a worker process; --save-recipe writes the request afterwards,
+    every "auto" fill replaced by the fill it resolved to once the model was loaded (as given
+    when it was not)."""
     from engine.source.inputs import ResolvedFill, with_fills
 
     recipe = recipe_from_args(args)
     if args.save_recipe:
         check_recipe_path(Path(args.save_recipe))
-    resolved: list[list[ResolvedFill]] = []
-    report = export(recipe, progress.events(), validate=True if args.validate else None,
-                    on_fills=resolved.append)
+    result = _run_in_worker(
+        ExportRequest(recipe=recipe.to_toml(), base_dir=str(recipe.base_dir),
+                      validate=True if args.validate else None, plots_beside_onnx=True),
+        progress, recipe.output_path.parent)
+    report = _report_of(result)
+    resolved: list[list[ResolvedFill]] = [] if result.fills is None else [
+        [ResolvedFill(f.fill, f.low, f.high, f.reason) for f in result.fills]]
     if resolved and not progress.verbose:  # verbose: the export's log line says it
         _show_fills(recipe, resolved[0], progress)
     if args.save_recipe:
@@ -330,15 +345,51 @@ def _show_fills(recipe: Recipe, fills: list[Any], progress: Progress) -> None:
 
 
 def _cmd_validate(args: argparse.Namespace, progress: Progress) -> ExportReport:
-    from engine.pipeline import validate_file
-
     recipe = recipes.load(args.recipe)
     if args.rtol is not None:
         recipe.validate.rtol = args.rtol
     if args.atol is not None:
         recipe.validate.atol = args.atol
     recipe.check()
-    return validate_file(recipe, Path(args.model).resolve(), progress.events())
+    model = Path(args.model).resolve()
+    result = _run_in_worker(
+        ValidateFileRequest(recipe=recipe.to_toml(), base_dir=str(recipe.base_dir),
+                            onnx=str(model)),
+        progress, model.parent)
+    return _report_of(result)
+
+
+def _run_in_worker(request: ExportRequest | ValidateFileRequest, progress: Progress,
+                   folder: Path) -> ExportResult:
+    """Run the job in a worker process of its own (engine.job_client), its events shown as
+    the in-process export would show them; a crash or a signal is a StudioError."""
+    from engine.job_client import remove_job_folder, run_job
+
+    def show(event: Any) -> None:
+        if isinstance(event, protocol.Progress):
+            if event.stage != "Starting":  # the worker's first word, for the window's bar
+                progress.progress(event.fraction, event.stage)
+        elif isinstance(event, protocol.LogLine):
+            progress.log(event.line)
+        elif isinstance(event, protocol.WarningEvent):
+            progress.warning(event.warning.to_dict())
+
+    remove_abandoned_temps([folder, Path.cwd()])  # what killed runs left in these folders
+    result = run_job(request, request.TAG, show, folder=folder)
+    assert isinstance(result, ExportResult)
+    remove_job_folder(result.job_dir)
+    return result
+
+
+def _report_of(result: ExportResult) -> ExportReport:
+    """The export document as the engine made it in the worker: details and exit status back
+    in its error, the file's facts beside it."""
+    report = result.report
+    report.extra = result.extra
+    if report.error is not None:
+        report.error = dataclasses.replace(report.error, details=result.details,
+                                           exit_code=result.exit_code)
+    return report
 
 
 def _cmd_inspect(args: argparse.Namespace) -> InspectDocument:

@@ -6,9 +6,14 @@ ONNX writer all go through these.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import secrets
+import shutil
 import stat
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 
@@ -55,6 +60,92 @@ def _new_temp_file(path: Path) -> Path:
             continue
         return tmp
     raise FileExistsError(f"no free temporary name beside {path}")
+
+
+# `.NAME.PID.TOKEN.tmp`: what `_new_temp_file` and the ONNX writer's folder are called; the pid
+# is the owner's, so a later process can tell a leftover from a write still under way
+TEMP_NAME = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.(?P<token>[0-9A-Za-z_]+)\.tmp$")
+
+
+def temp_owner(path: Path) -> int | None:
+    """The pid of the process that made the temporary file or folder `path`; None when the
+    name is not one of ours."""
+    match = TEMP_NAME.match(path.name)
+    return int(match["pid"]) if match else None
+
+
+def remove_abandoned(folder: Path, alive: Callable[[int], bool],
+                     name: str | None = None) -> list[Path]:
+    """Delete the temporary files and folders in `folder` whose owner no longer runs (`alive`
+    says so by pid); only those of target `name` when given. The paths removed."""
+    removed: list[Path] = []
+    try:
+        entries = list(Path(folder).iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        match = TEMP_NAME.match(entry.name)
+        if match is None or (name is not None and match["name"] != name):
+            continue
+        pid = int(match["pid"])
+        if pid == os.getpid() or alive(pid):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                entry.unlink()
+        removed.append(entry)
+    return removed
+
+
+def remove_abandoned_in(folders: Iterable[Path], alive: Callable[[int], bool]) -> list[Path]:
+    """`remove_abandoned` for each distinct folder."""
+    removed: list[Path] = []
+    for folder in dict.fromkeys(Path(f) for f in folders):
+        removed += remove_abandoned(folder, alive)
+    return removed
+
+
+class _CommitGate:
+    """The one moment a write becomes visible: renaming the new file into place.
+
+    A write holds the gate from just before its first rename to just after its last one, and
+    says so first (`announce`: the worker tells its client). Ending the process on a cancel
+    takes the gate before it ends anything, so a cancel lands either before the rename (the
+    previous file stays) or after it (the client has heard that the file was committed):
+    never half-way, never "cancelled" with the new file in place.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._owner: int | None = None
+        self.announce: Callable[[Path], None] | None = None
+
+    @contextlib.contextmanager
+    def committing(self, target: Path) -> Iterator[None]:
+        with self._lock:
+            self._owner = threading.get_ident()
+            try:
+                if self.announce is not None:
+                    self.announce(target)
+                yield
+            finally:
+                self._owner = None
+
+    def held_here(self) -> bool:
+        """True when this thread is inside a commit."""
+        return self._owner == threading.get_ident()
+
+    def close(self, timeout: float) -> bool:
+        """Let a commit under way finish and start no other (the process is about to end);
+        False when the commit did not finish within `timeout` seconds, or runs on this thread."""
+        if self.held_here():
+            return False
+        return self._lock.acquire(timeout=timeout)
+
+
+COMMIT = _CommitGate()
 
 
 def existing_mode(path: Path) -> int | None:

@@ -1,19 +1,26 @@
 """The export worker: a long-lived process that runs jobs sent as JSON lines on stdin.
 
 Run as `python -m engine.worker`. The GUI keeps one warm (torch imported once) and ends it to
-cancel, so nothing here needs to be interruptible. SIGTERM (POSIX), the request
-{"job": "abort"} (heard during a job too), or a protocol line nobody reads any more (the client
-died) end the worker at once, together with every process its jobs started. {"job": "quit"}
-and the end of stdin end it once the requests before them are answered, so a client may write
-its requests and close stdin. With ONNX_STUDIO_WORKER_WARM_FIRST=1 (a spare, which nobody waits
-for) the worker finishes its warm-up imports before it says `ready`. The protocol, one JSON
-object per line, each one a class of engine.protocol (requests decoded with `protocol.decode`,
-everything said encoded with `protocol.encode`):
+cancel, so nothing here needs to be interruptible; the CLI runs each export or validate job in
+a worker of its own. SIGTERM (POSIX), the request {"job": "abort"} (heard during a job too), a
+protocol line nobody reads any more, or the death of its client (the process named by
+ONNX_STUDIO_CLIENT_PID, else its parent; watched twice a second) end the worker at once,
+together with every process its jobs started: no orphan outlives a killed window or CLI. A
+cancel never lands half-way through renaming a new file into place (engine.files.COMMIT): the
+`committing` event comes first, and a worker ended after it ends once the renames are done.
+{"job": "quit"} and the end of stdin end it once the requests before them are answered, so a
+client may write its requests and close stdin. With ONNX_STUDIO_WORKER_WARM_FIRST=1 (a spare,
+which nobody waits for) the worker finishes its warm-up imports before it says `ready`. The
+protocol, one JSON object per line, each one a class of engine.protocol (requests decoded with
+`protocol.decode`, everything said encoded with `protocol.encode`):
 
 request  {"id": 7, "job": "export", "recipe": "<TOML text>", "base_dir": "/dir",
           "validate": null | true | false}
          {"id": 12, "job": "validate", "recipe": "<TOML text>", "base_dir": "/dir",
           "onnx": "/dir/out/model.onnx"}           (onnx: default the recipe's output)
+         {"id": 13, "job": "validate_file", "recipe": "...", "base_dir": "/dir",
+          "onnx": "/dir/out/model.onnx"}           (the CLI's validate: answers with a report)
+         export takes "plots_beside_onnx": true too (the CLI's: plot data beside the file)
          {"id": 8, "job": "describe", "source": "net.py", "base_dir": "/dir"}
          {"id": 9, "job": "devices"}            {"id": 10, "job": "ping"}
          {"job": "quit"}                        {"job": "abort"}
@@ -22,7 +29,9 @@ events   {"type": "ready", "protocol": 1, "pid": 123, "torch": "2.13.0", "import
          {"id": 7, "type": "progress", "fraction": 0.4, "stage": "export"}
          {"id": 7, "type": "log", "line": "..."}
          {"id": 7, "type": "warning", "category": "...", "message": "...", "source": "f.py:3"}
-         {"id": 7, "type": "result", "report": {...}, "job_dir": "/cache/jobs/123-7"}
+         {"id": 7, "type": "committing", "output": "/dir/out/model.onnx"}  (renames follow)
+         {"id": 7, "type": "result", "report": {...}, "job_dir": "/cache/jobs/123-7",
+          "fills": [{"fill": "ones", "low": null, "high": null, "reason": "..."}]}
          {"id": 12, "type": "result", "validation": {...}, "onnx": "...", "job_dir": "..."}
          {"id": 7, "type": "error", "error": {"kind", "message", "hint", "unsupported_ops"},
           "details": "traceback"}
@@ -54,7 +63,6 @@ import queue
 import shutil
 import signal
 import socket
-import subprocess
 import sys
 import threading
 import time
@@ -63,11 +71,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, NoReturn, cast
 
-from engine import dirs, protocol, torch_private
+from engine import dirs, files, process_tree, protocol, torch_private
 from engine.errors import StudioError
 from engine.protocol import (
     PROTOCOL_VERSION,
     AbortRequest,
+    Committing,
     DescribeRequest,
     DescribeResult,
     DevicesRequest,
@@ -76,6 +85,7 @@ from engine.protocol import (
     Event,
     ExportRequest,
     ExportResult,
+    FillChoice,
     LogLine,
     PingRequest,
     Pong,
@@ -86,15 +96,25 @@ from engine.protocol import (
     Request,
     Result,
     SourceDescription,
+    ValidateFileRequest,
+    ValidateFileResult,
     ValidateRequest,
     ValidateResult,
     Validation,
     WarningEvent,
     WarningItem,
 )
+from engine.worker_process import (
+    CLIENT_PID_ENV,
+    QUIET_ENV,
+    TARGET_FOLDER_FILE,
+    WARM_FIRST_ENV,
+    remove_abandoned_temps,
+)
 
-WARM_FIRST_ENV = "ONNX_STUDIO_WORKER_WARM_FIRST"  # "1": say ready only once warmed up
 _JOB_FOLDER_MAX_AGE_S = 24 * 3600
+_PARENT_POLL_S = 0.5
+_COMMIT_WAIT_S = 60.0  # a cancel waits this long at most for renames under way
 
 
 class Channel:
@@ -147,10 +167,24 @@ def job_export(request: ExportRequest, send: Send) -> ExportResult:
     base_dir = Path(request.base_dir or Path.cwd())
     recipe = recipes.loads(request.recipe, base_dir=base_dir, name="recipe")
     job_dir = _job_dir(request.id)
+    # where this job's temporary files go, read back by `remove_abandoned_temps` if the
+    # worker is killed before it removes them
+    (job_dir / TARGET_FOLDER_FILE).write_text(str(recipe.output_path.parent), "utf-8")
     events = _events(request.id, send)
     events.progress(0.0, "Starting")
-    report = export(recipe, events, validate=request.validate, plot_dir=job_dir)
-    return ExportResult.from_report(request.id, report, str(job_dir))
+    fills: list[list[FillChoice]] = []  # one list, once the model has loaded
+    files.COMMIT.announce = lambda target: send(Committing(id=request.id, output=str(target)))
+    try:
+        report = export(recipe, events, validate=request.validate,
+                        plot_dir=None if request.plots_beside_onnx else job_dir,
+                        on_fills=lambda found: fills.append(
+                            [FillChoice(fill=f.fill, low=f.low, high=f.high, reason=f.reason)
+                             for f in found]))
+    finally:
+        files.COMMIT.announce = None
+    (job_dir / TARGET_FOLDER_FILE).unlink(missing_ok=True)
+    return ExportResult.from_report(request.id, report, str(job_dir),
+                                    fills[0] if fills else None)
 
 
 def job_validate(request: ValidateRequest, send: Send) -> ValidateResult:
@@ -171,6 +205,17 @@ def job_validate(request: ValidateRequest, send: Send) -> ValidateResult:
     result = validate(recipe, onnx, events, plot_dir=job_dir)
     return ValidateResult(id=request.id, validation=Validation.from_dict(result), onnx=str(onnx),
                           job_dir=str(job_dir))
+
+
+def job_validate_file(request: ValidateFileRequest, send: Send) -> ValidateFileResult:
+    """The CLI's `validate`: the export document of validating the file (plots beside it)."""
+    from engine import recipe as recipes
+    from engine.pipeline import validate_file
+
+    base_dir = Path(request.base_dir or Path.cwd())
+    recipe = recipes.loads(request.recipe, base_dir=base_dir, name="recipe")
+    report = validate_file(recipe, Path(request.onnx), _events(request.id, send))
+    return ValidateFileResult.from_report(request.id, report, "")
 
 
 def job_describe(request: DescribeRequest, send: Send) -> DescribeResult:
@@ -218,6 +263,7 @@ def job_ping(request: PingRequest, send: Send) -> Pong:
 JOBS: dict[str, Callable[[Any, Send], Result]] = {
     ExportRequest.TAG: job_export,
     ValidateRequest.TAG: job_validate,
+    ValidateFileRequest.TAG: job_validate_file,
     DescribeRequest.TAG: job_describe,
     DevicesRequest.TAG: job_devices,
     PingRequest.TAG: job_ping,
@@ -228,7 +274,7 @@ def handle(request: Request, channel: Channel) -> None:
     """Run one request, sending its events and exactly one final result or error."""
     job_id = cast(int | None, getattr(request, "id", None))
     job = JOBS.get(request.TAG)
-    if isinstance(request, ExportRequest | ValidateRequest):
+    if isinstance(request, ExportRequest | ValidateRequest | ValidateFileRequest):
         # their warnings.catch_warnings() is process-wide: let the warm-up's imports finish
         _WARM_UP.join()
     try:
@@ -280,22 +326,50 @@ class _Process:
 def end_now() -> NoReturn:
     """End the worker and every process its jobs started, at once (cancelled, or orphaned).
 
-    POSIX: SIGKILL to the worker's own process group, set up by `main`. A group rather than a
-    walk of the process tree (psutil): one call, no extra dependency, no window in which a
-    child is started behind the walk, and it reaches grandchildren whose parent has already
-    exited, which a tree walk no longer finds. Windows has no process groups: `taskkill /T`
-    ends the worker's process tree.
+    A rename into place under way finishes first (engine.files.COMMIT; its `committing` event
+    has told the client). Then every descendant is killed (engine.process_tree: portable), and
+    the worker itself. POSIX adds SIGKILL to the worker's own process group (set up by `main`):
+    it also reaches grandchildren whose parent has already exited, which no walk of the tree
+    finds any more.
     """
     if os.getpid() != _Process.pid:
         os._exit(1)  # a forked copy of the worker: end only itself
+    files.COMMIT.close(_COMMIT_WAIT_S)
+    process_tree.kill_tree(os.getpid(), include_self=False)
     if _Process.leads_group and hasattr(os, "killpg"):
-        os.killpg(os.getpgrp(), signal.SIGKILL)
-    elif sys.platform == "win32":
-        with contextlib.suppress(OSError, subprocess.SubprocessError):
-            subprocess.run(["taskkill", "/F", "/T", "/PID", str(os.getpid())],
-                           capture_output=True, timeout=5, check=False,
-                           creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0))
+        with contextlib.suppress(OSError):
+            os.killpg(os.getpgrp(), signal.SIGKILL)
     os._exit(1)
+
+
+def _watch_client() -> None:
+    """End the worker (`end_now`) as soon as its client process is gone: the window or the CLI
+    was killed, and nobody will read the answer; polled, so a job stuck in native code ends
+    too. The client is ONNX_STUDIO_CLIENT_PID when set (a frozen build's launcher sits between
+    them), else the parent."""
+    import psutil
+
+    text = os.environ.get(CLIENT_PID_ENV, "")
+    pid = int(text) if text.isdigit() else os.getppid()
+    try:
+        client = psutil.Process(pid)
+    except psutil.Error:
+        end_now()
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(_PARENT_POLL_S)
+            # re-parented (POSIX), or the client's pid is gone or now someone else's
+            try:
+                gone = (pid == parent and os.getppid() != parent) or not client.is_running() \
+                    or client.status() == psutil.STATUS_ZOMBIE
+            except psutil.Error:
+                gone = True
+            if gone:
+                end_now()
+
+    threading.Thread(target=watch, name="client-watch", daemon=True).start()
 
 
 def _lead_process_group() -> bool:
@@ -324,7 +398,13 @@ def _end_on_sigterm() -> None:
             if int(signal.SIGTERM) in data:
                 end_now()
 
-    signal.signal(signal.SIGTERM, lambda signum, frame: end_now())
+    def handler(signum: int, frame: Any) -> None:
+        # on the thread doing a commit, ending here would wait for itself: the wake-up thread
+        # below ends the worker once the commit is done
+        if not files.COMMIT.held_here():
+            end_now()
+
+    signal.signal(signal.SIGTERM, handler)
     signal.set_wakeup_fd(sender.fileno(), warn_on_full_buffer=False)
     threading.Thread(target=wait_for_sigterm, args=(receiver, sender), name="sigterm",
                      daemon=True).start()
@@ -427,6 +507,8 @@ def _ran_extensions() -> bool:
     exporter = sys.modules.get("engine.export.exporter")  # never imported: nothing ran
     if exporter is None or not exporter.extensions_run():
         return False
+    if os.environ.get(QUIET_ENV) == "1":
+        return True
     sys.stderr.write("The worker ran extension files, which cannot be unregistered; it ends "
                      "so that the next job starts in a fresh worker.\n")
     sys.stderr.flush()
@@ -437,6 +519,7 @@ def main() -> int:
     _Process.pid = os.getpid()
     _Process.leads_group = _lead_process_group()
     _end_on_sigterm()
+    _watch_client()
     # The protocol owns the original stdout; everything else (prints from user models,
     # torch's own messages, C-level writes to fd 1) goes to stderr, which the GUI logs.
     protocol_out = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
@@ -451,7 +534,8 @@ def main() -> int:
     ready = Ready(protocol=PROTOCOL_VERSION, pid=os.getpid(), torch=torch.__version__,
                   import_s=round(time.perf_counter() - started, 3),
                   torch_tested=torch_private.torch_is_tested(torch.__version__))
-    if (untested := torch_private.untested_torch_sentence(torch.__version__)) is not None:
+    untested = torch_private.untested_torch_sentence(torch.__version__)
+    if untested is not None and os.environ.get(QUIET_ENV) != "1":
         sys.stderr.write(untested + "\n")  # the client logs stderr; `ready` says it too
     # Warm up on a thread so a describe or devices job is answered at once meanwhile; a spare
     # says ready once warm, so that it takes an export at once.
@@ -460,6 +544,7 @@ def main() -> int:
         _WARM_UP.join()
     channel.send(ready)
     _clean_old_job_folders()
+    remove_abandoned_temps()
     while (request := requests.get()) is not None:
         if isinstance(request, ErrorEvent):  # a line that is no request: answered, in order
             channel.send(request)

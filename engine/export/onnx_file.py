@@ -18,7 +18,7 @@ from types import TracebackType
 from typing import Any
 
 from engine.errors import StudioError
-from engine.files import durable, existing_mode, sync_folder
+from engine.files import COMMIT, durable, existing_mode, sync_folder
 
 _INLINE_LIMIT = 2**31 - 2**20  # protobuf's 2 GB message limit, with room for the graph
 
@@ -209,6 +209,13 @@ class AtomicOnnxWrite:
         # an overwritten file keeps its owner's choice of mode (a private 0600 model stays
         # private); new files keep the mode the umask gave them when the exporter wrote them
         onnx_mode = existing_mode(self.target)
+        # the commit point: a cancel lands before it (the previous file stays) or after the
+        # renames (the client has been told the file is committed), never between them
+        with COMMIT.committing(self.target):
+            self._rename_into_place(path, data_files, previous, onnx_mode)
+
+    def _rename_into_place(self, path: Path, data_files: list[Path], previous: set[str],
+                           onnx_mode: int | None) -> None:
         try:
             # data first, under names the old .onnx does not use, then the .onnx: a kill at any
             # step leaves the old pair or the new pair, never a file reading another's weights

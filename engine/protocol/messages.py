@@ -13,9 +13,9 @@ import dataclasses
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Final, TypeAlias, TypeVar, overload
+from typing import Any, ClassVar, Final, Self, TypeAlias, TypeVar, overload
 
-from engine.errors import StudioError, plain
+from engine.errors import KINDS, StudioError, plain
 from engine.protocol.convert import FLATTEN, OMIT, ProtocolError, Wire, from_dict
 from engine.protocol.documents import (
     Error,
@@ -66,6 +66,21 @@ class ExportRequest(Request):
     recipe: str
     base_dir: str | None = field(default=None, metadata=OMIT)
     validate: bool | None = field(default=None, metadata=OMIT)
+    # true: the validation's plot data beside the .onnx file (the CLI's), not in the job folder
+    plots_beside_onnx: bool | None = field(default=None, metadata=OMIT)
+
+
+@dataclass(kw_only=True)
+class ValidateFileRequest(Request):
+    """Validate the .onnx file `onnx` against the recipe's model and answer with the export
+    document the CLI's `validate` prints (`ValidateFileResult`): the file's graph, the
+    validation and its verdict. Plot data goes beside the file."""
+
+    TAG = "validate_file"
+    id: int | None = field(default=None, metadata=OMIT)
+    recipe: str
+    base_dir: str | None = field(default=None, metadata=OMIT)
+    onnx: str
 
 
 @dataclass(kw_only=True)
@@ -169,6 +184,20 @@ class WarningEvent(Event):
 
 
 @dataclass(kw_only=True)
+class Committing(Event):
+    """The job is about to rename its new file into place at `output` (engine.files.COMMIT).
+
+    Sent before the first rename; a worker ended after this line ends only once the renames
+    are done. So a client that cancels knows: without this line the previous file stays; with
+    it the export had already finished and the new file is in place.
+    """
+
+    TAG = "committing"
+    id: int | None
+    output: str
+
+
+@dataclass(kw_only=True)
 class ErrorEvent(Event):
     """A job that could not run, or a request that could not be read (then without `id`).
 
@@ -179,6 +208,8 @@ class ErrorEvent(Event):
     id: int | None = field(default=None, metadata=OMIT)
     error: Error
     details: str = ""
+    # the exit status the CLI gives this error, when it differs from its kind's
+    exit_code: int | None = field(default=None, metadata=OMIT)
 
     @classmethod
     def from_exception(cls, job_id: int | None, exc: BaseException, details: str = ""
@@ -191,17 +222,39 @@ class ErrorEvent(Event):
         if isinstance(exc, StudioError | ProtocolError):
             error = Error.from_exception(exc, with_details=False)
             own = exc.details if isinstance(exc, StudioError) else ""
-            return cls(id=job_id, error=error, details=own or details)
+            return cls(id=job_id, error=error, details=own or details,
+                       exit_code=_own_exit_code(error))
         error = Error(kind="export", message=plain(f"The worker failed: {exc}"),
                       hint="Open Details for the traceback.")
         return cls(id=job_id, error=error, details=details)
 
     def to_exception(self) -> StudioError:
         """A StudioError carrying the details, for code that raises (the CLI's client)."""
-        return self.error.to_exception(self.details)
+        error = self.error
+        if self.exit_code is not None:
+            error = dataclasses.replace(error, exit_code=self.exit_code)
+        return error.to_exception(self.details)
+
+
+def _own_exit_code(error: Error | None) -> int | None:
+    """An error's exit status when it is not its kind's usual one (which needs no saying)."""
+    if error is None or error.exit_code is None or error.exit_code == KINDS.get(error.kind):
+        return None
+    return error.exit_code
 
 
 # ---------------------------------------------------------------------------- results
+
+
+@dataclass(kw_only=True)
+class FillChoice(Wire):
+    """The fill an input got (engine.source.inputs.ResolvedFill): never "auto"; `reason` says
+    why it was chosen ("" when the recipe named it)."""
+
+    fill: str
+    low: int | float | None = None
+    high: int | float | None = None
+    reason: str = ""
 
 
 @dataclass(kw_only=True)
@@ -218,22 +271,36 @@ class ExportResult(Result):
     details: str = ""
     extra: ExportFacts = field(default_factory=ExportFacts)
     job_dir: str  # the job's folder: plot data and other large arrays
+    # the fill each input got, in order, once the model was loaded (absent when it was not)
+    fills: list[FillChoice] | None = field(default=None, metadata=OMIT)
+    # the report's error's exit status, when it is not its kind's usual one
+    exit_code: int | None = field(default=None, metadata=OMIT)
 
     @classmethod
-    def from_report(cls, job_id: int | None, report: ExportReport, job_dir: str
-                    ) -> ExportResult:
+    def from_report(cls, job_id: int | None, report: ExportReport, job_dir: str,
+                    fills: list[FillChoice] | None = None) -> Self:
         """The result message of an export job that produced `report`.
 
         The error's details move beside the report (as the worker has always sent them), so
         the traceback travels once; `report` itself is left as it is.
         """
         details = ""
+        exit_code = _own_exit_code(report.error)
         if report.error is not None and report.error.details is not None:
             details = report.error.details
             report = dataclasses.replace(report, error=dataclasses.replace(report.error,
                                                                            details=None))
         return cls(id=job_id, report=report, details=details, extra=report.extra,
-                   job_dir=job_dir)
+                   job_dir=job_dir, fills=fills, exit_code=exit_code)
+
+
+@dataclass(kw_only=True)
+class ValidateFileResult(ExportResult):
+    """The end of a validate_file job: the export document of the validation (ok or failed)."""
+
+    JOB = "validate_file"
+    KEY = "validated_file"  # told apart from an export's result, which has `report` too
+    validated_file: bool = True
 
 
 @dataclass(kw_only=True)
@@ -285,12 +352,12 @@ class Pong(Result):
 
 
 REQUESTS: Final[dict[str, type[Request]]] = {cls.TAG: cls for cls in (
-    ExportRequest, ValidateRequest, DescribeRequest, DevicesRequest, PingRequest, QuitRequest,
-    AbortRequest)}
+    ExportRequest, ValidateRequest, ValidateFileRequest, DescribeRequest, DevicesRequest,
+    PingRequest, QuitRequest, AbortRequest)}
 EVENTS: Final[dict[str, type[Event]]] = {cls.TAG: cls for cls in (
-    Ready, Progress, LogLine, WarningEvent, ErrorEvent)}
+    Ready, Progress, LogLine, WarningEvent, Committing, ErrorEvent)}
 RESULTS: Final[dict[str, type[Result]]] = {cls.JOB: cls for cls in (
-    ExportResult, ValidateResult, DescribeResult, DevicesResult, Pong)}
+    ValidateFileResult, ExportResult, ValidateResult, DescribeResult, DevicesResult, Pong)}
 
 
 # ---------------------------------------------------------------------------- encoder, decoder

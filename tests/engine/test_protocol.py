@@ -27,6 +27,7 @@ from engine.protocol import (
     UNSET,
     AbortRequest,
     Candidate,
+    Committing,
     DescribeRequest,
     DescribeResult,
     DevicesRequest,
@@ -37,6 +38,7 @@ from engine.protocol import (
     ExportReport,
     ExportRequest,
     ExportResult,
+    FillChoice,
     Graph,
     InspectDocument,
     Intermediates,
@@ -54,6 +56,8 @@ from engine.protocol import (
     TensorInfo,
     Trial,
     TrialOutput,
+    ValidateFileRequest,
+    ValidateFileResult,
     ValidateRequest,
     ValidateResult,
     Validation,
@@ -195,6 +199,15 @@ SAMPLES: list[Wire] = [
     EXPORTED,
     ExportResult(id=7, report=_failed_report(), details="Traceback ...",
                  job_dir="/cache/jobs/1-7"),
+    # the CLI's worker jobs (engine.job_client): plots beside the file, the report of a
+    # validation, the fills chosen, an exit status other than the kind's, the commit point
+    ExportRequest(id=7, recipe=RECIPE, base_dir="/dir", plots_beside_onnx=True),
+    ValidateFileRequest(id=13, recipe=RECIPE, base_dir="/dir", onnx="/dir/out/model.onnx"),
+    Committing(id=7, output="/dir/out/model.onnx"),
+    ExportResult(id=7, report=_failed_report(), job_dir="/cache/jobs/1-7", exit_code=2,
+                 fills=[FillChoice(fill="randint", low=0, high=99, reason="token ids")]),
+    ValidateFileResult(id=13, report=_failed_report(), job_dir=""),
+    ErrorEvent(id=7, error=Error(kind="write", message="Cannot write."), exit_code=2),
     VALIDATED,
     DescribeResult(id=8, description=SourceDescription(
         kind="python", candidates=[Candidate(name="Net", kind="class", params=["x"],
@@ -672,7 +685,7 @@ def test_the_workers_lines_decode_and_encode_back_unchanged(worker: _Worker,
     assert isinstance(result, ExportResult)
     assert result.report.ok and result.report.validation and result.report.validation.ok
     assert result.extra.file_bytes and result.extra.external_data is None
-    assert {type(e) for e in events} <= {Progress, LogLine, WarningEvent}
+    assert {type(e) for e in events} <= {Progress, LogLine, WarningEvent, Committing}
     assert any(isinstance(e, Progress) for e in events)
 
     worker.send(QuitRequest())

@@ -1,0 +1,296 @@
+"""One job in a worker process of its own: the CLI's plain-subprocess client of engine.worker.
+
+The CLI's process stays light (no torch) and outlives whatever the job does: a crash,
+`os._exit`, a signal or the out-of-memory killer inside the model or the exporter ends the
+worker, not the CLI, which turns it into a `worker_crashed` error naming the exit status or
+signal. SIGINT (Ctrl+C) and SIGTERM to the CLI end the job at once, a hung forward included:
+the worker is asked to abort (it ends its own children, and lets a rename under way finish),
+then killed with its process tree, its temporary files are removed, and the job ends in a
+`cancelled` error with exit status 130 or 143.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import FrameType
+from typing import IO, Any
+
+from engine import dirs, process_tree, protocol
+from engine.errors import StudioError
+from engine.protocol import AbortRequest, Committing, ErrorEvent, Event, Ready, Request, Result
+from engine.worker_process import (
+    CLIENT_PID_ENV,
+    QUIET_ENV,
+    WARM_FIRST_ENV,
+    command,
+    remove_abandoned_temps,
+)
+
+_REPO_ROOT = Path(__file__).resolve().parents[1]
+_POLL_S = 0.2
+_ABORT_GRACE_S = 2.0  # abort -> kill: the worker ends itself in milliseconds unless stuck
+_EXIT_WAIT_S = 10.0  # after the answer: the worker quits once stdin closes
+_STDERR_TAIL = 40  # the worker's last stderr lines, kept for a crash's details
+# exit status of a process ended by a signal, as shells report it: 128 + the signal's number
+CANCEL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
+
+
+class _Interrupted(Exception):
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def run_job(request: Request, expected: str, on_event: Callable[[Event], None], *,
+            folder: Path | None = None) -> Result:
+    """Run `request` in a fresh worker and return its result (the job named `expected`).
+
+    `on_event` hears the job's progress, log, warning and committing events as they come. A
+    job that fails raises its StudioError (with its details and exit status); a worker that
+    dies raises `worker_crashed`; a SIGINT or SIGTERM raises `cancelled`. `folder` is where
+    the job writes its file: its temporary files are removed there when the job is ended.
+    """
+    env = _environment()
+    worker = subprocess.Popen(command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, env=env)
+    assert worker.stdin is not None and worker.stdout is not None and worker.stderr is not None
+    lines: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+    tail: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL)
+    threading.Thread(target=_read_lines, args=(worker.stdout, lines), daemon=True,
+                     name="worker-stdout").start()
+    threading.Thread(target=_forward_stderr, args=(worker.stderr, sys.stderr, tail),
+                     daemon=True, name="worker-stderr").start()
+    job = _Job(worker, expected, on_event)
+    try:
+        with _signals_interrupt():
+            _send(worker, request)
+            result = job.follow(lines)
+    except _Interrupted as interrupt:
+        job.cancel(interrupt.signum, lines)
+        _clean_after(worker.pid, folder)
+        raise job.cancelled_error(interrupt.signum) from None
+    except BaseException:
+        job.end()
+        _clean_after(worker.pid, folder)
+        raise
+    if result is None:  # the worker ended without its answer
+        code = job.end()
+        _clean_after(worker.pid, folder)
+        raise _crashed(code, tail)
+    job.finish()
+    return result
+
+
+class _Job:
+    """The worker running one job, and what it has said so far."""
+
+    def __init__(self, worker: subprocess.Popen[bytes], expected: str,
+                 on_event: Callable[[Event], None]) -> None:
+        self.worker = worker
+        self.expected = expected
+        self.on_event = on_event
+        self.committed: str | None = None  # the file renamed into place, once announced
+        self.family: list[Any] = []  # the worker's descendants, last seen
+
+    def follow(self, lines: queue.SimpleQueue[bytes | None]) -> Result | None:
+        """Hear the job's events until its answer (returned; an error is raised) or until the
+        worker ends without one (None)."""
+        last_look = 0.0
+        while True:
+            try:
+                line = lines.get(timeout=_POLL_S)
+            except queue.Empty:
+                if time.monotonic() - last_look > 1.0:  # who to end if the worker dies
+                    self.family = process_tree.descendants(self.worker.pid) or self.family
+                    last_look = time.monotonic()
+                if self.worker.poll() is None:
+                    continue
+                line = _next_or_none(lines)  # a forked child may hold the pipe: stop reading
+            if line is None:
+                return None
+            answer = self.hear(line)
+            if answer is not None:
+                return answer
+
+    def hear(self, line: bytes) -> Result | None:
+        if not line.strip():
+            return None
+        message = protocol.decode(line, self.expected)
+        if isinstance(message, ErrorEvent):
+            raise message.to_exception()
+        if isinstance(message, Result):
+            return message
+        if isinstance(message, Committing):
+            self.committed = message.output
+        if isinstance(message, Event) and not isinstance(message, Ready):
+            self.on_event(message)
+        return None
+
+    def cancel(self, signum: int, lines: queue.SimpleQueue[bytes | None]) -> None:
+        """Ask the worker to abort, kill it and its children if it has not ended soon, and
+        read what it said meanwhile (a `committing` decides what the cancel did)."""
+        with _ignoring_signals():
+            with contextlib.suppress(OSError, ValueError):
+                _send(self.worker, AbortRequest())
+            deadline = time.monotonic() + _ABORT_GRACE_S
+            while self.worker.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.02)
+            self.end()
+            while (line := _next_or_none(lines)) is not None:
+                with contextlib.suppress(StudioError, protocol.ProtocolError):
+                    self.hear(line)
+
+    def cancelled_error(self, signum: int) -> StudioError:
+        how = signal.Signals(signum).name
+        if self.committed is not None:
+            message = (f"Stopped by {how} after the export had finished: {self.committed} "
+                       "was written; only what came after it (the validation) was cancelled.")
+        else:
+            message = f"The job was cancelled by {how}; no file was written or changed."
+        return StudioError("cancelled", message, "Run the command again to finish the job.",
+                           exit_code=CANCEL_EXIT.get(signal.Signals(signum), 1))
+
+    def end(self) -> int:
+        """Make sure the worker and every process it started are gone; its exit status."""
+        if self.worker.poll() is None:
+            self.family = process_tree.descendants(self.worker.pid) or self.family
+            process_tree.kill_tree(self.worker.pid)
+        code = self.worker.wait()
+        process_tree.kill_processes(self.family)
+        _kill_group(self.worker.pid)
+        for stream in (self.worker.stdin, self.worker.stdout):
+            with contextlib.suppress(OSError):
+                if stream is not None:
+                    stream.close()
+        return code
+
+    def finish(self) -> None:
+        """The answer is in: let the worker quit (end of stdin), or end it."""
+        with contextlib.suppress(OSError):
+            assert self.worker.stdin is not None
+            self.worker.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.worker.wait(_EXIT_WAIT_S)
+        self.end()
+
+
+def _environment() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_REPO_ROOT), env.get("PYTHONPATH")]))
+    env["PYTHONUNBUFFERED"] = "1"
+    env[CLIENT_PID_ENV] = str(os.getpid())
+    env[QUIET_ENV] = "1"  # the CLI itself says what the worker would (an untested torch)
+    env.pop(WARM_FIRST_ENV, None)
+    return env
+
+
+def _send(worker: subprocess.Popen[bytes], request: Request) -> None:
+    assert worker.stdin is not None
+    worker.stdin.write((protocol.encode(request) + "\n").encode("utf-8"))
+    worker.stdin.flush()
+
+
+def _read_lines(stream: IO[bytes], lines: queue.SimpleQueue[bytes | None]) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        for line in stream:
+            lines.put(line)
+    lines.put(None)
+
+
+def _next_or_none(lines: queue.SimpleQueue[bytes | None]) -> bytes | None:
+    """The next line already read, waiting briefly for the last ones; None when there is none."""
+    try:
+        return lines.get(timeout=_POLL_S)
+    except queue.Empty:
+        return None
+
+
+def _forward_stderr(stream: IO[bytes], out: Any, tail: collections.deque[str]) -> None:
+    """The worker's standard error, line by line, to the CLI's (a model's prints, the
+    exporter's messages), keeping the last lines for a crash's details."""
+    with contextlib.suppress(OSError, ValueError):
+        for raw in stream:
+            text = raw.decode("utf-8", errors="replace")
+            tail.append(text.rstrip("\n"))
+            with contextlib.suppress(OSError, ValueError):
+                out.write(text)
+                out.flush()
+
+
+def _crashed(code: int, tail: collections.deque[str]) -> StudioError:
+    how = process_tree.exit_description(code)
+    return StudioError(
+        "worker_crashed", f"The worker process running the job stopped unexpectedly ({how}).",
+        "The model or the exporter ended the process (os._exit, a crash in native code, or "
+        "the machine ran out of memory): see the details; lower the input shapes if it ran "
+        "out of memory.",
+        details="The worker's last lines on standard error:\n" + "\n".join(tail)
+        if tail else f"The worker ended with {how} and wrote nothing on standard error.")
+
+
+def _kill_group(pid: int) -> None:
+    """POSIX belt: the worker led a process group; end what is left in it (grandchildren
+    whose parent already exited, which no walk of the tree finds)."""
+    if hasattr(os, "killpg"):
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGKILL)
+
+
+def _clean_after(pid: int, folder: Path | None) -> None:
+    """Remove what an ended worker leaves: its temporary files beside the target, its job
+    folders in the cache."""
+    remove_abandoned_temps([folder] if folder is not None else [])
+    with contextlib.suppress(OSError):
+        for job_dir in (dirs.cache_dir() / "jobs").glob(f"{pid}-*"):
+            shutil.rmtree(job_dir, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _signals_interrupt() -> Iterator[None]:
+    """SIGINT and SIGTERM raise `_Interrupted` in the main thread while the job runs (the
+    handlers are only installed there; elsewhere the defaults stay)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise _Interrupted(signum)
+
+    previous = {s: signal.signal(s, interrupt) for s in CANCEL_EXIT}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+@contextlib.contextmanager
+def _ignoring_signals() -> Iterator[None]:
+    """A second Ctrl+C while the job is being ended changes nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, signal.SIG_IGN) for s in CANCEL_EXIT}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def remove_job_folder(job_dir: str) -> None:
+    """Remove a job's cache folder once its answer has been read (the CLI keeps no plots
+    there)."""
+    if job_dir:
+        shutil.rmtree(job_dir, ignore_errors=True)

@@ -1,0 +1,46 @@
+"""A worker process seen from outside: how one is started, how it knows its client, and what
+a killed one leaves behind (its temporary files), shared by the worker, the CLI and the window.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+
+from engine import dirs, files, process_tree
+
+WARM_FIRST_ENV = "ONNX_STUDIO_WORKER_WARM_FIRST"  # "1": say ready only once warmed up
+CLIENT_PID_ENV = "ONNX_STUDIO_CLIENT_PID"  # the process whose death ends the worker
+QUIET_ENV = "ONNX_STUDIO_WORKER_QUIET"  # "1": the client (the CLI) speaks for the worker
+TARGET_FOLDER_FILE = "target-folder"  # in a job folder: where its export writes temp files
+
+
+def command() -> list[str]:
+    """The program and arguments that start a worker (a frozen build is its own worker)."""
+    if getattr(sys, "frozen", False):  # a PyInstaller build: the binary is the worker too
+        return [sys.executable, "--worker"]
+    return [sys.executable, "-m", "engine.worker"]
+
+
+def remove_abandoned_temps(folders: list[Path] | None = None) -> list[Path]:
+    """Remove the temporary files and folders that killed or cancelled runs left behind.
+
+    Wherever an export of a worker that no longer runs was writing (the folder its job folder
+    recorded), and in `folders` (the CLI's output folder and working folder): every
+    `.NAME.PID.TOKEN.tmp` whose PID no longer runs. Run when a worker starts (so when the
+    window opens, and for every CLI job) and by the CLI after it ended a job's worker. The
+    paths removed.
+    """
+    recorded: list[Path] = []
+    root = dirs.cache_dir() / "jobs"
+    with contextlib.suppress(OSError):
+        for record in root.glob(f"*/{TARGET_FOLDER_FILE}"):
+            pid_text = record.parent.name.split("-")[0]
+            if not pid_text.isdigit() or process_tree.alive(int(pid_text)):
+                continue
+            with contextlib.suppress(OSError, UnicodeDecodeError):
+                recorded.append(Path(record.read_text("utf-8").strip()))
+            with contextlib.suppress(OSError):
+                record.unlink()
+    return files.remove_abandoned_in([*recorded, *(folders or [])], process_tree.alive)

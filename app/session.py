@@ -411,6 +411,17 @@ class ExportSession(QObject):
             recipe = fallback_recipe(out_dir)
         self.set_recipe(recipe, None)
 
+    def restore(self, recipe: Recipe, path: Path | None) -> None:
+        """Take back unsaved edits (a recovery file) to the recipe at `path` (None: never
+        saved): the form shows them, and they stay unsaved until the user saves."""
+        self.set_recipe(recipe, path)
+        saved = None
+        if path is not None and path.is_file():
+            with contextlib.suppress(StudioError):
+                saved = fingerprint(recipes.load(path))
+        self._saved_fingerprint = saved or ""
+        self._changed()
+
     def new_recipe(self) -> None:
         """An empty recipe in the user's data folder."""
         self.set_recipe(Recipe(base_dir=default_output_dir()), None)
@@ -419,13 +430,16 @@ class ExportSession(QObject):
         """Write the recipe to `path` (its paths rewritten relative to the new folder when it
         moves); False, and a `notice`, when it cannot be written."""
         path = path.resolve()
-        if path.parent != self.recipe.base_dir.resolve():
-            self.set_recipe(rebase_recipe_paths(self.recipe, path.parent), self.recipe_path)
+        moved = path.parent != self.recipe.base_dir.resolve()
+        # a copy is rebased and written: the form keeps its recipe when the write fails
+        recipe = rebase_recipe_paths(self.recipe, path.parent) if moved else self.recipe
         try:
-            recipes.save(self.recipe, path)
+            recipes.save(recipe, path)
         except (OSError, StudioError) as exc:
             self.notice.emit(f"The recipe was not saved: {exc}")
             return False
+        if moved:
+            self.set_recipe(recipe, path)
         self.recipe_path = path
         self._saved_fingerprint = self.fingerprint
         self._dirty = False

@@ -8,6 +8,8 @@ the settings (recent files, geometry).
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,7 @@ from app import theme
 from app.form import FormPanel
 from app.graph import preload_graph_modules
 from app.recipes import MODEL_SUFFIXES, OPENABLE_SUFFIXES, list_examples, relative_source
+from app.recovery import Autosave, find_orphans
 from app.results.provenance import ProvenanceBar
 from app.session import ExportSession
 from app.tabs import TABS, ResultTabs
@@ -66,6 +69,11 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(TITLE)
         self.setAcceptDrops(True)
         self.form = FormPanel(self.session)
+        self.form.model_form.exampleChosen.connect(self._load_example)
+        self.autosave = Autosave(self.session)
+        self.unsaved_prompt: QMessageBox | None = None  # asks Save / Discard / Cancel
+        self.busy_prompt: QMessageBox | None = None  # asks before quitting during a job
+        self._closing = False
         self.tabs = ResultTabs(self.session)
         self._build_menus()
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
@@ -124,7 +132,9 @@ class MainWindow(QMainWindow):
         bar, session = self.menuBar(), self.session
         file = bar.addMenu("&File")
         self._action(file, "&Open…", self.open_dialog, QKeySequence.StandardKey.Open)
-        self._action(file, "&New recipe", session.new_recipe, QKeySequence.StandardKey.New)
+        self._action(file, "&New recipe",
+                     lambda: self.keep_edits_then("starting a new recipe", session.new_recipe),
+                     QKeySequence.StandardKey.New)
         self._action(file, "&Save recipe", self.save_recipe, QKeySequence.StandardKey.Save)
         self._action(file, "Save recipe &as…", self.save_recipe_as, "Ctrl+Shift+S")
         self.recent_menu = file.addMenu("Recent")
@@ -158,8 +168,9 @@ class MainWindow(QMainWindow):
 
     def _update_title(self) -> None:
         path = self.session.recipe_path
-        self.setWindowTitle(TITLE if path is None else
-                            f"{TITLE} — {path.name}{' *' if self.session.dirty else ''}")
+        # [*]: Qt shows the platform's modified marker there while the window is modified
+        self.setWindowTitle(f"{path.name if path else 'Unsaved recipe'}[*] — {TITLE}")
+        self.setWindowModified(self.session.dirty)
 
     def _worker_ready(self, ready: Ready) -> None:
         self.worker_status.setText(f"Worker ready (torch {ready.torch}, pid {ready.pid})")
@@ -184,6 +195,7 @@ class MainWindow(QMainWindow):
             self.load_default_recipe()
         if path is not None:
             self.open_path(path)
+        self._offer_recovery()
 
     def load_default_recipe(self) -> None:
         examples = list_examples()
@@ -203,10 +215,10 @@ class MainWindow(QMainWindow):
             self.form.banner.show_message(f"{path} does not exist.")
             return False
         if suffix == ".toml":
-            if not self.session.open_recipe(path):
+            if self.session.dirty:  # opened once the edits are saved or let go
+                self.keep_edits_then(f"opening {path.name}", lambda: self._open_recipe(path))
                 return False
-            self._remember("recipe", self.session.recipe_path or path)
-            return True
+            return self._open_recipe(path)
         if suffix == ".onnx":  # the session's file: Summary, Graph, and what Validate checks
             opened = self.session.open_onnx(path)
             if opened.error is None:
@@ -219,6 +231,12 @@ class MainWindow(QMainWindow):
                                           ".pt2, .pt) or an .onnx file.")
             return False
         self._remember("model", path)
+        return True
+
+    def _open_recipe(self, path: Path) -> bool:
+        if not self.session.open_recipe(path):
+            return False
+        self._remember("recipe", self.session.recipe_path or path)
         return True
 
     def _remember(self, kind: str, path: Path) -> None:
@@ -299,7 +317,91 @@ class MainWindow(QMainWindow):
         except OSError as exc:
             self._status(f"Settings not saved: {exc}")
 
+    # ================================================================= unsaved edits
+
+    def keep_edits_then(self, what: str, proceed: Callable[[], object]) -> None:
+        """Run `proceed` (which replaces the recipe) now when nothing is unsaved; else once the
+        user answered Save (and the save worked) or Discard in `unsaved_prompt`; never after
+        Cancel. The prompt is window-modal and does not block the caller."""
+        if not self.session.dirty:
+            proceed()
+            return
+        path = self.session.recipe_path
+        box = QMessageBox(QMessageBox.Icon.Warning, TITLE,
+                          f"Save the changes to {path.name if path else 'the recipe'} before "
+                          f"{what}?", QMessageBox.StandardButton.Save
+                          | QMessageBox.StandardButton.Discard
+                          | QMessageBox.StandardButton.Cancel, self)
+        box.setInformativeText("The changes are lost if you do not save them.")
+        box.setDefaultButton(QMessageBox.StandardButton.Save)
+        box.setWindowModality(Qt.WindowModality.WindowModal)
+        box.finished.connect(lambda _code: self._answered(box, proceed))
+        self.unsaved_prompt = box
+        box.open()
+
+    def _answered(self, box: QMessageBox, proceed: Callable[[], object]) -> None:
+        self.unsaved_prompt = None
+        button = box.standardButton(box.clickedButton())
+        box.deleteLater()
+        if button == QMessageBox.StandardButton.Save and self.save_recipe():
+            proceed()
+        elif button == QMessageBox.StandardButton.Discard:
+            self.autosave.remove()
+            proceed()
+
+    def _load_example(self, path: Path) -> None:
+        self.keep_edits_then(f"loading the example {path.parent.name or path.stem}",
+                             lambda: self.session.load_example(path))
+
+    def _offer_recovery(self) -> None:
+        orphans = find_orphans()
+        if not orphans:
+            return
+        orphan = orphans[0]
+        name = orphan.recipe_path.name if orphan.recipe_path else "an unsaved recipe"
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(orphan.saved_at))
+
+        def restore() -> None:
+            self.session.restore(orphan.recipe, orphan.recipe_path)
+            orphan.discard()
+            self.autosave.write_now()  # ours now, until saved
+
+        self.form.banner.show_message(
+            f"Unsaved edits to {name} from {when} were kept when the window last ended "
+            "without closing. Restore them?", [("Restore", restore), ("Discard", orphan.discard)])
+
+    def _ask_before_closing(self) -> None:
+        if not self.session.busy:
+            self.keep_edits_then("quitting", self._close_now)
+            return
+        box = QMessageBox(QMessageBox.Icon.Question, TITLE,
+                          "A job is running. Cancel it and quit?",
+                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel, self)
+        box.button(QMessageBox.StandardButton.Yes).setText("Cancel the job and quit")
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+        box.setWindowModality(Qt.WindowModality.WindowModal)
+
+        def answered(_code: int) -> None:
+            self.busy_prompt = None
+            if box.standardButton(box.clickedButton()) == QMessageBox.StandardButton.Yes:
+                self.session.cancel()
+                self.keep_edits_then("quitting", self._close_now)
+
+        box.finished.connect(answered)
+        self.busy_prompt = box
+        box.open()
+
+    def _close_now(self) -> None:
+        self._closing = True
+        self.close()
+
     def closeEvent(self, event: QCloseEvent) -> None:
+        if not self._closing and (self.session.busy or self.session.dirty):
+            event.ignore()  # asked first: the answer closes the window, or does not
+            QTimer.singleShot(0, self, self._ask_before_closing)
+            return
+        self._closing = True
+        self.autosave.remove()  # closed on purpose: nothing to recover
         self.settings.geometry = bytes(self.saveGeometry().toBase64().data()).decode()
         self.settings.splitter = bytes(self.splitter.saveState().toBase64().data()).decode()
         self._save_settings()

@@ -6,7 +6,7 @@ writes every edit back through the session.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -33,6 +33,9 @@ CHECKPOINT_FILTER = "Checkpoints (*.pt *.pth *.bin *.safetensors);;All files (*)
 
 class ModelForm(QGroupBox):
     """A view of the session's `recipe.model`; edits go through the session."""
+
+    # an example picked: the window loads it, once unsaved edits are saved or let go
+    exampleChosen = Signal(object)  # Path of the example recipe
 
     def __init__(self, session: ExportSession, parent: QWidget | None = None) -> None:
         super().__init__("Model", parent)
@@ -192,7 +195,7 @@ class ModelForm(QGroupBox):
         example = self.examples.itemData(index)
         self.examples.setCurrentIndex(0)
         if example is not None:
-            self.session.load_example(example.path)
+            self.exampleChosen.emit(example.path)
 
     def _candidate_activated(self, item: QListWidgetItem) -> None:
         self.session.choose_candidate(item.data(Qt.ItemDataRole.UserRole))

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
+    QPushButton,
     QScrollArea,
     QToolButton,
     QVBoxLayout,
@@ -17,12 +20,14 @@ from app import theme
 from app.form.export_bar import ExportBar
 from app.form.model_form import ModelForm
 from app.form.options_form import OptionsForm
+from app.form.structured_inputs import ArgumentEditor, DimBoundsTable
 from app.form.tensor_tables import InputsTable, OutputsTable
 from app.session import ExportSession
 
 
 class Banner(QFrame):
-    """A one-line notice at the top of the form (settings reset, a recipe that did not load)."""
+    """A notice at the top of the form (settings reset, a recipe that did not load, unsaved
+    edits to recover), with buttons for what the user can do about it."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -34,13 +39,30 @@ class Banner(QFrame):
         close.setAutoRaise(True)
         close.setToolTip("Dismiss")
         close.clicked.connect(self.hide)
+        self.buttons: list[QPushButton] = []
+        self._row = QHBoxLayout()
+        self._row.addStretch(1)
+        column = QVBoxLayout()
+        column.addWidget(self.label)
+        column.addLayout(self._row)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(8, 4, 4, 4)
-        layout.addWidget(self.label, 1)
+        layout.addLayout(column, 1)
         layout.addWidget(close, 0, Qt.AlignmentFlag.AlignTop)
         self.hide()
 
-    def show_message(self, text: str) -> None:
+    def show_message(self, text: str,
+                     actions: Sequence[tuple[str, Callable[[], object]]] = ()) -> None:
+        """Show `text`, with a button per (label, action); a button hides the banner first."""
+        for button in self.buttons:
+            button.deleteLater()
+        self.buttons = []
+        for label, action in actions:
+            button = QPushButton(label)
+            button.clicked.connect(self.hide)
+            button.clicked.connect(lambda _=False, act=action: act())
+            self._row.addWidget(button)
+            self.buttons.append(button)
         self.label.setText(text)
         self.show()
 
@@ -53,9 +75,12 @@ class FormPanel(QWidget):
         self.banner = Banner()
         self.model_form = ModelForm(session)
         self.inputs_table = InputsTable(session)
+        self.argument_editor = ArgumentEditor(session, self.inputs_table)
+        self.dim_bounds = DimBoundsTable(session)
         self.outputs_table = OutputsTable(session)
         self.options_form = OptionsForm(session)
-        self.forms = (self.model_form, self.inputs_table, self.outputs_table, self.options_form)
+        self.forms = (self.model_form, self.inputs_table, self.argument_editor, self.dim_bounds,
+                      self.outputs_table, self.options_form)
         self.export_bar = ExportBar(session)
         session.notice.connect(self.banner.show_message)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QComboBox
+from PySide6.QtWidgets import QComboBox, QMessageBox
 
 from app import settings as settings_mod
 from app.window import MainWindow
@@ -349,6 +349,10 @@ def test_drag_and_drop_opens_recipes_and_models(window: MainWindow, tmp_path: Pa
     recipe_file.write_text('version = 1\n[model]\nsource = "pair.py:Pair"\n'
                            '[export]\noutput = "dropped.onnx"\n', encoding="utf-8")
     assert _drop(window, recipe_file)
+    # the dropped model is an unsaved edit: the window asks before the recipe replaces it
+    prompt = window.unsaved_prompt
+    assert prompt is not None and "before opening r.toml" in prompt.text()
+    prompt.button(QMessageBox.StandardButton.Discard).click()
     assert window.session.recipe_path == recipe_file.resolve()
     assert window.form.export_bar.output.text() == "dropped.onnx"
     notes = tmp_path / "notes.txt"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 
-def _open_window(file: str | None, exit_after_paint: bool) -> int:
+def _open_window(file: str | None, exit_after_paint: bool, expand_all: bool = False) -> int:
     from app.platform_check import ensure_usable  # Qt-free: no display, missing libraries
 
     status = ensure_usable("onnx-studio gui")
@@ -18,7 +18,7 @@ def _open_window(file: str | None, exit_after_paint: bool) -> int:
         return status
     from app.main import run
 
-    return run(file, exit_after_paint)
+    return run(file, exit_after_paint, expand_all)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

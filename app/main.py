@@ -16,11 +16,13 @@ from pathlib import Path
 _T0 = time.perf_counter()  # "launch" for window_s: this module starts loading
 
 
-def run(path: str | None = None, exit_after_paint: bool = False) -> int:
+def run(path: str | None = None, exit_after_paint: bool = False,
+        expand_all: bool = False) -> int:
     """Open the window on `path` (recipe, model or .onnx); returns the exit status.
 
     With `exit_after_paint`, paint once, print {"window_s", "graph_s", "nodes"} as one JSON
-    line and return 0 (no worker is started).
+    line and return 0 (no worker is started); with `expand_all` too, `graph_s` runs until the
+    graph is painted with every module expanded.
     """
     from PySide6.QtWidgets import QApplication
 
@@ -48,7 +50,7 @@ def run(path: str | None = None, exit_after_paint: bool = False) -> int:
         nodes: int | None = None
         if file is not None and file.suffix.lower() != ".toml":
             window.tabs.setCurrentWidget(window.tabs.graph)
-            graph_s, nodes = window.tabs.graph.time_load(file)
+            graph_s, nodes = window.tabs.graph.time_load(file, expand_all=expand_all)
         print(json.dumps({"window_s": round(window_s, 4),
                           "graph_s": round(graph_s, 4) if graph_s is not None else None,
                           "nodes": nodes}), flush=True)
@@ -69,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("file", nargs="?", help="a recipe (.toml), model or .onnx file")
     parser.add_argument("--exit-after-paint", action="store_true",
                         help="paint once, print timings as JSON and exit")
+    parser.add_argument("--expand-all", action="store_true",
+                        help="with --exit-after-paint: time the graph painted fully expanded")
     args = parser.parse_args(args_list)
     from app.platform_check import ensure_usable  # before Qt: no display, missing libraries
 
@@ -76,4 +80,4 @@ def main(argv: list[str] | None = None) -> int:
     status = ensure_usable(Path(sys.executable).name if frozen else "python -m app")
     if status:
         return status
-    return run(args.file, args.exit_after_paint)
+    return run(args.file, args.exit_after_paint, args.expand_all)

@@ -29,7 +29,7 @@ from app.graph.canvas import BoxFonts, GraphCanvas
 from app.graph.properties import PropertiesPanel
 from app.graph.view import GraphView
 from engine.graph.layout import GraphLayout
-from engine.graph.model import GraphModel
+from engine.graph.model import GraphModel, no_gc
 
 MAX_EXPORT_PIXELS = 12000  # longest side of an exported PNG
 
@@ -169,7 +169,8 @@ class GraphBrowser(QWidget):
     def load_file(self, path: str | Path) -> bool:
         """Open an ``.onnx`` file; on failure show why (and emit loadFailed) and return False."""
         try:
-            model = GraphModel.load(path)
+            with no_gc():
+                model = GraphModel.load(path)
         except FileNotFoundError:
             return self._fail(f"{Path(path).name} does not exist.")
         except ValueError as exc:
@@ -206,7 +207,8 @@ class GraphBrowser(QWidget):
         self.model = model
         lay = self._layouts.get(id(model))
         if lay is None:
-            lay = GraphLayout(model, measure=self.fonts.measure, fold=self.fold_shape_ops)
+            with no_gc():
+                lay = GraphLayout(model, measure=self.fonts.measure, fold=self.fold_shape_ops)
             self._layouts[id(model)] = lay
         self.layout_state = lay
         self.selected_key = None
@@ -259,12 +261,13 @@ class GraphBrowser(QWidget):
             if i is not None:
                 b = self.canvas.scene_data.boxes[i]
                 before = self.view.mapFromScene(QPointF(b.x, b.y))
-        scene = lay.scene()
-        self.canvas.overlay = self.overlay
-        if self.overlay is not None:
-            self.canvas.overlay_norm = self.overlay_scale or colors.Scale.of_values(
-                self.overlay.values())
-        self.canvas.set_data(scene, self.model, lay, self.palette())
+        with no_gc():  # 100k boxes: collections triggered by allocations would cost seconds
+            scene = lay.scene()
+            self.canvas.overlay = self.overlay
+            if self.overlay is not None:
+                self.canvas.overlay_norm = self.overlay_scale or colors.Scale.of_values(
+                    self.overlay.values())
+            self.canvas.set_data(scene, self.model, lay, self.palette())
         self.view.content_changed()
         if before is not None and anchor in scene.index:
             b = scene.boxes[scene.index[anchor]]

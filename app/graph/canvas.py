@@ -48,14 +48,36 @@ class BoxFonts:
         self.edge.setPixelSize(9)
         self._fm_label = QFontMetricsF(self.label)
         self._fm_sub = QFontMetricsF(self.sub)
+        self._widths: dict[tuple[bool, str], float] = {}
+        self._chars: dict[tuple[bool, str], float] = {}
+
+    def _advance(self, sub: bool, text: str) -> float:
+        """Width of a line of text, kept per string; a string seen once (a node's unique
+        name) is summed from cached character widths, which is what the layout needs (the
+        box's width) at a fraction of Qt's cost per call on 100k-node graphs."""
+        key = (sub, text)
+        w = self._widths.get(key)
+        if w is not None:
+            return w
+        fm = self._fm_sub if sub else self._fm_label
+        chars = self._chars
+        w = 0.0
+        for c in text:
+            cw = chars.get((sub, c))
+            if cw is None:
+                cw = chars[(sub, c)] = fm.horizontalAdvance(c)
+            w += cw
+        if len(self._widths) < 200_000:
+            self._widths[key] = w
+        return w
 
     def measure(self, item: Item) -> tuple[float, float]:
         """Size of an item's box: its two lines of text plus padding."""
-        w = self._fm_label.horizontalAdvance(item.label)
+        w = self._advance(False, item.label)
         if item.kind == "title":  # label and sublabel side by side in a group's title strip
-            return w + self._fm_sub.horizontalAdvance(item.sublabel) + 34.0, HEADER
+            return w + self._advance(True, item.sublabel) + 34.0, HEADER
         if item.sublabel:
-            w = max(w, self._fm_sub.horizontalAdvance(item.sublabel))
+            w = max(w, self._advance(True, item.sublabel))
         return max(w + 18.0, 44.0), (34.0 if item.sublabel else 22.0)
 
 
@@ -104,10 +126,8 @@ class GraphCanvas(QGraphicsItem):
         self.leaf_mask = ~self.container
         edges = scene.edges
         m = len(edges)
-        self.ex0 = np.fromiter((min(p[0] for p in e.points) for e in edges), float, m)
-        self.ex1 = np.fromiter((max(p[0] for p in e.points) for e in edges), float, m)
-        self.ey0 = np.fromiter((min(p[1] for p in e.points) for e in edges), float, m)
-        self.ey1 = np.fromiter((max(p[1] for p in e.points) for e in edges), float, m)
+        eb = np.array(scene.edge_bounds, dtype=float).reshape(m, 4)
+        self.ex0, self.ey0, self.ex1, self.ey1 = (eb[:, k].copy() for k in range(4))
         self._lines: dict[int, list[QLineF]] = {}
         self._paths: dict[int, QPainterPath] = {}
         self._bounds = QRectF(-40, -40, scene.width + 80, scene.height + 80)
@@ -364,10 +384,13 @@ class GraphCanvas(QGraphicsItem):
         rows: dict[int, list[QRectF]] = {}
         for e in evis:
             edge = self.scene_data.edges[e]
-            if edge.reversed or not edge.label:
+            if edge.reversed or edge.entering:
+                continue
+            label = self.layout.edge_label(edge)
+            if not label:
                 continue
             x, y = edge.points[0]
-            w = fm.horizontalAdvance(edge.label) + 6
+            w = fm.horizontalAdvance(label) + 6
             r = QRectF(x - w / 2, y + 3, w, 12)
             row = rows.setdefault(round(y), [])
             if any(r.intersects(o) for o in row):
@@ -375,7 +398,7 @@ class GraphCanvas(QGraphicsItem):
             row.append(r)
             painter.fillRect(r, plate)
             painter.setPen(ink)
-            painter.drawText(r, Qt.AlignmentFlag.AlignCenter, edge.label)
+            painter.drawText(r, Qt.AlignmentFlag.AlignCenter, label)
 
     def _path(self, e: int) -> QPainterPath:
         path = self._paths.get(e)

@@ -8,6 +8,7 @@ it shows the graph of the file the last export wrote or the last validation chec
 
 from __future__ import annotations
 
+import html
 import importlib
 import threading
 from pathlib import Path
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
     from app.graph.browser import GraphBrowser
     from app.graph.colors import Scale
+    from engine.graph.model import GraphModel
 
 # pyqtgraph too: the Validation tab's parity plots need it as soon as a result arrives
 GRAPH_MODULES = ("numpy", "onnx", "engine.graph", "app.graph.browser", "pyqtgraph")
@@ -56,8 +58,14 @@ class GraphTab(QWidget):
         self.placeholder = QLabel(_EMPTY)
         self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.placeholder.setWordWrap(True)
+        # what engine.graph.file_check found in the shown file; its nodes are outlined
+        self.problems = QLabel("")
+        self.problems.setWordWrap(True)
+        self.problems.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.problems.hide()
         self._layout = QVBoxLayout(self)
         self._layout.setContentsMargins(0, 0, 0, 0)
+        self._layout.addWidget(self.problems)
         self._layout.addWidget(self.placeholder)
         self.loaded_path: Path | None = None
         session.exportFinished.connect(self._export_finished)
@@ -89,19 +97,41 @@ class GraphTab(QWidget):
     def load_file(self, path: Path) -> bool:
         """Show the graph of `path`; False (and the reason in the tab) when it cannot."""
         self.loaded_path = path
+        self._show_problems(None)
         if not self.ensure_browser().load_file(str(path)):
             return False
         self._show_browser()
+        self._show_problems(self.browser.root if self.browser is not None else None)
         return True
 
-    def time_load(self, path: Path) -> tuple[float, int]:
-        """Load `path` and wait for the first paint: (seconds, nodes), for --exit-after-paint."""
+    def _show_problems(self, model: GraphModel | None) -> None:
+        """The file's errors and warnings above the graph, their nodes outlined."""
+        problems = model.problems if model is not None else []
+        self.problems.setVisible(bool(problems))
+        if not problems:
+            self.problems.setText("")
+            return
+        errors = sum(p.severity == "error" for p in problems)
+        title = ("This file is not a valid ONNX model" if errors
+                 else "The ONNX checks have warnings")
+        lines = "".join(f"<li>{html.escape(p.severity)}: {html.escape(p.message)}</li>"
+                        for p in problems)
+        color = "#d02828" if errors else "#b07000"
+        self.problems.setText(f"<b style='color:{color}'>{title}:</b><ul>{lines}</ul>")
+        assert model is not None
+        marks = model.problem_marks()
+        if marks:
+            self.set_marks(marks)
+
+    def time_load(self, path: Path, expand_all: bool = False) -> tuple[float, int]:
+        """Load `path` (every module expanded if asked) and wait for the first paint:
+        (seconds, nodes), for --exit-after-paint [--expand-all]."""
         from app.graph.timing import time_first_paint
 
         self.loaded_path = path
         browser = self.ensure_browser()
         self._show_browser()
-        return time_first_paint(browser, path)
+        return time_first_paint(browser, path, expand_all=expand_all)
 
     def node_count(self) -> int | None:
         return self.browser.node_count() if self.browser is not None else None
@@ -139,6 +169,7 @@ class GraphTab(QWidget):
 
     def clear(self) -> None:
         self.loaded_path = None
+        self._show_problems(None)
         if self.browser is not None:
             self.browser.hide()
         self.placeholder.setText(_EMPTY)

@@ -12,9 +12,10 @@ if TYPE_CHECKING:
     from app.graph.browser import GraphBrowser
 
 
-def time_first_paint(browser: GraphBrowser, path: str | Path,
-                     timeout_s: float = 10.0) -> tuple[float, int]:
-    """Load ``path`` into a shown browser and wait for the view's first paint.
+def time_first_paint(browser: GraphBrowser, path: str | Path, timeout_s: float = 10.0,
+                     expand_all: bool = False) -> tuple[float, int]:
+    """Load ``path`` into a shown browser (with every module expanded and the whole graph
+    fitted when ``expand_all``) and wait for the view's first paint.
 
     Returns ``(graph_s, nodes)``: seconds from the call to the painted view, and the number
     of nodes in the main graph (0 when the file could not be shown). A browser that is not
@@ -25,6 +26,9 @@ def time_first_paint(browser: GraphBrowser, path: str | Path,
     browser.view.painted.connect(loop.quit)
     try:
         ok = browser.load_file(path)
+        if ok and expand_all:
+            browser.expand_all()
+            browser.view.fit()
         if ok and browser.view.isVisible():
             browser.view.viewport().update()
             QTimer.singleShot(int(timeout_s * 1000), loop.quit)

@@ -25,6 +25,18 @@ class Placement:
     routes: list[list[tuple[float, float]]]  # per edge, source port to target port
     width: float
     height: float
+    _bounds: list[tuple[float, float, float, float]] | None = None
+
+    def route_bounds(self) -> list[tuple[float, float, float, float]]:
+        """Per route: x0, y0, x1, y1 of its points (computed once; placements are shared)."""
+        if self._bounds is None:
+            out = []
+            for r in self.routes:
+                xs = [p[0] for p in r]
+                ys = [p[1] for p in r]
+                out.append((min(xs), min(ys), max(xs), max(ys)))
+            self._bounds = out
+        return self._bounds
 
 
 class LayeredLayout:

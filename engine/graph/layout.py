@@ -66,14 +66,41 @@ class Box:
     depth: int = 0
 
 
-@dataclass
 class Edge:
-    """A laid-out edge: a polyline whose vertical runs are joined by S-curves."""
+    """A laid-out edge: a polyline whose vertical runs are joined by S-curves.
 
-    points: list[tuple[float, float]]
-    tensors: list[str]
-    label: str
-    reversed: bool = False
+    The points are made on first use from the group's shared route and the group's offset
+    (the blocks of a deep model share one placement; most edges are never looked at closely).
+    ``label`` (the tensor's shape) is None until `GraphLayout.edge_label` formats it.
+    """
+
+    __slots__ = ("_head", "_points", "_route", "_tail", "entering", "label", "ox", "oy",
+                 "reversed", "tensors")
+
+    def __init__(self, route: list[tuple[float, float]], ox: float, oy: float,
+                 tensors: list[str], label: str | None, reversed: bool = False,
+                 entering: bool = False, head: float | None = None,
+                 tail: float | None = None) -> None:
+        self._route, self.ox, self.oy = route, ox, oy
+        self._head, self._tail = head, tail  # y of the group border an entry/exit edge reaches
+        self._points: list[tuple[float, float]] | None = None
+        self.tensors = tensors
+        self.label = label
+        self.reversed = reversed
+        self.entering = entering  # an entry edge inside a group: the parent's edge names it
+
+    @property
+    def points(self) -> list[tuple[float, float]]:
+        """The polyline in scene coordinates, source port first."""
+        if self._points is None:
+            ox, oy = self.ox, self.oy
+            pts = [(px + ox, py + oy) for px, py in self._route]
+            if self._head is not None:
+                pts.insert(0, (pts[0][0], self._head))
+            if self._tail is not None:
+                pts.append((pts[-1][0], self._tail))
+            self._points = pts
+        return self._points
 
 
 @dataclass
@@ -85,6 +112,8 @@ class Scene:
     width: float
     height: float
     index: dict[str, int]  # box key -> position in boxes
+    edge_bounds: list[tuple[float, float, float, float]] = field(default_factory=list)
+    # per edge: x0, y0, x1, y1 of its points (for culling without making the points)
 
 
 Measure = Callable[[Item], tuple[float, float]]
@@ -122,6 +151,8 @@ class GraphLayout:
         self.expanded: set[str] = {""}
         self._structure: dict[str, tuple[LayeredLayout, list[str], list[tuple[str, str]]]] = {}
         self._placement: dict[str, Placement] = {}
+        self._cores: dict[tuple[object, ...], LayeredLayout] = {}
+        self._placed: dict[tuple[object, ...], Placement] = {}
         self._sizes: dict[str, tuple[float, float]] = {}
         self._scene: Scene | None = None
 
@@ -403,7 +434,12 @@ class GraphLayout:
             idx = {k: i for i, k in enumerate(keys)}
             rank = [(-1e18 if k == IN else 1e18 if k == OUT else self.rank(k)) for k in keys]
             pairs = list(gedges)
-            core = LayeredLayout(len(keys), [(idx[a], idx[b]) for a, b in pairs], rank)
+            edges = [(idx[a], idx[b]) for a, b in pairs]
+            # The blocks of a deep model are one structure repeated: lay it out once.
+            sig = (tuple(edges), tuple(sorted(range(len(keys)), key=rank.__getitem__)))
+            core = self._cores.get(sig)
+            if core is None:
+                core = self._cores[sig] = LayeredLayout(len(keys), edges, rank)
             st = self._structure[gid] = (core, keys, pairs)
         return st
 
@@ -437,14 +473,21 @@ class GraphLayout:
                 sizes.append(self._size(k))
                 in_port.append(None)
                 out_port.append(None)
-        pl = self._placement[gid] = core.place(sizes, in_port, out_port)
+        sig = (id(core), tuple(sizes), tuple(in_port), tuple(out_port))
+        pl = self._placed.get(sig)
+        if pl is None:  # placements depend only on the structure, sizes and ports
+            pl = self._placed[sig] = core.place(sizes, in_port, out_port)
+        self._placement[gid] = pl
         return pl
 
     def _expanded_box(self, gid: str, pl: Placement) -> tuple[float, float, float | None,
                                                                float | None]:
         _core, keys, _pairs = self._structure_of(gid)
         vg = self.groups[gid]
-        title_w = self.measure(Item("", "title", vg.label, self.items["g:" + gid].sublabel, 0))[0]
+        title_w = self._sizes.get("t:" + gid, (0.0, 0.0))[0]
+        if not title_w:
+            title = Item("", "title", vg.label, self.items["g:" + gid].sublabel, 0)
+            title_w = self._sizes.setdefault("t:" + gid, self.measure(title))[0]
         w = max(pl.width, title_w) + 2 * PAD
         h = pl.height + HEADER + 2 * PAD
         dx = PAD + (w - 2 * PAD - pl.width) / 2
@@ -459,14 +502,17 @@ class GraphLayout:
         root = self._place("")
         boxes: list[Box] = []
         edges: list[Edge] = []
-        self._emit("", root, 0.0, 0.0, boxes, edges, None)
-        index = {b.key: i for i, b in enumerate(boxes)}
+        bounds: list[tuple[float, float, float, float]] = []
+        with no_gc():
+            self._emit("", root, 0.0, 0.0, boxes, edges, bounds, None)
+            index = {b.key: i for i, b in enumerate(boxes)}
         self._scene = Scene(boxes=boxes, edges=edges, width=root.width, height=root.height,
-                            index=index)
+                            index=index, edge_bounds=bounds)
         return self._scene
 
     def _emit(self, gid: str, pl: Placement, ox: float, oy: float, boxes: list[Box],
-              edges: list[Edge], frame: tuple[float, float] | None) -> None:
+              edges: list[Edge], bounds: list[tuple[float, float, float, float]],
+              frame: tuple[float, float] | None) -> None:
         core, keys, pairs = self._structure_of(gid)
         depth = self.groups[gid].depth
         for i, k in enumerate(keys):
@@ -483,29 +529,39 @@ class GraphLayout:
                 boxes.append(Box(k, item.kind, x, y, w, h, vg.label, item.sublabel, True,
                                  depth + 1))
                 dx = PAD + (w - 2 * PAD - sub.width) / 2
-                self._emit(k[2:], sub, x + dx, y + HEADER + PAD, boxes, edges, (y, y + h))
+                self._emit(k[2:], sub, x + dx, y + HEADER + PAD, boxes, edges, bounds,
+                           (y, y + h))
             else:
                 w, h = self._size(k)
                 boxes.append(Box(k, item.kind, x, y, w, h, item.label, item.sublabel, False,
                                  depth + 1))
         gedges = self._edges.get(gid, {})
+        rb = pl.route_bounds()
+        flipped = core.flipped
         for ei, (a, b) in enumerate(pairs):
-            pts = [(px + ox, py + oy) for px, py in pl.routes[ei]]
-            flipped = core.flipped[ei]
+            x0, y0, x1, y1 = rb[ei]
+            head = tail = None
             if frame is not None:
                 # Entry and exit edges reach the group's border, where the parent's edge ends.
                 if a == IN:
-                    pts.insert(0, (pts[0][0], frame[0]))
+                    head = frame[0]
+                    y0 = head - oy
                 if b == OUT:
-                    pts.append((pts[-1][0], frame[1]))
-            tensors = gedges[(a, b)]
+                    tail = frame[1]
+                    y1 = tail - oy
+            bounds.append((x0 + ox, y0 + oy, x1 + ox, y1 + oy))
             # The parent's edge already names what enters a group.
-            label = "" if a == IN else self._edge_label(tensors)
-            edges.append(Edge(pts, tensors, label, flipped))
+            edges.append(Edge(pl.routes[ei], ox, oy, gedges[(a, b)], "" if a == IN else None,
+                              flipped[ei], a == IN, head, tail))
 
-    def _edge_label(self, tensors: list[str]) -> str:
-        text = format_shape(self.model.shape(tensors[0]))
-        return text if len(tensors) == 1 else f"{text} (+{len(tensors) - 1})"
+    def edge_label(self, edge: Edge) -> str:
+        """The shape label of an edge ("batch×seq×768", "+2" when it carries more tensors),
+        formatted on first use and kept."""
+        if edge.label is None:
+            text = format_shape(self.model.shape(edge.tensors[0]))
+            n = len(edge.tensors)
+            edge.label = text if n == 1 else f"{text} (+{n - 1})"
+        return edge.label
 
 
 class _NodeItems(dict[str, Item]):

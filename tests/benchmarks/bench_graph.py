@@ -204,6 +204,105 @@ def stamp_blocks(src: Path, dst: Path, layers: int) -> Path:
     return dst
 
 
+def synthetic_blocks(dst: Path, blocks: int = 2400) -> Path:
+    """A 103k-node model for the 100k goal (issue 16): ``blocks`` GPT-2-like blocks of 43 nodes,
+    named as the TorchScript exporter names nodes (``/h.7/attn/MatMul_1``), every value typed
+    in value_info as that exporter writes it, tiny weights (node count, not width, is what the
+    browser pays for). Written with onnx.helper; cached."""
+    if dst.exists():
+        return dst
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    d = 8
+    nodes: list[onnx.NodeProto] = []
+    inits: list[onnx.TensorProto] = []
+    vis: list[onnx.ValueInfoProto] = []
+    rng = np.random.default_rng(0)
+    counts: dict[str, int] = {}
+
+    def node(scope: str, op: str, ins: list[str], n_out: int = 1, **attrs: object) -> list[str]:
+        k = counts.get(scope + op, 0)
+        counts[scope + op] = k + 1
+        name = f"{scope}/{op}" + (f"_{k}" if k else "")
+        outs = [f"{name}_output_{i}" for i in range(n_out)]
+        nodes.append(helper.make_node(op, ins, outs, name=name, **attrs))
+        for o in outs:
+            vis.append(helper.make_tensor_value_info(o, TensorProto.FLOAT, ["batch", "seq", d]))
+        return outs
+
+    def weight(name: str, *shape: int) -> str:
+        inits.append(numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32)
+                                             * 0.02, name))
+        return name
+
+    def shape_of(scope: str, x: str) -> str:  # Shape → Gather → Unsqueeze → Concat
+        s = node(scope, "Shape", [x])[0]
+        g = node(scope, "Gather", [s, "c_zero"], axis=0)[0]
+        u = node(scope, "Unsqueeze", [g, "c_axes"])[0]
+        return node(scope, "Concat", [u, "c_tail"], axis=0)[0]
+
+    consts = [numpy_helper.from_array(np.array(0, np.int64), "c_zero"),
+              numpy_helper.from_array(np.array([0], np.int64), "c_axes"),
+              numpy_helper.from_array(np.array([-1, d], np.int64), "c_tail"),
+              numpy_helper.from_array(np.array(d ** 0.5, np.float32), "c_scale"),
+              numpy_helper.from_array(np.array(0.5, np.float32), "c_half"),
+              numpy_helper.from_array(np.zeros((1, 1, 16, 16), np.float32), "c_mask")]
+    inits.extend(consts)
+    x = node("/wte", "Gather", [weight("wte.weight", 64, d), "input_ids"])[0]
+    for b in range(blocks):
+        h = f"/h.{b}"
+        p = f"h.{b}."
+        a = node(f"{h}/ln_1", "LayerNormalization",
+                 [x, weight(p + "ln_1.weight", d), weight(p + "ln_1.bias", d)], axis=-1)[0]
+        s = f"{h}/attn"
+        qkv = node(s, "MatMul", [a, weight(p + "attn.c_attn.weight", d, 3 * d)])[0]
+        qkv = node(s, "Add", [qkv, weight(p + "attn.c_attn.bias", 3 * d)])[0]
+        q, k, v = node(s, "Split", [qkv], n_out=3, axis=2)
+        heads = []
+        for t in (q, k, v):
+            t = node(s, "Reshape", [t, shape_of(s, t)])[0]
+            heads.append(node(s, "Transpose", [t], perm=[0, 2, 1, 3])[0])
+        w = node(s, "MatMul", [heads[0], heads[1]])[0]
+        w = node(s, "Div", [w, "c_scale"])[0]
+        w = node(s, "Add", [w, "c_mask"])[0]
+        w = node(s, "Softmax", [w], axis=-1)[0]
+        o = node(s, "MatMul", [w, heads[2]])[0]
+        o = node(s, "Transpose", [o], perm=[0, 2, 1, 3])[0]
+        o = node(s, "Reshape", [o, "c_tail"])[0]
+        o = node(s, "MatMul", [o, weight(p + "attn.c_proj.weight", d, d)])[0]
+        x = node(h, "Add", [x, o])[0]
+        m = node(f"{h}/ln_2", "LayerNormalization",
+                 [x, weight(p + "ln_2.weight", d), weight(p + "ln_2.bias", d)], axis=-1)[0]
+        s = f"{h}/mlp"
+        f = node(s + "/c_fc", "MatMul", [m, weight(p + "mlp.c_fc.weight", d, 4 * d)])[0]
+        f = node(s + "/c_fc", "Add", [f, weight(p + "mlp.c_fc.bias", 4 * d)])[0]
+        g = node(s + "/act", "Mul", [f, f])[0]
+        g = node(s + "/act", "Mul", [g, f])[0]
+        g = node(s + "/act", "Add", [f, g])[0]
+        g = node(s + "/act", "Tanh", [g])[0]
+        g = node(s + "/act", "Mul", [f, g])[0]
+        g = node(s + "/act", "Mul", [g, "c_half"])[0]
+        f = node(s + "/c_proj", "MatMul", [g, weight(p + "mlp.c_proj.weight", 4 * d, d)])[0]
+        f = node(s + "/c_proj", "Add", [f, weight(p + "mlp.c_proj.bias", d)])[0]
+        x = node(h, "Add", [x, f])[0]
+    y = node("/ln_f", "LayerNormalization",
+             [x, weight("ln_f.weight", d), weight("ln_f.bias", d)], axis=-1)[0]
+    logits = node("/lm_head", "MatMul", [y, weight("lm_head.weight", d, 64)])[0]
+    graph = helper.make_graph(
+        nodes, "main_graph",
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "seq"])],
+        [helper.make_tensor_value_info(logits, TensorProto.FLOAT, ["batch", "seq", 64])],
+        inits, value_info=vis[:-1])
+    model = helper.make_model(graph, producer_name="pytorch", producer_version="2.13.0",
+                              opset_imports=[helper.make_opsetid("", 17)])
+    tmp = dst.with_suffix(".tmp.onnx")
+    onnx.save(model, str(tmp))
+    tmp.rename(dst)
+    return dst
+
+
 def median(xs: list[float]) -> float:
     return statistics.median(xs) if xs else float("nan")
 

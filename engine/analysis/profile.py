@@ -17,9 +17,11 @@ qualified name as engine.graph's GraphModel groups nodes by module path ("" at t
 shown as "(top level)"); every node counts once, in its innermost module.
 
 With a recipe, eager PyTorch runs the same inputs the same way (warm-up, then p50/p90).
-`node_total_ms` (the sum of the per-node means) against `latency_ms.p50` says how much of a
-run the profiler accounts for; `overhead` is the profiled session's mean run time over the
-plain p50.
+`coverage` is `node_total_ms` (the sum of the per-node means) over `profiled_run_ms` (the
+mean `model_run` of the same profiled runs): how much of a run the kernels account for; the
+rest is onnxruntime's own work between kernels (allocation, thread hand-offs), which weighs
+most in tiny models. `overhead` is `profiled_run_ms` over the plain session's p50: what the
+profiler itself costs.
 """
 
 from __future__ import annotations
@@ -99,7 +101,7 @@ def profile_file(path: Path, recipe: Recipe | None = None, events: Events | None
         "runs": runs, "warmup": warmup, "provider": provider, "threads": threads,
         "optimization": optimization, "load_ms": round(load_ms, 3),
         "node_total_ms": round(node_total, 4),
-        "coverage": round(node_total / latency["p50"], 3) if latency["p50"] else None,
+        "coverage": round(node_total / run_ms, 3) if run_ms else None,
         "profiled_run_ms": round(run_ms, 4),
         "overhead": round(run_ms / latency["p50"], 3) if latency["p50"] else None,
         "notes": feeds.notes,
@@ -172,7 +174,7 @@ def _source_node(name: str, by_name: dict[str, Any]) -> Any:
     while probe:
         if probe in by_name:
             return by_name[probe]
-        cut = probe.rfind("_")
+        cut = max(probe.rfind("_"), probe.rfind("/"))
         if cut <= 0:
             return None
         probe = probe[:cut]

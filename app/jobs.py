@@ -28,6 +28,7 @@ from typing import Any
 from PySide6.QtCore import QObject, Signal
 
 from app.worker_client import TERMINATE_GRACE_MS, WorkerProcess, exit_description
+from engine.worker_process import remove_abandoned_temps
 
 __all__ = ["LONG_JOBS", "JobCallback", "JobRunner", "exit_description"]
 
@@ -194,6 +195,7 @@ class JobRunner(QObject):
             self._end(worker)
             worker.wait(CANCEL_WAIT_MS)
             self._cancelling = None
+            remove_abandoned_temps()  # the temporary files of the export it was writing
         committed = {job_id: job for job_id, job in self._jobs.items() if job.committed}
         for job_id, job in committed.items():
             del self._jobs[job_id]

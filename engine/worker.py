@@ -505,7 +505,9 @@ def _forget_user_modules() -> None:
 def _ran_extensions() -> bool:
     """True once a job has run extension files here: the worker then ends (see the docstring)."""
     exporter = sys.modules.get("engine.export.exporter")  # never imported: nothing ran
-    if exporter is None or not exporter.extensions_run():
+    # still being imported by the warm-up thread (a ping answered meanwhile): nothing ran
+    extensions_run = getattr(exporter, "extensions_run", None)
+    if extensions_run is None or not extensions_run():
         return False
     if os.environ.get(QUIET_ENV) == "1":
         return True

@@ -55,6 +55,17 @@ class HangsInExport(Base):
         return self.fc(x).relu()
 
 
+class HangsAtLoad(Base):
+    """Building the model starts a child process and never returns: the earliest hang."""
+
+    def __init__(self):
+        super().__init__()
+        child = subprocess.Popen(["sleep", "300"])
+        (HERE / "hang.pid").write_text(f"{os.getpid()} {child.pid}")
+        while True:
+            time.sleep(0.05)
+
+
 class HangsInValidation(Base):
     """Exports normally; hangs once its file is in place (the validation's eager run)."""
 

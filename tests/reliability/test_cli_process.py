@@ -20,6 +20,8 @@ from engine import process_tree
 from tests.conftest import REPO
 from tests.reliability.models_h1 import write_process_models
 
+pytestmark = pytest.mark.slow  # real worker processes: torch imports, exports
+
 TIMEOUT_S = 100
 
 

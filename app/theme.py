@@ -20,8 +20,12 @@ def system_is_dark() -> bool:
     return bool(scheme is not None and scheme() == Qt.ColorScheme.Dark)
 
 
-def is_dark(theme: str) -> bool:
-    return theme == "dark" or (theme == "system" and system_is_dark())
+def is_dark(theme: str, system_dark: bool | None = None) -> bool:
+    """True for "dark", and for "system" when the OS scheme is dark (`system_dark`, as the
+    OS last announced it; None: ask Qt)."""
+    if system_dark is None:
+        system_dark = system_is_dark()
+    return theme == "dark" or (theme == "system" and system_dark)
 
 
 def _dark_palette() -> QPalette:
@@ -68,10 +72,10 @@ QCheckBox::indicator:checked:disabled { background: #3d4f73; }
 """
 
 
-def apply(app: QApplication, theme: str) -> bool:
+def apply(app: QApplication, theme: str, system_dark: bool | None = None) -> bool:
     """Apply `theme` ("system", "light" or "dark"); returns True when the result is dark."""
     app.setStyle("Fusion")
-    dark = is_dark(theme)
+    dark = is_dark(theme, system_dark)
     app.setPalette(_dark_palette() if dark else app.style().standardPalette())
     app.setStyleSheet(DARK_STYLE if dark else "")
     return dark

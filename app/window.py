@@ -13,8 +13,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QByteArray, Qt, QTimer
-from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
+from PySide6.QtCore import QByteArray, Qt, QTimer, QUrl
+from PySide6.QtGui import (
+    QAction,
+    QActionGroup,
+    QCloseEvent,
+    QDesktopServices,
+    QDragEnterEvent,
+    QDropEvent,
+    QKeySequence,
+)
 from PySide6.QtWidgets import (
     QApplication,
     QFileDialog,
@@ -26,8 +34,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app import logs, theme
 from app import settings as settings_mod
-from app import theme
 from app.form import FormPanel
 from app.graph import preload_graph_modules
 from app.recipes import MODEL_SUFFIXES, OPENABLE_SUFFIXES, list_examples, relative_source
@@ -71,9 +79,12 @@ class MainWindow(QMainWindow):
         self.form = FormPanel(self.session)
         self.form.model_form.exampleChosen.connect(self._load_example)
         self.autosave = Autosave(self.session)
+        self.log_file = logs.attach(self.session)
+        self._torch: str | None = None  # the worker's torch version, once it is ready
         self.unsaved_prompt: QMessageBox | None = None  # asks Save / Discard / Cancel
         self.busy_prompt: QMessageBox | None = None  # asks before quitting during a job
         self._closing = False
+        self._system_dark: bool | None = None  # the OS scheme as last announced; None: ask Qt
         self.tabs = ResultTabs(self.session)
         self._build_menus()
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
@@ -87,6 +98,7 @@ class MainWindow(QMainWindow):
         column.addWidget(self.tabs, 1)
         self.splitter.addWidget(self.form)
         self.splitter.addWidget(results)
+        self.splitter.setChildrenCollapsible(False)  # the form never disappears
         self.splitter.setStretchFactor(0, 0)
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setSizes([640, 700])
@@ -105,8 +117,8 @@ class MainWindow(QMainWindow):
 
         self.apply_theme(self.settings.theme)
         hints = QApplication.styleHints()
-        if hasattr(hints, "colorSchemeChanged"):
-            hints.colorSchemeChanged.connect(lambda *_: self.apply_theme(self.settings.theme))
+        if hasattr(hints, "colorSchemeChanged"):  # live: the OS scheme changed
+            hints.colorSchemeChanged.connect(self._system_scheme_changed)
         self._restore_geometry()
         if settings_notice:
             self.form.banner.show_message(settings_notice)
@@ -154,11 +166,19 @@ class MainWindow(QMainWindow):
                          f"Ctrl+{i + 1}")
         view.addSeparator()
         themes = view.addMenu("Theme")
+        group = QActionGroup(self)
+        self.theme_actions: dict[str, QAction] = {}
         for name in settings_mod.THEMES:
-            self._action(themes, name.capitalize(), lambda _=False, n=name: self.set_theme(n))
+            label = "Follow the system" if name == "system" else name.capitalize()
+            action = self._action(themes, label, lambda _=False, n=name: self.set_theme(n))
+            action.setCheckable(True)
+            group.addAction(action)
+            self.theme_actions[name] = action
         help_menu = bar.addMenu("&Help")
         self._action(help_menu, "Keyboard shortcuts",
                      lambda: QMessageBox.information(self, "Keyboard shortcuts", SHORTCUTS), "F1")
+        self._action(help_menu, "Open log folder", self.open_log_folder)
+        self._action(help_menu, "&About ONNX Export Studio", self.show_about)
 
     def _update_actions(self) -> None:
         session = self.session
@@ -172,7 +192,23 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(f"{path.name if path else 'Unsaved recipe'}[*] — {TITLE}")
         self.setWindowModified(self.session.dirty)
 
+    def about_text(self) -> str:
+        """The About box's text: the versions of the app and of what it runs on."""
+        rows = "".join(f"<tr><td><b>{name}</b></td><td>&nbsp;{version}</td></tr>"
+                       for name, version in logs.versions(self._torch))
+        return (f"<h3>{TITLE}</h3>Exports PyTorch models to ONNX and checks them in ONNX "
+                f"Runtime.<table>{rows}</table><p>Logs: {self.log_file or 'not written'}</p>")
+
+    def show_about(self) -> None:
+        QMessageBox.about(self, f"About {TITLE}", self.about_text())
+
+    def open_log_folder(self) -> None:
+        folder = logs.log_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        QDesktopServices.openUrl(QUrl.fromLocalFile(str(folder)))
+
     def _worker_ready(self, ready: Ready) -> None:
+        self._torch = ready.torch
         self.worker_status.setText(f"Worker ready (torch {ready.torch}, pid {ready.pid})")
 
     def _worker_lost(self) -> None:
@@ -289,10 +325,16 @@ class MainWindow(QMainWindow):
         self.apply_theme(name)
         self._save_settings()
 
+    def _system_scheme_changed(self, scheme: Qt.ColorScheme) -> None:
+        self._system_dark = scheme == Qt.ColorScheme.Dark
+        self.apply_theme(self.settings.theme)  # an override ("light", "dark") stays as it is
+
     def apply_theme(self, name: str) -> None:
         app = QApplication.instance()
         if isinstance(app, QApplication):
-            self.dark = theme.apply(app, name)
+            self.dark = theme.apply(app, name, self._system_dark)
+        if name in self.theme_actions:
+            self.theme_actions[name].setChecked(True)
         self.form.set_dark(self.dark)
         self.provenance.set_dark(self.dark)
         self.session.recheck()  # the forms mark their problems again, in the new colours

@@ -87,11 +87,9 @@ class ModelForm(QGroupBox):
         row.addWidget(self.checkpoint_browse)
         grid.addWidget(QLabel("Checkpoint"), 6, 0)
         grid.addLayout(row, 6, 1)
-        row = QHBoxLayout()
-        row.addWidget(self.trust)
-        row.addWidget(self.script)
-        row.addStretch(1)
-        grid.addLayout(row, 7, 0, 1, 2)
+        # one per row: side by side they need more width than a 1024-pixel screen leaves
+        grid.addWidget(self.trust, 7, 0, 1, 2)
+        grid.addWidget(self.script, 8, 0, 1, 2)
 
         self.source.editingFinished.connect(self._source_edited)
         self.browse.clicked.connect(self._browse_source)

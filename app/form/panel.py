@@ -91,7 +91,7 @@ class FormPanel(QWidget):
         for form in self.forms:
             column.addWidget(form)
         column.addStretch(1)
-        scroll = QScrollArea()
+        self.form_scroll = scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setWidget(content)
         scroll.setFrameShape(QFrame.Shape.NoFrame)

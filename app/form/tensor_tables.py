@@ -353,9 +353,14 @@ class InputsTable(_TensorTable):
         self.axes_button.setToolTip("Toggle the selected input's axes dynamic and name them")
         self.axes_button.clicked.connect(lambda: self.edit_dynamic_axes(self.table.currentRow()))
         self.buttons_row.insertWidget(4, self.axes_button)
+        # the text columns share the width the form has (no horizontal scrolling at 1024 px);
+        # the two combo boxes keep the width their longest entry needs
         header = self.table.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        for col, width in enumerate((86, 88, 76, 122, 76)):
+        header.setStretchLastSection(False)
+        for col in range(len(self.columns)):
+            header.setSectionResizeMode(col, QHeaderView.ResizeMode.Stretch)
+        for col, width in ((2, 76), (3, 122)):
+            header.setSectionResizeMode(col, QHeaderView.ResizeMode.Fixed)
             self.table.setColumnWidth(col, width)
 
     def items(self) -> list[InputSpec]:

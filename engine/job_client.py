@@ -42,6 +42,7 @@ _POLL_S = 0.2
 _ABORT_GRACE_S = 2.0  # abort -> kill: the worker ends itself in milliseconds unless stuck
 _EXIT_WAIT_S = 10.0  # after the answer: the worker quits once stdin closes
 _STDERR_TAIL = 40  # the worker's last stderr lines, kept for a crash's details
+_STDERR_JOIN_S = 2.0  # a child of the model may hold the pipe open: wait no longer
 # exit status of a process ended by a signal, as shells report it: 128 + the signal's number
 CANCEL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
@@ -69,8 +70,9 @@ def run_job(request: Request, expected: str, on_event: Callable[[Event], None], 
     tail: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL)
     threading.Thread(target=_read_lines, args=(worker.stdout, lines), daemon=True,
                      name="worker-stdout").start()
-    threading.Thread(target=_forward_stderr, args=(worker.stderr, sys.stderr, tail),
-                     daemon=True, name="worker-stderr").start()
+    stderr = threading.Thread(target=_forward_stderr, args=(worker.stderr, sys.stderr, tail),
+                              daemon=True, name="worker-stderr")
+    stderr.start()
     job = _Job(worker, expected, on_event)
     try:
         with _signals_interrupt():
@@ -79,16 +81,20 @@ def run_job(request: Request, expected: str, on_event: Callable[[Event], None], 
     except _Interrupted as interrupt:
         job.cancel(interrupt.signum, lines)
         _clean_after(worker.pid, folder)
+        stderr.join(_STDERR_JOIN_S)
         raise job.cancelled_error(interrupt.signum) from None
     except BaseException:
         job.end()
         _clean_after(worker.pid, folder)
+        stderr.join(_STDERR_JOIN_S)
         raise
     if result is None:  # the worker ended without its answer
         code = job.end()
         _clean_after(worker.pid, folder)
+        stderr.join(_STDERR_JOIN_S)
         raise _crashed(code, tail)
     job.finish()
+    stderr.join(_STDERR_JOIN_S)  # its last lines before the CLI's own
     return result
 
 

@@ -1,6 +1,7 @@
 """The window and its worker run on Windows and macOS too: no unguarded POSIX-only call.
 
-The rule this scan enforces, on every module of app/ and on engine/worker.py:
+The rule this scan enforces, on every module of app/ and on the engine's process modules
+(worker.py, worker_process.py, process_tree.py, job_client.py):
 
 - A POSIX-only name (`os.killpg`, `os.setpgid`, `os.fork`, `signal.SIGKILL`, ... below) may
   appear only inside the body of an `if` whose condition asks `hasattr(os, ...)` or
@@ -83,7 +84,9 @@ def unguarded_posix_calls(source: str, filename: str = "<source>") -> list[str]:
 
 
 def product_sources() -> list[Path]:
-    return [*sorted((REPO / "app").rglob("*.py")), REPO / "engine" / "worker.py"]
+    # the worker, and what ends processes and trees for the window and the CLI
+    engine = ["worker.py", "worker_process.py", "process_tree.py", "job_client.py"]
+    return [*sorted((REPO / "app").rglob("*.py")), *(REPO / "engine" / n for n in engine)]
 
 
 def test_app_and_worker_have_no_unguarded_posix_only_calls() -> None:

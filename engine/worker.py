@@ -259,6 +259,18 @@ def job_ping(request: PingRequest, send: Send) -> Pong:
     return Pong(id=request.id, pid=os.getpid())
 
 
+def _analysis_job(name: str) -> Callable[[Any, Send], Result]:
+    """The compare, profile or variant job: engine.analysis.jobs with this job's events."""
+
+    def run(request: Any, send: Send) -> Result:
+        from engine.analysis import jobs  # lazy: onnxruntime and the model's imports inside
+
+        result: Result = getattr(jobs, name)(request, _events(request.id, send))
+        return result
+
+    return run
+
+
 # by the request's `job`; quit and abort are no jobs: the request reader and main() act on them
 JOBS: dict[str, Callable[[Any, Send], Result]] = {
     ExportRequest.TAG: job_export,
@@ -267,6 +279,9 @@ JOBS: dict[str, Callable[[Any, Send], Result]] = {
     DescribeRequest.TAG: job_describe,
     DevicesRequest.TAG: job_devices,
     PingRequest.TAG: job_ping,
+    "compare": _analysis_job("compare"),
+    "profile": _analysis_job("profile"),
+    "variant": _analysis_job("variant"),
 }
 
 

@@ -18,11 +18,14 @@ from typing import Any, ClassVar, Final, Self, TypeAlias, TypeVar, overload
 from engine.errors import KINDS, StudioError, plain
 from engine.protocol.convert import FLATTEN, OMIT, ProtocolError, Wire, from_dict
 from engine.protocol.documents import (
+    CompareDocument,
     Error,
     ExportFacts,
     ExportReport,
+    ProfileDocument,
     SourceDescription,
     Validation,
+    VariantReport,
     WarningItem,
 )
 
@@ -351,13 +354,92 @@ class Pong(Result):
     pid: int
 
 
+# ---------------------------------------------------------------------------- analysis jobs
+
+
+@dataclass(kw_only=True)
+class CompareRequest(Request):
+    """Compare the .onnx files `a` and `b` (engine.analysis.compare); with `recipe`, on its
+    inputs and against its PyTorch model too; `dims` sizes dynamic dimensions without one."""
+
+    TAG = "compare"
+    id: int | None = field(default=None, metadata=OMIT)
+    a: str
+    b: str
+    recipe: str | None = field(default=None, metadata=OMIT)
+    base_dir: str | None = field(default=None, metadata=OMIT)
+    dims: dict[str, int] = field(default_factory=dict)
+    runs: int = 10
+
+
+@dataclass(kw_only=True)
+class ProfileRequest(Request):
+    """Profile the .onnx file `onnx` in ONNX Runtime (engine.analysis.profile)."""
+
+    TAG = "profile"
+    id: int | None = field(default=None, metadata=OMIT)
+    onnx: str
+    recipe: str | None = field(default=None, metadata=OMIT)
+    base_dir: str | None = field(default=None, metadata=OMIT)
+    runs: int = 20
+    provider: str = "CPUExecutionProvider"
+    threads: int | None = field(default=None, metadata=OMIT)
+    dims: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(kw_only=True)
+class VariantRequest(Request):
+    """Write the `kind` variant (optimized, fp16, int8) of `onnx` to `output` and validate it
+    against the recipe's model (engine.analysis.variants)."""
+
+    TAG = "variant"
+    id: int | None = field(default=None, metadata=OMIT)
+    onnx: str
+    recipe: str
+    base_dir: str | None = field(default=None, metadata=OMIT)
+    kind: str
+    output: str
+
+
+@dataclass(kw_only=True)
+class CompareResult(Result):
+    """The end of a compare job: the document `onnx-studio compare --json` prints."""
+
+    JOB = "compare"
+    KEY = "comparison"
+    id: int | None
+    comparison: CompareDocument
+
+
+@dataclass(kw_only=True)
+class ProfileResult(Result):
+    """The end of a profile job: the document `onnx-studio profile --json` prints."""
+
+    JOB = "profile"
+    KEY = "profile"
+    id: int | None
+    profile: ProfileDocument
+
+
+@dataclass(kw_only=True)
+class VariantResult(Result):
+    """The end of a variant job: the document `onnx-studio variant --json` prints (a variant
+    outside its tolerance is a result too, with ok false)."""
+
+    JOB = "variant"
+    KEY = "variant_report"
+    id: int | None
+    variant_report: VariantReport
+
+
 REQUESTS: Final[dict[str, type[Request]]] = {cls.TAG: cls for cls in (
     ExportRequest, ValidateRequest, ValidateFileRequest, DescribeRequest, DevicesRequest,
-    PingRequest, QuitRequest, AbortRequest)}
+    PingRequest, QuitRequest, AbortRequest, CompareRequest, ProfileRequest, VariantRequest)}
 EVENTS: Final[dict[str, type[Event]]] = {cls.TAG: cls for cls in (
     Ready, Progress, LogLine, WarningEvent, Committing, ErrorEvent)}
 RESULTS: Final[dict[str, type[Result]]] = {cls.JOB: cls for cls in (
-    ValidateFileResult, ExportResult, ValidateResult, DescribeResult, DevicesResult, Pong)}
+    ValidateFileResult, ExportResult, ValidateResult, DescribeResult, DevicesResult, Pong,
+    CompareResult, ProfileResult, VariantResult)}
 
 
 # ---------------------------------------------------------------------------- encoder, decoder

@@ -69,6 +69,7 @@ from engine.protocol import (
     known,
 )
 from tests.conftest import REPO
+from tests.engine.analysis_samples import ANALYSIS_SAMPLES
 
 NET = '''
 import torch
@@ -220,6 +221,7 @@ SAMPLES: list[Wire] = [
                   default_opset={"dynamo": 20, "torchscript": 20}, ort_max_opset=23,
                   torch="2.13.0"),
     Pong(id=10, pid=123),
+    *ANALYSIS_SAMPLES,  # compare, profile, variant (tests/engine/analysis_samples.py)
     _report(),
     _failed_report(),
     ExportReport(error=Error(kind="recipe", message="Bad.")),

@@ -1,0 +1,71 @@
+"""The worker's analysis jobs: compare, profile and variant requests run in engine.analysis,
+answered with the documents the CLI prints. A request that cannot run (a missing file, a
+recipe that does not parse) raises StudioError, which the worker sends as the job's `error`;
+files that disagree or a variant outside its tolerance are results with `ok` false."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.events import Events
+from engine.protocol import (
+    CompareDocument,
+    CompareRequest,
+    CompareResult,
+    ProfileDocument,
+    ProfileRequest,
+    ProfileResult,
+    VariantReport,
+    VariantRequest,
+    VariantResult,
+)
+from engine.recipe import Recipe
+
+
+def _recipe(text: str | None, base_dir: str | None) -> Recipe | None:
+    if text is None:
+        return None
+    from engine import recipe as recipes
+
+    recipe = recipes.loads(text, base_dir=Path(base_dir or Path.cwd()), name="recipe")
+    recipe.check()
+    return recipe
+
+
+def _path(name: str, base_dir: str | None) -> Path:
+    path = Path(name).expanduser()
+    return path if path.is_absolute() else Path(base_dir or Path.cwd()) / path
+
+
+def compare(request: CompareRequest, events: Events) -> CompareResult:
+    """Compare two files (engine.analysis.compare_files)."""
+    from engine.analysis.compare import compare_files
+
+    doc = CompareDocument.from_dict(compare_files(
+        _path(request.a, request.base_dir), _path(request.b, request.base_dir),
+        _recipe(request.recipe, request.base_dir), events, dims=request.dims,
+        runs=request.runs))
+    return CompareResult(id=request.id, comparison=doc)
+
+
+def profile(request: ProfileRequest, events: Events) -> ProfileResult:
+    """Profile one file (engine.analysis.profile_file)."""
+    from engine.analysis.profile import profile_file
+
+    doc = ProfileDocument.from_dict(profile_file(
+        _path(request.onnx, request.base_dir), _recipe(request.recipe, request.base_dir),
+        events, runs=request.runs, provider=request.provider, threads=request.threads,
+        dims=request.dims))
+    return ProfileResult(id=request.id, profile=doc)
+
+
+def variant(request: VariantRequest, events: Events) -> VariantResult:
+    """Make and validate one variant (engine.analysis.make_variant)."""
+    from engine.analysis.variants import make_variant
+
+    recipe = _recipe(request.recipe, request.base_dir)
+    assert recipe is not None
+    report = make_variant(_path(request.onnx, request.base_dir), recipe, request.kind,
+                          _path(request.output, request.base_dir), events)
+    assert isinstance(report, VariantReport)
+    return VariantResult(id=request.id, variant_report=report)

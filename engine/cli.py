@@ -38,7 +38,7 @@ from engine.protocol import (
     WarningItem,
     encode,
 )
-from engine.recipe import InputSpec, OutputSpec, Recipe
+from engine.recipe import DimSpec, InputSpec, OutputSpec, Recipe
 from engine.worker_process import remove_abandoned_temps
 
 
@@ -69,8 +69,15 @@ def build_parser() -> argparse.ArgumentParser:
                         help="an example input, e.g. x=10x3x224x224:float32 or "
                         "attention_mask=2x8:int64:ones (repeat in forward() order); FILL is "
                         f"{FILL_FORMS} (default auto: chosen from the name and dtype)")
-    export.add_argument("--dynamic", action="append", default=[], metavar="NAME:AXIS=DIM",
-                        help="a dynamic axis, e.g. x:0=batch (inputs or outputs)")
+    export.add_argument("--dynamic", action="append", default=[],
+                        metavar="NAME:AXIS=DIM[:MIN:MAX]",
+                        help="a dynamic axis, e.g. x:0=batch (inputs or outputs); x:0=batch:1:64 "
+                        "bounds it (either bound may be left empty: batch::64)")
+    export.add_argument("--const", action="append", default=[], metavar="NAME=VALUE",
+                        help="a constant argument after the inputs: true/false, a number, none "
+                        "or text, e.g. use_cache=false (fixed into the file)")
+    export.add_argument("--keyword", action="append", default=[], metavar="NAME",
+                        help="pass the input or constant NAME to forward() by keyword")
     export.add_argument("--output-name", action="append", default=[], metavar="NAME")
     export.add_argument("--opset", type=int)
     export.add_argument("--exporter", choices=recipes.EXPORTERS)
@@ -180,17 +187,65 @@ def _number(text: str, wrong: Callable[[str], RequestError]) -> int | float:
 
 def _apply_dynamic(recipe: Recipe, text: str) -> None:
     tensor, _, rest = text.partition(":")
-    axis_text, eq, dim = rest.partition("=")
-    if not tensor or not eq or not dim or not axis_text.lstrip("-").isdigit():
-        raise RequestError(f"--dynamic {text!r}: write NAME:AXIS=DIM, e.g. x:0=batch.")
+    axis_text, eq, dim_text = rest.partition("=")
+    dim, *bounds = dim_text.split(":")
+    if (not tensor or not eq or not dim or not axis_text.lstrip("-").isdigit()
+            or len(bounds) not in (0, 2) or not all(b == "" or b.isdigit() for b in bounds)):
+        raise RequestError(f"--dynamic {text!r}: write NAME:AXIS=DIM or NAME:AXIS=DIM:MIN:MAX, "
+                           "e.g. x:0=batch or x:0=batch:1:64.")
     specs: list[Any] = [*recipe.inputs, *recipe.outputs]
     for spec in specs:
         if spec.name == tensor:
             spec.dynamic[int(axis_text)] = dim
+            if bounds:
+                low, high = (int(b) if b else None for b in bounds)
+                recipe.dims[dim] = DimSpec(min=low, max=high)
             return
     names = ", ".join(s.name for s in specs) or "none"
     raise RequestError(f"--dynamic {text!r}: no input or output is named {tensor!r} "
                        f"(known: {names}).")
+
+
+def _parse_const(text: str) -> InputSpec:
+    """--const NAME=VALUE: true/false a bool, none None, a whole number an int, a number a
+    float, anything else a string."""
+    name, eq, value = text.partition("=")
+    if not eq or not name:
+        raise RequestError(f"--const {text!r}: write NAME=VALUE, e.g. use_cache=false.")
+    lowered = value.strip().lower()
+    if lowered in ("true", "false"):
+        return InputSpec(name=name, kind="bool", const=lowered == "true")
+    if lowered == "none":
+        return InputSpec(name=name, kind="none")
+    if re.fullmatch(r"[+-]?\d+", value.strip()):
+        return InputSpec(name=name, kind="int", const=int(value))
+    try:
+        number = float(value)
+    except ValueError:
+        return InputSpec(name=name, kind="str", const=value)
+    if not math.isfinite(number):
+        raise RequestError(f"--const {text!r}: {value!r} is not a finite number.")
+    return InputSpec(name=name, kind="float", const=number)
+
+
+def _apply_structure(recipe: Recipe, args: argparse.Namespace) -> None:
+    """--const entries (replacing an entry of that name, else after the inputs); --keyword."""
+    for text in args.const:
+        spec = _parse_const(text)
+        names = [s.name for s in recipe.inputs]
+        if spec.name in names:
+            spec.keyword = recipe.inputs[names.index(spec.name)].keyword
+            recipe.inputs[names.index(spec.name)] = spec
+        else:
+            recipe.inputs.append(spec)
+    for name in args.keyword:
+        found = [s for s in recipe.inputs if s.argument == name or s.name == name]
+        if not found:
+            known = ", ".join(s.name for s in recipe.inputs) or "none"
+            raise RequestError(f"--keyword {name!r}: no input or constant is named so "
+                               f"(known: {known}).")
+        for spec in found:
+            spec.keyword = True
 
 
 def recipe_from_args(args: argparse.Namespace) -> Recipe:
@@ -214,6 +269,7 @@ def recipe_from_args(args: argparse.Namespace) -> Recipe:
         recipe.validate.enabled = True
     if args.output_name:
         recipe.outputs = [OutputSpec(name=n) for n in args.output_name]
+    _apply_structure(recipe, args)
     for text in args.dynamic:
         _apply_dynamic(recipe, text)
     for flag, field in (("opset", "opset"), ("exporter", "exporter"),

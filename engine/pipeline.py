@@ -44,7 +44,7 @@ def export(recipe: Recipe, events: Events | None = None, *, validate: bool | Non
     if loaded is not None:
         fills = resolve_fills(recipe, loaded.module)
         for spec, fill in zip(recipe.inputs, fills, strict=True):
-            if spec.fill == AUTO_FILL:  # the Log tab says what "auto" drew, and why
+            if spec.fill == AUTO_FILL and spec.is_tensor:  # the Log tab: what "auto" drew, why
                 events.log(f"input {spec.name}: fill {fill.text} ({fill.reason})")
         if on_fills is not None:
             on_fills(fills)

@@ -42,6 +42,9 @@ DYNAMO_MIN_OPSET = 18
 OPERATOR_EXPORT_TYPES = ("ONNX", "ONNX_ATEN", "ONNX_ATEN_FALLBACK", "ONNX_FALLTHROUGH")
 TRAINING_MODES = ("eval", "preserve", "train")
 EXTERNAL_DATA = ("auto", "always", "never")
+# What an [[inputs]] entry hands forward(): a tensor (the default), or a constant of a plain
+# Python type ("none" passes None). Constants are fixed into the exported file, never inputs.
+INPUT_KINDS = ("tensor", "bool", "int", "float", "str", "none")
 
 
 class RecipeError(StudioError):
@@ -71,6 +74,37 @@ class InputSpec:
     value: float | None = None
     file: str | None = None
     dynamic: dict[int, str] = field(default_factory=dict)
+    # structured inputs: a dotted name is a part of one forward() argument ("inputs.pixel_values"
+    # is key pixel_values of the dict `inputs`, "pair.0" item 0 of the tuple `pair`); `keyword`
+    # passes the argument by name; a `kind` other than "tensor" passes `const` as it is
+    kind: str = "tensor"
+    const: bool | int | float | str | None = None
+    keyword: bool = False
+
+    @property
+    def is_tensor(self) -> bool:
+        """Whether this entry is a tensor (an input of the ONNX file), not a constant."""
+        return self.kind == "tensor"
+
+    @property
+    def argument(self) -> str:
+        """The forward() argument this entry is (or is a part of): the name's first part."""
+        return self.name.split(".", 1)[0]
+
+    @property
+    def constant_value(self) -> bool | int | float | str | None:
+        """The Python value a constant entry passes (None for kind "none")."""
+        if self.kind == "float" and isinstance(self.const, int):
+            return float(self.const)
+        return None if self.kind == "none" else self.const
+
+
+@dataclass
+class DimSpec:
+    """Bounds of one named dynamic dimension (torch.export.Dim min/max); None: unbounded."""
+
+    min: int | None = None
+    max: int | None = None
 
 
 @dataclass
@@ -115,6 +149,8 @@ class Recipe:
     outputs: list[OutputSpec] = field(default_factory=list)
     export: ExportOptions = field(default_factory=ExportOptions)
     validate: ValidateOptions = field(default_factory=ValidateOptions)
+    # bounds of named dynamic dimensions: `[dims]` `batch = { min = 1, max = 64 }`
+    dims: dict[str, DimSpec] = field(default_factory=dict)
     version: int = RECIPE_VERSION
     # Folder that relative paths resolve against (the recipe file's folder); not saved.
     base_dir: Path = field(default_factory=Path.cwd, compare=False, repr=False)
@@ -132,6 +168,8 @@ class Recipe:
         """Map each dynamic dimension name to the (input name, axis) pairs that share it."""
         dims: dict[str, list[tuple[str, int]]] = {}
         for spec in self.inputs:
+            if not spec.is_tensor:
+                continue
             for axis, name in sorted(spec.dynamic.items()):
                 dims.setdefault(name, []).append((spec.name, axis))
         return dims
@@ -234,13 +272,18 @@ def from_dict(data: dict[str, Any], base_dir: Path) -> Recipe:
     for key, value in data.items():
         if key in _SECTIONS:
             kwargs[key] = _build(_SECTIONS[key], value, key)
+        elif key == "dims":
+            if not isinstance(value, dict):
+                raise RecipeError("dims: must be a table of name = { min = 1, max = 64 }.")
+            kwargs[key] = {str(name): _build(DimSpec, bounds, f"dims.{name}")
+                           for name, bounds in value.items()}
         elif key in ("inputs", "outputs"):
             cls = InputSpec if key == "inputs" else OutputSpec
             if not isinstance(value, list):
                 raise RecipeError(f"{key}: must be an array of tables ([[{key}]]).")
             kwargs[key] = [_build(cls, item, f"{key}[{i}]") for i, item in enumerate(value)]
         else:
-            allowed = ", ".join(["version", *_SECTIONS, "inputs", "outputs"])
+            allowed = ", ".join(["version", *_SECTIONS, "inputs", "outputs", "dims"])
             raise RecipeError(f"{key}: unknown section; the recipe has {allowed}.")
     return Recipe(**kwargs)
 
@@ -269,6 +312,10 @@ def _coerce(raw: Any, annotation: str, where: str) -> Any:
     def fail(expected: str) -> RecipeError:
         return RecipeError(f"{where}: expected {expected}, got {raw!r}.")
 
+    if base == "bool | int | float | str":
+        if not isinstance(raw, bool | int | float | str):
+            raise fail("true/false, a number or a string")
+        return raw
     if base == "bool":
         if not isinstance(raw, bool):
             raise fail("true or false")
@@ -343,13 +390,20 @@ def _check(recipe: Recipe) -> list[tuple[str, str]]:
     names: set[str] = set()
     for i, spec in enumerate(recipe.inputs):
         where = f"inputs[{i}]"
-        if not spec.name.isidentifier():
-            found.append((f"{where}.name", f"{spec.name!r} is not a valid name; "
-                          "use letters, digits and _."))
+        if not valid_input_name(spec.name):
+            found.append((f"{where}.name", f"{spec.name!r} is not a valid name; use letters, "
+                          "digits and _, and dots for the parts of a dict or tuple argument "
+                          "(inputs.pixel_values, pair.0)."))
         elif spec.name in names:
             found.append((f"{where}.name", f"the name {spec.name!r} is used twice; "
                           "give every input its own name."))
         names.add(spec.name)
+        if not spec.is_tensor:
+            found += _constant_problems(where, spec)
+            continue
+        if spec.const is not None:
+            found.append((f"{where}.const", "a tensor input takes no const; set kind to bool, "
+                          "int, float or str to pass a constant."))
         if any(d < 0 for d in spec.shape):
             found.append((f"{where}.shape", f"{spec.shape} has a negative size; "
                           "every size must be 0 or more."))
@@ -372,6 +426,8 @@ def _check(recipe: Recipe) -> list[tuple[str, str]]:
                 found.append((f"{where}.dynamic", f"axis {axis} is beyond the input's rank "
                               f"{len(spec.shape)}; use an axis from 0 to "
                               f"{max(len(spec.shape) - 1, 0)}."))
+    found += _structure_problems(recipe)
+    found += _bound_problems(recipe)
     out_names: set[str] = set()
     for i, out in enumerate(recipe.outputs):
         where = f"outputs[{i}]"
@@ -423,7 +479,113 @@ def _check(recipe: Recipe) -> list[tuple[str, str]]:
     return found
 
 
+def valid_input_name(name: str) -> bool:
+    """A name forward() can take: an identifier, then dotted parts that are identifiers or
+    whole numbers (a dict key or a tuple/list index)."""
+    first, *parts = name.split(".")
+    return first.isidentifier() and all(p.isidentifier() or p.isdigit() for p in parts)
+
+
+def _constant_problems(where: str, spec: InputSpec) -> list[tuple[str, str]]:
+    if spec.kind not in INPUT_KINDS:
+        return [(f"{where}.kind", f"{spec.kind!r} is not allowed; use one of "
+                 f"{', '.join(INPUT_KINDS)}.")]
+    found = []
+    if spec.dynamic:
+        found.append((f"{where}.dynamic", f"a {spec.kind} constant has no axes; remove "
+                      "dynamic or make it a tensor."))
+    value = spec.const
+    expected = {"bool": (bool,), "int": (int,), "float": (int, float), "str": (str,)}
+    if spec.kind == "none":
+        if value is not None:
+            found.append((f"{where}.const", "kind \"none\" passes None; remove const."))
+    elif value is None:
+        found.append((f"{where}.const", f"kind {spec.kind!r} needs a value: const = ..."))
+    elif not isinstance(value, expected[spec.kind]) or (
+            spec.kind != "bool" and isinstance(value, bool)):
+        found.append((f"{where}.const", f"{value!r} is not a {spec.kind}; write a "
+                      f"{spec.kind} or change kind."))
+    return found
+
+
+def _structure_problems(recipe: Recipe) -> list[tuple[str, str]]:
+    """Dotted names must describe one argument each: a name is either a value or a container
+    of parts, a container's parts are all numbered (0, 1, ... : a tuple) or all named (a
+    dict), and every part of an argument is passed the same way (keyword or not)."""
+    found: list[tuple[str, str]] = []
+    specs = [s for s in recipe.inputs if valid_input_name(s.name)]
+    names = {s.name for s in specs}
+    for spec in specs:
+        parts = spec.name.split(".")
+        for depth in range(1, len(parts)):
+            prefix = ".".join(parts[:depth])
+            if prefix in names:
+                found.append(("inputs", f"{prefix!r} is an input and also holds "
+                              f"{spec.name!r}; use one or the other."))
+    children: dict[str, set[str]] = {}
+    for spec in specs:
+        parts = spec.name.split(".")
+        for depth in range(1, len(parts)):
+            children.setdefault(".".join(parts[:depth]), set()).add(parts[depth])
+    for parent, keys in children.items():
+        numbered = {k for k in keys if k.isdigit()}
+        if numbered and numbered != keys:
+            found.append(("inputs", f"the parts of {parent!r} mix numbers and names "
+                          f"({', '.join(sorted(keys))}); number all (a tuple) or name all "
+                          "(a dict)."))
+        elif numbered and sorted(int(k) for k in numbered) != list(range(len(numbered))):
+            found.append(("inputs", f"the parts of {parent!r} are numbered "
+                          f"{', '.join(sorted(numbered, key=int))}; number them 0, 1, 2, ... "
+                          "without gaps."))
+    by_argument: dict[str, set[bool]] = {}
+    for spec in specs:
+        by_argument.setdefault(spec.argument, set()).add(spec.keyword)
+    for argument, ways in by_argument.items():
+        if len(ways) > 1:
+            found.append(("inputs", f"some parts of {argument!r} are keyword and some not; "
+                          "mark all of them the same."))
+    return found
+
+
+def _bound_problems(recipe: Recipe) -> list[tuple[str, str]]:
+    """[dims] bounds: for a dimension some input has, 0 <= min <= max, example sizes inside."""
+    found: list[tuple[str, str]] = []
+    uses = recipe.dynamic_dims()
+    by_name = {s.name: s for s in recipe.inputs}
+    for name, bounds in recipe.dims.items():
+        where = f"dims.{name}"
+        if name not in uses:
+            found.append((where, f"no input axis is called {name!r}; bound a dimension named "
+                          f"in some input's dynamic ({', '.join(uses) or 'none yet'})."))
+            continue
+        low, high = bounds.min, bounds.max
+        if low is not None and low < 0:
+            found.append((where, f"min {low} is negative; use 0 or more."))
+        if low is not None and high is not None and low > high:
+            found.append((where, f"min {low} is above max {high}."))
+            continue
+        for input_name, axis in uses[name]:
+            spec = by_name[input_name]
+            if spec.fill == "file" or not -len(spec.shape) <= axis < len(spec.shape):
+                continue
+            size = spec.shape[axis]
+            if (low is not None and size < low) or (high is not None and size > high):
+                found.append((where, f"{input_name} axis {axis} has example size {size}, "
+                              f"outside {name}'s bounds {_bounds_text(bounds)}; choose an "
+                              "example size inside them."))
+    return found
+
+
+def _bounds_text(bounds: DimSpec) -> str:
+    low = "0" if bounds.min is None else str(bounds.min)
+    high = "∞" if bounds.max is None else str(bounds.max)
+    return f"[{low}, {high}]"
+
+
 # ---------------------------------------------------------------------------- saving
+
+# fields an entry that is not a tensor does not write (they describe a tensor)
+_TENSOR_FIELDS = ("shape", "dtype", "fill", "low", "high", "value", "file", "dynamic")
 
 
 def to_dict(recipe: Recipe) -> dict[str, Any]:
@@ -437,6 +599,11 @@ def to_dict(recipe: Recipe) -> dict[str, Any]:
                 continue
             if f.name == "fill" and value == AUTO_FILL:
                 continue  # the default: a recipe without `fill` stays without it
+            # structured-input fields at their defaults stay out: old recipes round-trip
+            if (f.name == "kind" and value == "tensor") or (f.name == "keyword" and not value):
+                continue
+            if isinstance(obj, InputSpec) and not obj.is_tensor and f.name in _TENSOR_FIELDS:
+                continue
             if f.name == "dynamic":
                 if not value:
                     continue
@@ -452,6 +619,10 @@ def to_dict(recipe: Recipe) -> dict[str, Any]:
     for key in ("inputs", "outputs"):
         if not data[key]:
             del data[key]
+    if recipe.dims:  # after the outputs, before [export]
+        bounded = {name: clean(spec) for name, spec in recipe.dims.items()}
+        data = {**{k: v for k, v in data.items() if k not in ("export", "validate")},
+                "dims": bounded, "export": data["export"], "validate": data["validate"]}
     return data
 
 

@@ -160,6 +160,73 @@ def tree_flatten(value: Any) -> tuple[list[Any], Any]:
     return list(leaves), spec
 
 
+def named_leaves(value: Any) -> list[tuple[str, Any]]:
+    """The leaves of a nested output with dotted names, in the exporters' order:
+    {"logits": t, "present": ((k, v),)} -> [("logits", t), ("present.0.0", k), ...].
+
+    Dict keys and ModelOutput fields give their key, tuple/list items their index, dataclass
+    fields their name (a dataclass torch does not know is opened field by field, in the order
+    torch.export.register_dataclass flattens it); None leaves are dropped, as the exporters
+    drop them. A bare tensor is named "" (the caller names it).
+    """
+    import dataclasses
+
+    from torch.utils import _pytree
+
+    out: list[tuple[str, Any]] = []
+    for path, leaf in _pytree.tree_flatten_with_path(value)[0]:
+        name = ".".join(_key_text(key) for key in path)
+        if leaf is None:
+            continue
+        if dataclasses.is_dataclass(leaf) and not isinstance(leaf, type):
+            for item in dataclasses.fields(leaf):
+                for sub, inner in named_leaves(getattr(leaf, item.name)):
+                    out.append((".".join(p for p in (name, item.name, sub) if p), inner))
+            continue
+        out.append((name, leaf))
+    return out
+
+
+def _key_text(key: Any) -> str:
+    for attribute in ("key", "idx", "name"):  # MappingKey, SequenceKey, GetAttrKey
+        if hasattr(key, attribute):
+            return str(getattr(key, attribute))
+    return str(key)
+
+
+def register_output_dataclasses(value: Any) -> list[type]:
+    """Make torch.export flatten every dataclass found in `value` (a model's output) that
+    pytree does not know yet; returns the classes registered. torch.export refuses an output
+    of an unregistered class; registration is process-wide (the worker starts each job clean).
+    """
+    import dataclasses
+
+    import torch
+    from torch.utils import _pytree
+
+    found: list[type] = []
+
+    def visit(item: Any) -> None:
+        if dataclasses.is_dataclass(item) and not isinstance(item, type):
+            cls = type(item)
+            if cls not in _pytree.SUPPORTED_NODES and cls not in found:
+                torch.export.register_dataclass(cls)
+                found.append(cls)
+            for f in dataclasses.fields(item):
+                visit(getattr(item, f.name))
+            return
+        if type(item) in _pytree.SUPPORTED_NODES:
+            for child in _children(item):
+                visit(child)
+
+    def _children(item: Any) -> list[Any]:
+        children, _ = _pytree.SUPPORTED_NODES[type(item)].flatten_fn(item)
+        return list(children)
+
+    visit(value)
+    return found
+
+
 # ---------------------------------------------------------------------------- dynamo exporter
 # torch.onnx._internal.exporter: the dynamo exporter's registry of ONNX translations, the
 # decomposition it runs before translating, and its dispatcher. Public torch.onnx.export only

@@ -12,11 +12,11 @@ from pathlib import Path
 from PySide6.QtCore import QEvent, QPointF, QRectF, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QImage, QKeySequence, QPainter, QPalette, QShortcut
 from PySide6.QtWidgets import (
+    QComboBox,
     QFileDialog,
     QHBoxLayout,
     QLabel,
     QLineEdit,
-    QSpinBox,
     QSplitter,
     QToolBar,
     QToolButton,
@@ -88,17 +88,20 @@ class GraphBrowser(QWidget):
                 bar.addAction(a)
             return a
 
-        act("Fit", self.view.fit, "Fit the graph in the view", "0")
+        act("Fit", self.fit, "Show the whole graph", "0")
         act("+", lambda: self.view.zoom(1.25), "Zoom in", "Ctrl++")
         act("−", lambda: self.view.zoom(0.8), "Zoom out", "Ctrl+-")
         bar.addSeparator()
-        act("Expand all", self.expand_all, "Expand every module")
-        act("Collapse", self._collapse_clicked, "Collapse modules below the depth")
-        self.depth_box = QSpinBox(self)
-        self.depth_box.setRange(0, 20)
-        self.depth_box.setPrefix("depth ")
-        self.depth_box.setToolTip("Depth used by Collapse to")
-        bar.addWidget(self.depth_box)
+        act("Expand all", self.expand_all, "Open every module box")
+        self.depth_combo = QComboBox(self)
+        self.depth_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.depth_combo.setToolTip(
+            "How deep module boxes are opened. Level 1 opens the top-level modules (each "
+            "transformer block, say) to show what is inside them, level 2 the modules inside "
+            "those, and so on; deeper modules stay closed boxes. Double-click a box to open or "
+            "close one module.")
+        self.depth_combo.activated.connect(self._depth_chosen)
+        bar.addWidget(self.depth_combo)
         self.fold_action = QAction("Fold shapes", self)
         self.fold_action.setCheckable(True)
         self.fold_action.setChecked(True)
@@ -220,6 +223,7 @@ class GraphBrowser(QWidget):
         self._apply_layout()
         self._auto_view = True
         self._initial_view()
+        self._fill_depth_choices()
         self._update_crumbs()
         if self.search.text():
             self._run_search()
@@ -228,9 +232,14 @@ class GraphBrowser(QWidget):
     def _user_moved(self) -> None:
         self._auto_view = False
 
+    def fit(self) -> None:
+        """Show the whole graph at any expansion (the user's choice: kept through resizes)."""
+        self._auto_view = False
+        self.view.fit()
+
     def _view_resized(self) -> None:
         # Loaded while the tab was hidden or small: place it again at its real size.
-        if self._auto_view and self.canvas.scene_data is not None:
+        if self._auto_view and not self.view.fit_mode and self.canvas.scene_data is not None:
             self._initial_view()
 
     def node_count(self) -> int:
@@ -345,8 +354,31 @@ class GraphBrowser(QWidget):
             self._apply_layout()
             self._initial_view()
 
-    def _collapse_clicked(self) -> None:
-        self.collapse_to_depth(self.depth_box.value())
+    def _depth_chosen(self, index: int) -> None:
+        lay = self.layout_state
+        if lay is None:
+            return
+        if index >= lay.max_depth():
+            self.expand_all()
+            self._initial_view()
+        else:
+            self.collapse_to_depth(index)
+
+    def _fill_depth_choices(self) -> None:
+        """One entry per nesting level of the graph shown: what each one opens."""
+        lay = self.layout_state
+        deepest = lay.max_depth() if lay is not None else 0
+        self.depth_combo.clear()
+        for d in range(deepest + 1):
+            if d == 0:
+                text = "Modules closed"
+            elif d == deepest:
+                text = f"All {d} levels open" if d > 1 else "All modules open"
+            else:
+                text = f"Modules open {d} level{'s' if d > 1 else ''} deep"
+            self.depth_combo.addItem(text, d)
+        self.depth_combo.setCurrentIndex(0)
+        self.depth_combo.setEnabled(deepest > 0)
 
     def set_fold_shape_ops(self, fold: bool) -> None:
         """Fold (default) or show constants and shape arithmetic as nodes of their own."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from itertools import pairwise
 from typing import Any
 
-from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
+from PySide6.QtCore import QLineF, QPointF, QRect, QRectF, Qt
 from PySide6.QtGui import (
     QBrush,
     QColor,
@@ -33,6 +33,8 @@ TEXT_LOD = 0.42  # below this scale labels would be under ~5 px: not drawn
 CURVE_LOD = 0.3  # below this, edges are straight segments in one call
 EDGE_LOD = 0.06  # below this (a layer gap under ~2 px) edges are not drawn
 EDGE_LABEL_LOD = 0.75
+FAR_TEXT_PX = 10.0  # screen size of labels drawn below TEXT_LOD, where they fit
+MAX_FAR_LABELS = 400
 
 
 class BoxFonts:
@@ -71,6 +73,10 @@ class BoxFonts:
             self._widths[key] = w
         return w
 
+    def text_width(self, text: str) -> float:
+        """Width of a box label in the label font (scene units at 100 %)."""
+        return self._advance(False, text)
+
     def measure(self, item: Item) -> tuple[float, float]:
         """Size of an item's box: its two lines of text plus padding."""
         w = self._advance(False, item.label)
@@ -99,6 +105,7 @@ class GraphCanvas(QGraphicsItem):
         self.overlay: dict[str, float] | None = None
         self.overlay_norm: colors.Scale | None = None
         self.marks: set[int] = set()  # boxes outlined as having a problem
+        self.labelled: list[int] = []  # boxes whose label the last paint drew (tests ask)
 
     # ------------------------------------------------------------------ data
     def set_data(self, scene: Scene, model: GraphModel, layout: Any,
@@ -259,8 +266,9 @@ class GraphCanvas(QGraphicsItem):
                     painter.drawRoundedRect(self.rects[i], 6, 6)
         else:
             # Zoomed out, frames are drawn per nesting depth in one call each (outer first).
+            seen = vis & ((self.y1 - self.y0) * lod >= 0.5)  # a frame under half a pixel: skip
             for rgba, idx in self._container_buckets:
-                sel = idx[vis[idx]]
+                sel = idx[seen[idx]]
                 if len(sel):
                     painter.setBrush(QColor.fromRgba(rgba))
                     painter.drawRects([self.rects[i] for i in sel.tolist()])
@@ -296,6 +304,8 @@ class GraphCanvas(QGraphicsItem):
                 self._paint_edge_labels(painter, evis)
 
         # Titles after the edges, on their own background, so entering edges pass under them.
+        labelled: list[int] = []
+        self.labelled = labelled
         if lod >= TEXT_LOD:
             fm = QFontMetricsF(self.fonts.label)
             fm_sub = QFontMetricsF(self.fonts.sub)
@@ -316,12 +326,15 @@ class GraphCanvas(QGraphicsItem):
                 painter.drawText(tr.adjusted(2, 0, 0, 0), align, b.label)
                 painter.setFont(self.fonts.sub)
                 painter.drawText(tr.adjusted(off, 0, 0, 0), align, b.sublabel)
+                labelled.append(i)
 
         # Leaf boxes, one brush change per colour.
         leaf_pen = QPen(border, 1.0)
         leaf_pen.setCosmetic(True)
         painter.setPen(leaf_pen if lod > 0.15 else Qt.PenStyle.NoPen)
-        for rgba, idx in self._buckets.items():
+        # So far out that a node is under a third of a pixel, its module's frame stands for it.
+        leaves = self._buckets.items() if lod * 22 >= 0.33 else ()
+        for rgba, idx in leaves:
             sel = idx[vis[idx]]
             if not len(sel):
                 continue
@@ -349,6 +362,9 @@ class GraphCanvas(QGraphicsItem):
                     else:
                         painter.setFont(self.fonts.label)
                         painter.drawText(self.rects[i], Qt.AlignmentFlag.AlignCenter, b.label)
+                    labelled.append(int(i))
+        else:
+            self._paint_far_labels(painter, vis, lod, labelled)
 
         # Problem marks, search hits and the selection on top of everything.
         painter.setBrush(Qt.BrushStyle.NoBrush)
@@ -371,6 +387,47 @@ class GraphCanvas(QGraphicsItem):
             sel_pen.setCosmetic(True)
             painter.setPen(sel_pen)
             painter.drawRect(self.rects[self.selected].adjusted(-4, -4, 4, 4))
+
+    def _paint_far_labels(self, painter: QPainter, vis: Any, lod: float,
+                          labelled: list[int]) -> None:
+        """Zoomed out below the normal text size: the label of every box still wide and tall
+        enough to hold it at FAR_TEXT_PX screen pixels (module frames keep their names at
+        any zoom where the name fits; nodes keep theirs a little further out)."""
+        import numpy as np
+
+        sc = self.scene_data
+        assert sc is not None
+        px = FAR_TEXT_PX / lod  # the font's size in scene units
+        k = px / 12.0  # against the label font the widths were measured in
+        sw = (self.x1 - self.x0) * lod
+        sh = (self.y1 - self.y0) * lod
+        cand = np.nonzero(vis & (sw >= 24) & (sh >= FAR_TEXT_PX + 2))[0]
+        if len(cand) > MAX_FAR_LABELS:  # the widest first
+            cand = cand[np.argsort(-sw[cand], kind="stable")[:MAX_FAR_LABELS]]
+        if not len(cand):
+            return
+        font = QFont(self.fonts.label)
+        font.setPixelSize(max(1, round(px)))
+        painter.setFont(font)
+        pad = 4 / lod
+        text = self.palette.color(QPalette.ColorRole.Text)
+        for i in cand.tolist():
+            b = sc.boxes[i]
+            tw = self.fonts.text_width(b.label) * k
+            if tw > b.w - 2 * pad:
+                continue
+            if self.container[i]:
+                r = QRectF(b.x + pad, b.y + pad / 2, tw + pad, px * 1.25)
+                painter.fillRect(r, self._fills[i])
+                painter.setPen(text)
+                painter.drawText(r, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+                                 b.label)
+            elif px * 1.1 <= b.h:
+                painter.setPen(colors.text_color_on(self._fills[i]))
+                painter.drawText(self.rects[i], Qt.AlignmentFlag.AlignCenter, b.label)
+            else:
+                continue
+            labelled.append(i)
 
     def _paint_edge_labels(self, painter: QPainter, evis: list[int]) -> None:
         """Tensor shapes just below each output, centred on the edge, on a small plate so
@@ -422,14 +479,27 @@ class GraphCanvas(QGraphicsItem):
         d = -1 if edge.reversed else 1
         return QPolygonF([QPointF(x, y), QPointF(x - 3.5, y - 7 * d), QPointF(x + 3.5, y - 7 * d)])
 
-    def paint_minimap(self, painter: QPainter, palette: QPalette) -> None:
-        """Boxes only, one call per colour: for the minimap's cached picture."""
-        if self.scene_data is None:
+    def paint_minimap(self, painter: QPainter, sx: float, sy: float, ox: float,
+                      oy: float) -> None:
+        """Boxes only, for the minimap's cached picture: scene x, y map to ``x * sx + ox``,
+        ``y * sy + oy`` pixels (the two scales differ for a very tall or wide graph), and every
+        box covers at least one pixel, so no graph comes out blank. Boxes landing on the same
+        pixels are drawn once."""
+        import numpy as np  # lazily: the window shows before numpy is needed
+
+        if self.scene_data is None or not len(self.x0):
             return
         painter.setPen(Qt.PenStyle.NoPen)
-        for i in self.container_order:
-            painter.setBrush(self._fills[i])
-            painter.drawRect(self.rects[i])
-        for rgba, idx in self._buckets.items():
+        left, top = self._bounds.left(), self._bounds.top()
+        X0 = np.floor((self.x0 - left) * sx + ox).astype(np.int64)
+        Y0 = np.floor((self.y0 - top) * sy + oy).astype(np.int64)
+        X1 = np.maximum(X0 + 1, np.ceil((self.x1 - left) * sx + ox).astype(np.int64))
+        Y1 = np.maximum(Y0 + 1, np.ceil((self.y1 - top) * sy + oy).astype(np.int64))
+        groups = [(rgba, idx) for rgba, idx in self._container_buckets]
+        groups += list(self._buckets.items())
+        for rgba, idx in groups:
+            if not len(idx):
+                continue
+            rects = np.unique(np.stack([X0[idx], Y0[idx], X1[idx], Y1[idx]], axis=1), axis=0)
             painter.setBrush(QBrush(QColor.fromRgba(rgba)))
-            painter.drawRects([self.rects[i] for i in idx])
+            painter.drawRects([QRect(a, b, c - a, d - b) for a, b, c, d in rects.tolist()])

@@ -7,9 +7,16 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QUrl, Signal
+from PySide6.QtCore import QAbstractTableModel, Qt, QUrl, Signal
 from PySide6.QtGui import QPalette
-from PySide6.QtWidgets import QLabel, QTextBrowser, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QTableView,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
 
 from engine.graph.layout import GraphLayout
 from engine.graph.model import GraphModel, format_shape
@@ -19,6 +26,78 @@ _MAX_STATS = 50_000_000  # elements; larger initializers get shape only (memory,
 
 def _e(text: object) -> str:
     return html.escape(str(text))
+
+
+def _model_metadata_html(m: GraphModel) -> str:
+    """The model's own record: producer, IR version, opset imports, metadata_props."""
+    root = m.breadcrumb()[0]
+    proto = root.model_proto
+    if proto is None:
+        return ""
+    rows = []
+    producer = " ".join(p for p in (proto.producer_name, proto.producer_version) if p)
+    for key, value in (("producer", producer), ("IR version", proto.ir_version),
+                       ("domain", proto.domain), ("model version", proto.model_version or ""),
+                       ("doc", proto.doc_string[:500])):
+        if value:
+            rows.append(f"<tr><td><b>{key}</b></td><td>{_e(value)}</td></tr>")
+    for o in proto.opset_import:
+        rows.append(f"<tr><td><b>opset import</b></td><td>{_e(o.domain or 'ai.onnx')} "
+                    f"{o.version}</td></tr>")
+    for p in proto.metadata_props:
+        rows.append(f"<tr><td><b>{_e(p.key)}</b></td><td>{_e(p.value[:300])}</td></tr>")
+    return f"<h4>Model</h4><table>{''.join(rows)}</table>" if rows else ""
+
+
+def _op_doc_html(op_type: str, domain: str, opsets: dict[str, int]) -> str:
+    """The operator's documentation from onnx.defs, for the opset the model imports."""
+    import onnx.defs
+
+    dom = "" if domain in ("", "ai.onnx") else domain
+    version = opsets.get(dom or "ai.onnx")
+    try:
+        schema = (onnx.defs.get_schema(op_type, version, dom) if version is not None
+                  else onnx.defs.get_schema(op_type, dom))
+    except Exception:  # a custom or contrib op: onnx has no schema for it
+        return (f"<h4>Operator</h4><p><i>No documentation: {_e(op_type)} is not an operator "
+                f"onnx knows in domain {_e(dom or 'ai.onnx')}.</i></p>")
+    doc = " ".join((schema.doc or "").split())
+    if len(doc) > 1500:
+        doc = doc[:1500] + "…"
+    ios = "".join(f"<tr><td><b>{_e(f.name)}</b></td><td>{_e(' '.join(f.description.split()))}"
+                  "</td></tr>" for f in list(schema.inputs) + list(schema.outputs))
+    return (f"<h4>Operator {_e(schema.name)} (since opset {schema.since_version})</h4>"
+            f"<p>{_e(doc)}</p><table>{ios}</table>")
+
+
+class ValuesModel(QAbstractTableModel):
+    """An array's values for a table, read on demand (a memory map stays a memory map): a
+    matrix by rows and columns, anything else flattened with its index."""
+
+    def __init__(self, values: Any, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.values = values if values.ndim == 2 else values.reshape(-1, 1)
+        self.flat = values.ndim != 2
+
+    def rowCount(self, parent: Any = None) -> int:
+        return 0 if parent is not None and parent.isValid() else int(self.values.shape[0])
+
+    def columnCount(self, parent: Any = None) -> int:
+        return 0 if parent is not None and parent.isValid() else int(self.values.shape[1])
+
+    def data(self, index: Any, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if role != Qt.ItemDataRole.DisplayRole or not index.isValid():
+            return None
+        v = self.values[index.row(), index.column()]
+        return f"{v:.6g}" if self.values.dtype.kind in "fc" else str(v)
+
+    def headerData(self, section: int, orientation: Qt.Orientation,
+                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if role != Qt.ItemDataRole.DisplayRole:
+            return None
+        if orientation == Qt.Orientation.Horizontal:
+            return "value" if self.flat else str(section)
+        return str(section)
 
 
 class PropertiesPanel(QWidget):
@@ -38,6 +117,17 @@ class PropertiesPanel(QWidget):
         self.hist_title = QLabel(self)
         self.hist_title.hide()
         lay.addWidget(self.hist_title)
+        # An initializer's values: the histogram and, beside it, the values themselves.
+        self.values_row = QWidget(self)
+        self._values_layout = QHBoxLayout(self.values_row)
+        self._values_layout.setContentsMargins(0, 0, 0, 0)
+        self.values_table = QTableView(self.values_row)
+        self.values_table.setMinimumHeight(140)
+        self.values_table.verticalHeader().setDefaultSectionSize(18)
+        self.values_table.horizontalHeader().setDefaultSectionSize(72)
+        self._values_layout.addWidget(self.values_table, 1)
+        self.values_row.hide()
+        lay.addWidget(self.values_row, 2)
         self._plot: Any = None
         self.model: GraphModel | None = None
         self.layout_state: GraphLayout | None = None
@@ -85,6 +175,7 @@ class PropertiesPanel(QWidget):
             f"initializers, {len(m.groups) - 1} module groups"
             + (f"<br>opsets: {opsets}" if opsets else "") + "</p>"
             f"<h4>Inputs</h4><table>{ins}</table><h4>Outputs</h4><table>{outs}</table>"
+            + _model_metadata_html(m) +
             f"<h4>Most used ops</h4><table>{rows}</table>"
             "<p><i>Click a box for its details; double-click a module to open it.</i></p>")
 
@@ -140,6 +231,7 @@ class PropertiesPanel(QWidget):
             if len(folded) > 40:
                 parts.append(f"<li>… {len(folded) - 40} more</li>")
             parts.append("</ul>")
+        parts.append(_op_doc_html(n.op_type, n.domain, m.opset_imports))
         trace = n.stack_trace
         if trace:
             parts.append(f"<h4>Stack trace</h4><pre style='font-size:small'>{_e(trace)}</pre>")
@@ -207,6 +299,8 @@ class PropertiesPanel(QWidget):
         self._set_html("".join(parts))
         if values is not None and values.size > 1:
             self._show_histogram(name, values)
+            self.values_table.setModel(ValuesModel(values, self.values_table))
+            self.values_row.show()
         else:
             self._hide_histogram()
 
@@ -245,10 +339,10 @@ class PropertiesPanel(QWidget):
         if self._plot is None:
             import pyqtgraph as pg  # imported on first use: it costs window start time
 
-            self._plot = pg.PlotWidget(self)
+            self._plot = pg.PlotWidget(self.values_row)
             self._plot.setMinimumHeight(140)
             self._plot.setBackground(self.palette().color(self.backgroundRole()))
-            self._layout.addWidget(self._plot, 1)
+            self._values_layout.insertWidget(0, self._plot, 1)
         counts, edges = np.histogram(v, bins=min(64, max(4, int(v.size ** 0.5))))
         self._plot.clear()
         self._plot.plot(edges, counts, stepMode="center", fillLevel=0,
@@ -261,6 +355,8 @@ class PropertiesPanel(QWidget):
         if self._plot is not None:
             self._plot.hide()
         self.hist_title.hide()
+        self.values_row.hide()
+        self.values_table.setModel(None)  # drop the memory map
 
     # ------------------------------------------------------------------ group
     def show_group(self, gid: str) -> None:

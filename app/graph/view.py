@@ -23,7 +23,7 @@ from PySide6.QtWidgets import QFrame, QGraphicsScene, QGraphicsView, QWidget
 from app.graph import colors
 from app.graph.canvas import GraphCanvas
 
-MIN_SCALE = 0.0005
+MIN_SCALE = 1e-6  # Fit must reach a fully expanded 100k-node graph (millions of px tall)
 MAX_SCALE = 4.0
 
 
@@ -60,6 +60,8 @@ class GraphView(QGraphicsView):
         self.horizontalScrollBar().valueChanged.connect(self._moved)
         self.verticalScrollBar().valueChanged.connect(self._moved)
         self.last_paint = 0.0
+        self.fit_mode = False  # the last placement was Fit: a resize fits again
+        self.userMoved.connect(self._leave_fit_mode)
 
     # ------------------------------------------------------------------ zoom
     def scale_factor(self) -> float:
@@ -81,14 +83,21 @@ class GraphView(QGraphicsView):
         self.zoom(scale / self.scale_factor())
 
     def fit(self) -> None:
-        """Fit the whole graph; a very tall graph fits its width instead so it stays legible."""
+        """Show the whole graph, as large as fits (never above 100 %); it stays fitted
+        through resizes (scroll bars coming and going, the splitter) until the user zooms
+        or pans."""
         rect = self.canvas.boundingRect()
         if rect.isEmpty():
             return
         self.fitInView(rect, Qt.AspectRatioMode.KeepAspectRatio)
         if self.scale_factor() > 1.0:
             self.set_zoom(1.0)
+        self.centerOn(rect.center())
+        self.fit_mode = True
         self._moved()
+
+    def _leave_fit_mode(self) -> None:
+        self.fit_mode = False
 
     def center_on_rect(self, rect: QRectF, min_scale: float = 0.8) -> None:
         """Bring a box into the middle of the view at a readable zoom."""
@@ -109,7 +118,8 @@ class GraphView(QGraphicsView):
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         key = event.key()
-        if key in (Qt.Key.Key_Plus, Qt.Key.Key_Equal, Qt.Key.Key_Minus, Qt.Key.Key_1):
+        if key in (Qt.Key.Key_Plus, Qt.Key.Key_Equal, Qt.Key.Key_Minus, Qt.Key.Key_1,
+                   Qt.Key.Key_0):
             self.userMoved.emit()
         if key in (Qt.Key.Key_Plus, Qt.Key.Key_Equal):
             self.zoom(1.25)
@@ -163,6 +173,8 @@ class GraphView(QGraphicsView):
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
+        if self.fit_mode:
+            self.fit()
         self.minimap.rebuild()
         self._place_overlays()
         self.resized.emit()
@@ -195,7 +207,7 @@ class Minimap(QWidget):
         self.view = view
         self.resize(self.SIZE, self.SIZE)
         self._pix: QPixmap | None = None
-        self._scale = 1.0
+        self._sx = self._sy = 1.0
         self._offset = QPointF()
         self.setCursor(Qt.CursorShape.PointingHandCursor)
 
@@ -207,7 +219,8 @@ class Minimap(QWidget):
             self.hide()
             return
         # A long thin graph gets a long thin minimap, within limits and never more than a
-        # quarter of the view.
+        # quarter of the view; beyond those limits the two axes get their own scales, so a
+        # graph a hundred times taller than wide still fills the minimap's width.
         aspect = rect.width() / rect.height()
         vp = self.view.viewport()
         cap_w = max(40, min(220, vp.width() // 4))
@@ -216,17 +229,19 @@ class Minimap(QWidget):
         h = max(40, min(cap_h, int(self.SIZE / aspect ** 0.5)))
         self.resize(w, h)
         s = min(w / rect.width(), h / rect.height())
-        self._scale = s
-        self._offset = QPointF((w - rect.width() * s) / 2, (h - rect.height() * s) / 2)
+        sx, sy = s, s
+        if rect.width() * s < w * 0.8:  # too thin to see at one scale: stretch across
+            sx = w / rect.width()
+        if rect.height() * s < h * 0.8:
+            sy = h / rect.height()
+        self._sx, self._sy = sx, sy
+        self._offset = QPointF((w - rect.width() * sx) / 2, (h - rect.height() * sy) / 2)
         dpr = self.devicePixelRatioF()
         pix = QPixmap(int(w * dpr), int(h * dpr))
         pix.setDevicePixelRatio(dpr)
         pix.fill(Qt.GlobalColor.transparent)
         p = QPainter(pix)
-        p.translate(self._offset)
-        p.scale(s, s)
-        p.translate(-rect.topLeft())
-        self.view.canvas.paint_minimap(p, self.palette())
+        self.view.canvas.paint_minimap(p, sx, sy, self._offset.x(), self._offset.y())
         p.end()
         self._pix = pix
         self.sync()
@@ -240,9 +255,16 @@ class Minimap(QWidget):
         self.setVisible(not whole)
         self.update()
 
+    def to_minimap(self, pt: QPointF) -> QPointF:
+        """A scene point in minimap pixels."""
+        rect = self.view.canvas.boundingRect()
+        return QPointF((pt.x() - rect.left()) * self._sx + self._offset.x(),
+                       (pt.y() - rect.top()) * self._sy + self._offset.y())
+
     def _to_scene(self, pt: QPointF) -> QPointF:
         rect = self.view.canvas.boundingRect()
-        return (pt - self._offset) / self._scale + rect.topLeft()
+        return QPointF((pt.x() - self._offset.x()) / self._sx + rect.left(),
+                       (pt.y() - self._offset.y()) / self._sy + rect.top())
 
     def paintEvent(self, event: QPaintEvent) -> None:
         if self._pix is None:
@@ -253,9 +275,8 @@ class Minimap(QWidget):
         p.fillRect(self.rect(), bg)
         p.drawPixmap(0, 0, self._pix)
         vis = self.view.mapToScene(self.view.viewport().rect()).boundingRect()
-        rect = self.view.canvas.boundingRect()
-        tl = (vis.topLeft() - rect.topLeft()) * self._scale + self._offset
-        frame = QRectF(tl, vis.size() * self._scale).intersected(QRectF(self.rect()))
+        frame = QRectF(self.to_minimap(vis.topLeft()), self.to_minimap(vis.bottomRight()))
+        frame = frame.intersected(QRectF(self.rect()))
         hl = self.palette().color(QPalette.ColorRole.Highlight)
         fill = QColor(hl)
         fill.setAlpha(45)

@@ -21,7 +21,7 @@ from typing import Any
 from engine import torch_private
 from engine.errors import StudioError, chain_text, one_line, plain
 from engine.events import Events
-from engine.export import causes, diagnose
+from engine.export import causes, diagnose, structured
 from engine.export.onnx_file import (
     AtomicOnnxWrite,
     check_output_path,
@@ -158,7 +158,9 @@ def _export(recipe: Recipe, events: Events, report: ExportReport) -> Any:
     args = inputs_mod.make_inputs(recipe, device=opts.device, model=loaded.module)
     events.progress(0.1, "Running the model once")
     with _checking_mode(loaded.module, loaded.kind):
-        _dry_run(loaded.module, args, recipe)
+        result = _dry_run(loaded.module, args, recipe)
+    structured.prepare_outputs(result)  # dataclass outputs: torch.export must know them
+    recipe = structured.with_output_names(recipe, result)  # present.0.key, logits, ...
     report.seconds["load"] = time.perf_counter() - started
     found = [{"category": "DynamicShape", "message": text, "source": ""}
              for text in inputs_mod.dynamic_size_warnings(recipe)]
@@ -179,13 +181,16 @@ def _export(recipe: Recipe, events: Events, report: ExportReport) -> Any:
         if opts.exporter == "dynamo":
             _export_dynamo(recipe, model, args, write.temp_path, translation_table,
                            loaded.source_file, progress=events.part(0.75, 0.85).progress)
+            if structured.arguments.is_structured(recipe):
+                structured.name_input_dims(write.temp_path, recipe)
             for note in _name_output_dims(write.temp_path, recipe):
                 item = {"category": "DynamicShape", "message": note, "source": ""}
                 _warn(report, events, item)
         else:
             _export_torchscript(recipe, model, args, write.temp_path,
                                 fixed_mode=loaded.kind == "exported_program",
-                                user_file=loaded.source_file)
+                                user_file=loaded.source_file,
+                                flat=structured.needs_wrapping(recipe, result))
         report.seconds["export"] = time.perf_counter() - started
         checked = check_request(write.temp_path, recipe,
                                 output_axes=opts.exporter != "dynamo")
@@ -225,10 +230,14 @@ def _export_dynamo(recipe: Recipe, model: Any, args: tuple[Any, ...], path: Path
 
     opts = recipe.export
     dynamic_shapes = inputs_mod.dynamic_shapes(recipe)
+    kwargs: dict[str, Any] = {}
+    input_names = [s.name for s in recipe.inputs]
+    if structured.arguments.is_structured(recipe):  # keywords, dicts, tuples, constants
+        args, kwargs, input_names, dynamic_shapes = structured.dynamo_call(recipe, model, args)
     try:
         program = torch.onnx.export(
-            model, args, None, dynamo=True,
-            input_names=[s.name for s in recipe.inputs] or None,
+            model, args, None, kwargs=kwargs or None, dynamo=True,
+            input_names=input_names or None,
             output_names=[s.name for s in recipe.outputs] or None,
             opset_version=opts.opset,
             dynamic_shapes=dynamic_shapes,
@@ -294,7 +303,8 @@ def _name_output_dims(path: Path, recipe: Recipe) -> list[str]:
 
 
 def _export_torchscript(recipe: Recipe, model: Any, args: tuple[Any, ...], path: Path,
-                        fixed_mode: bool = False, user_file: Path | None = None) -> None:
+                        fixed_mode: bool = False, user_file: Path | None = None,
+                        flat: bool = False) -> None:
     import torch
 
     from engine.source import inputs as inputs_mod
@@ -307,10 +317,13 @@ def _export_torchscript(recipe: Recipe, model: Any, args: tuple[Any, ...], path:
     }["preserve" if fixed_mode else opts.training]  # ep.module() refuses train()/eval()
     operator_export_type = getattr(torch.onnx.OperatorExportTypes, opts.operator_export_type)
     opset = opts.opset or torchscript_default_opset()
+    input_names = [s.name for s in recipe.inputs]
+    if flat:  # it takes positional tensors and returns tensors: the model wrapped to fit
+        model, args, input_names = structured.torchscript_call(recipe, model, args)
     try:
         torch.onnx.export(
             model, args, str(path), dynamo=False,
-            input_names=[s.name for s in recipe.inputs] or None,
+            input_names=input_names or None,
             output_names=[s.name for s in recipe.outputs] or None,
             opset_version=opset,
             dynamic_axes=inputs_mod.dynamic_axes(recipe),
@@ -384,24 +397,29 @@ def _classify(exc: BaseException, recipe: Recipe, find_all: Any,
     return StudioError(cause.kind, cause.message, cause.hint, details=details)
 
 
-def _dry_run(module: Any, args: tuple[Any, ...], recipe: Recipe) -> None:
+def _dry_run(module: Any, args: tuple[Any, ...], recipe: Recipe) -> Any:
     """Run forward once in eval mode so wrong inputs fail with a sentence about the inputs,
-    not deep inside the exporter; also check the recipe does not name more outputs than exist."""
+    not deep inside the exporter; also check the recipe does not name more outputs than exist.
+    Returns what forward() returned."""
     import torch
+
+    from engine.source.arguments import call_arguments
 
     # clones: a model that writes into its inputs must not change the export's example inputs
     copies = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
+    call_args, call_kwargs = call_arguments(recipe, copies, module)
     try:
         with torch.no_grad():
-            result = module(*copies)
+            result = module(*call_args, **call_kwargs)
     except (Exception, SystemExit) as exc:  # sys.exit() in user code must not end us
-        given = ", ".join(f"{s.name}{list(s.shape)}" for s in recipe.inputs) or "no inputs"
+        given = ", ".join(f"{s.name}{list(s.shape)}" if s.is_tensor else
+                          f"{s.name}={s.constant_value!r}" for s in recipe.inputs) or "no inputs"
         raise StudioError(
             "inputs", f"The model's forward() fails on the example inputs ({given}): "
             f"{one_line(exc)}.",
             "Check the number, order, shapes and dtypes of the inputs against forward().",
             details=chain_text(exc)) from None
-    leaves = torch_private.tree_leaves(result)
+    leaves = [leaf for _, leaf in torch_private.named_leaves(result)]
     if not any(isinstance(leaf, torch.Tensor) for leaf in leaves):
         returned = "None" if result is None else f"no tensor ({type(result).__name__})"
         raise StudioError(
@@ -413,6 +431,7 @@ def _dry_run(module: Any, args: tuple[Any, ...], recipe: Recipe) -> None:
         raise StudioError(
             "recipe", f"The recipe names {len(recipe.outputs)} outputs but forward() returns "
             f"{count}; remove the extra [[outputs]] entries.")
+    return result
 
 
 @contextlib.contextmanager

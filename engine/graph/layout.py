@@ -370,6 +370,10 @@ class GraphLayout:
         self._placement.clear()
         self._scene = None
 
+    def max_depth(self) -> int:
+        """How many levels of groups nest in this graph (0: none; sections count as a level)."""
+        return max((len(self._lineage(g)) for g in self.groups), default=0)
+
     def _dirty(self, gid: str) -> None:
         """A group's placement depends on what is expanded below it: drop it and its
         ancestors' placements, keep every other group's."""

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.graph.file_check import Problem, check_file, problem_nodes
+
 # onnx.TensorProto.DataType numbers -> numpy-style names (a table beats a protobuf lookup).
 _DTYPES = {
     1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64",
@@ -205,6 +207,29 @@ def _small_tensor_values(t: Any) -> str:
     return " = " + (str(values[0]) if not t.dims else str(values))
 
 
+def _memory_map(t: Any, base: Path) -> Any:
+    """An external-data initializer as a read-only numpy memmap, or None when its type has no
+    plain numpy layout (4-bit, float8, strings) and onnx must decode it."""
+    import numpy as np
+
+    dtypes = {1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6: np.int32,
+              7: np.int64, 9: np.bool_, 10: np.float16, 11: np.float64, 12: np.uint32,
+              13: np.uint64, 14: np.complex64, 15: np.complex128}
+    dtype = dtypes.get(t.data_type)
+    if dtype is None:
+        return None
+    info = {e.key: e.value for e in t.external_data}
+    path = base / info.get("location", "")
+    shape = tuple(int(d) for d in t.dims)
+    count = 1
+    for d in shape:
+        count *= d
+    if count == 0:
+        return np.zeros(shape, dtype)
+    return np.memmap(path, dtype=dtype, mode="r", offset=int(info.get("offset", 0)),
+                     shape=shape)
+
+
 def _shape_of(value_info: Any) -> tuple[str, Shape | None]:
     tt = value_info.type.tensor_type
     if not value_info.type.HasField("tensor_type"):
@@ -240,6 +265,7 @@ class GraphModel:
         self.functions: dict[tuple[str, str], Any] = functions or {}
         self.opset_imports: dict[str, int] = opset_imports or {}
         self.is_function = is_function
+        self.problems: list[Problem] = []  # engine.graph.file_check's findings (GraphModel.load)
         self.nodes: list[Node] = [Node(i, n) for i, n in enumerate(graph.node)]
         self.producer: dict[str, int] = {}
         self.consumers: dict[str, list[int]] = {}
@@ -289,7 +315,14 @@ class GraphModel:
             raise ValueError(f"{p.name} is not a readable ONNX model ({exc}).") from exc
         if not model.graph.node and not model.graph.input:
             raise ValueError(f"{p.name} holds no ONNX graph.")
-        return cls.from_model(model, path=p)
+        graph = cls.from_model(model, path=p)
+        graph.problems = check_file(p, model=model)  # the checker, cycles, dangling inputs...
+        return graph
+
+    def problem_marks(self) -> dict[str, str]:
+        """Node name -> the sentence of its problem, for the named nodes `problems` names."""
+        return {self.nodes[i].name: message for i, message in problem_nodes(self.problems)
+                .items() if i < len(self.nodes) and self.nodes[i].name}
 
     @classmethod
     def from_model(cls, model: Any, path: Path | None = None) -> GraphModel:
@@ -470,13 +503,19 @@ class GraphModel:
         return _shape_of(vi)[1] if vi is not None else None
 
     def initializer_array(self, name: str) -> Any:
-        """The values of an initializer as a numpy array (reads external data now)."""
+        """The values of an initializer as a numpy array. Values in external data are memory
+        mapped (read-only; pages are read only as they are looked at), so asking for one
+        tensor of a multi-GB model reads that tensor's bytes and nothing else."""
         from onnx import numpy_helper
 
         t = self.initializers[name]
         root_path = self._root().path
-        base = str(root_path.parent) if root_path is not None else ""
-        return numpy_helper.to_array(t, base_dir=base)
+        base = root_path.parent if root_path is not None else Path()
+        if t.data_location == 1:
+            mapped = _memory_map(t, base)
+            if mapped is not None:
+                return mapped
+        return numpy_helper.to_array(t, base_dir=str(base))
 
     def _root(self) -> GraphModel:
         g = self

@@ -200,6 +200,16 @@ class Intermediates(Wire):
 
 
 @dataclass(kw_only=True)
+class NotTried(Wire):
+    """A size of a bounded dynamic dimension validation left out: outside its [dims] bounds."""
+
+    dim: str
+    size: int
+    bounds: list[int | None]  # [min, max]; None: unbounded on that side
+    reason: str
+
+
+@dataclass(kw_only=True)
 class Validation(Wire):
     """The contract's `validation` object, with what engine.validation adds after its keys."""
 
@@ -210,6 +220,8 @@ class Validation(Wire):
     atol: float
     outputs: list[OutputMetrics] = field(default_factory=list)
     trials: list[Trial] = field(default_factory=list)
+    # sizes of bounded dimensions outside their bounds: not run (engine.validation.validator)
+    not_tried: list[NotTried] | None = field(default=None, metadata=OMIT)
     warnings: list[WarningItem] | None = field(default=None, metadata=OMIT)
     providers: list[str] | None = field(default=None, metadata=OMIT)
     optimization: str | None = field(default=None, metadata=OMIT)
@@ -291,6 +303,16 @@ class InspectDocument(Wire):
 
 
 @dataclass(kw_only=True)
+class ForwardParam(Wire):
+    """A forward() parameter as written (engine.source.describe.ForwardParam)."""
+
+    name: str
+    kind: str  # positional | keyword | var_positional | var_keyword
+    default: str | None = None  # the default's source text; None: no default
+    annotation: str = ""
+
+
+@dataclass(kw_only=True)
 class Candidate(Wire):
     """A class or factory in a model file that could be the model (engine.source.describe)."""
 
@@ -298,6 +320,8 @@ class Candidate(Wire):
     kind: str  # "class" | "factory"
     params: list[str]  # forward params for a class, the factory's own params for a factory
     doc: str = ""
+    # forward() of the class (or of the class a factory returns): kinds, defaults, annotations
+    signature: list[ForwardParam] = field(default_factory=list)
 
 
 @dataclass(kw_only=True)
@@ -308,6 +332,8 @@ class SourceDescription(Wire):
     candidates: list[Candidate] = field(default_factory=list)
     forward_params: list[str] = field(default_factory=list)
     error: str | None = None
+    # the chosen class's forward() parameters with kinds, defaults and annotations
+    forward_signature: list[ForwardParam] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------- analysis

@@ -23,11 +23,24 @@ PICKLE_SUFFIXES = (".pt", ".pth", ".pkl", ".bin")
 NO_TORCHVISION = "torchvision is not installed, so torchvision: models cannot be loaded."
 
 @dataclass
+class ForwardParam:
+    """One parameter of forward() as written: how it is passed, its default and annotation
+    as source text ("" when absent), so the form can offer keyword inputs and constants."""
+
+    name: str
+    kind: str  # positional | keyword (keyword-only) | var_positional | var_keyword
+    default: str | None = None  # the default's source text; None: no default
+    annotation: str = ""
+
+
+@dataclass
 class Candidate:
     name: str
     kind: str  # "class" | "factory"
     params: list[str]  # forward params for a class, the factory's own params for a factory
     doc: str = ""
+    # the forward() of the class (or of the class a factory returns), kinds and defaults
+    signature: list[ForwardParam] = field(default_factory=list)
 
 
 @dataclass
@@ -36,6 +49,7 @@ class SourceDescription:
     candidates: list[Candidate] = field(default_factory=list)
     forward_params: list[str] = field(default_factory=list)
     error: str | None = None
+    forward_signature: list[ForwardParam] = field(default_factory=list)
 
 
 
@@ -172,17 +186,61 @@ def _describe_python(path: Path, name: str) -> SourceDescription:
         return SourceDescription("python", error=f"Cannot read {path}: {exc}.")
     candidates, forward_of = find_candidates(tree)
     desc = SourceDescription("python", candidates)
+    model_class = ""
     if name:
         found = next((c for c in candidates if c.name == name), None)
         if found is None:
             desc.error = missing_name_message(path, name, candidates)
         elif found.kind == "class":
             desc.forward_params = list(found.params)
+            model_class = name
         else:
             desc.forward_params = _factory_forward(tree, name, forward_of)
+            model_class = _factory_class(tree, name, forward_of)
     elif candidates and candidates[0].kind == "class":
         desc.forward_params = list(candidates[0].params)
+        model_class = candidates[0].name
+    if model_class:
+        desc.forward_signature = forward_signature(tree, model_class)
     return desc
+
+
+def forward_signature(tree: ast.Module, class_name: str) -> list[ForwardParam]:
+    """The parameters of `class_name`'s forward (inherited from a base in the same file),
+    without self; [] when the file does not define one."""
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    seen: set[str] = set()
+    current: str | None = class_name
+    while current in classes and current not in seen:
+        seen.add(current)
+        cls = classes[current]
+        fwd = next((f for f in cls.body if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
+                    and f.name == "forward"), None)
+        if fwd is not None:
+            return _signature_of(fwd)
+        current = next((b for b in map(_base_name, cls.bases) if b in classes), None)
+    return []
+
+
+def _signature_of(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ForwardParam]:
+    args = func.args
+
+    def text(node: ast.expr | None) -> str:
+        return ast.unparse(node) if node is not None else ""
+
+    positional = [*args.posonlyargs, *args.args][1:]  # without self
+    defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+    out = [ForwardParam(a.arg, "positional", text(d) if d is not None else None,
+                        text(a.annotation)) for a, d in zip(positional, defaults, strict=True)]
+    if args.vararg is not None:
+        out.append(ForwardParam(args.vararg.arg, "var_positional", None,
+                                text(args.vararg.annotation)))
+    for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True):
+        out.append(ForwardParam(a.arg, "keyword", text(d) if d is not None else None,
+                                text(a.annotation)))
+    if args.kwarg is not None:
+        out.append(ForwardParam(args.kwarg.arg, "var_keyword", None, text(args.kwarg.annotation)))
+    return out
 
 
 def _base_name(node: ast.expr) -> str:
@@ -245,6 +303,10 @@ def find_candidates(tree: ast.Module) -> tuple[list[Candidate], dict[str, list[s
     # Model-looking factories first; the rest stay (any top-level function may build a model).
     factories.sort(key=lambda c: not _looks_like_factory(
         next(f for f in functions if f.name == c.name), module_like))
+    for candidate in out + factories:
+        model_class = candidate.name if candidate.kind == "class" else _factory_class(
+            tree, candidate.name, forward_of)
+        candidate.signature = forward_signature(tree, model_class) if model_class else []
     return out + factories, forward_of
 
 
@@ -262,6 +324,13 @@ def _looks_like_factory(func: ast.FunctionDef, module_like: set[str]) -> bool:
 def _factory_forward(tree: ast.Module, name: str,
                      forward_of: dict[str, list[str] | None]) -> list[str]:
     """A factory's forward params, when its return annotation or `return Cls(...)` says."""
+    cls = _factory_class(tree, name, forward_of)
+    return list(forward_of.get(cls) or []) if cls else []
+
+
+def _factory_class(tree: ast.Module, name: str,
+                   forward_of: dict[str, list[str] | None]) -> str:
+    """The class a factory returns, by its return annotation or `return Cls(...)`; ""."""
     func = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
     names = []
     if func.returns is not None:
@@ -271,8 +340,8 @@ def _factory_forward(tree: ast.Module, name: str,
             names.append(_base_name(node.value.func))
     for cls in names:
         if forward_of.get(cls) is not None:
-            return list(forward_of[cls] or [])
-    return []
+            return cls
+    return ""
 
 
 def default_name(path: Path, candidates: list[Candidate]) -> str:

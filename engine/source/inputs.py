@@ -51,8 +51,10 @@ def torch_dtype(name: str) -> torch.dtype:
 
 
 def make_inputs(recipe: Recipe, *, seed: int | None = None, sizes: dict[str, int] | None = None,
-                device: str = "cpu", model: Any = None) -> tuple[torch.Tensor, ...]:
-    """One tensor per [[inputs]] entry, in order; the same seed gives the same tensors.
+                device: str = "cpu", model: Any = None) -> tuple[Any, ...]:
+    """One value per [[inputs]] entry, in order: a tensor, or a constant entry's Python value
+    (engine.source.arguments arranges them into forward()'s arguments); the same seed gives
+    the same tensors.
 
     `sizes` replaces the example size of named dynamic dimensions, e.g. {"batch": 3}. Values
     are drawn on the CPU from a private generator (independent of torch's global RNG and the
@@ -70,9 +72,12 @@ def make_inputs(recipe: Recipe, *, seed: int | None = None, sizes: dict[str, int
                               f"has {', '.join(known) or 'none'}.")
     generator = torch.Generator(device="cpu")
     generator.manual_seed(recipe.export.seed if seed is None else seed)
-    tensors = []
+    values: list[Any] = []
     for i, spec in enumerate(recipe.inputs):
         where = f"inputs[{i}] ({spec.name})"
+        if not spec.is_tensor:
+            values.append(spec.constant_value)
+            continue
         dtype = torch_dtype(spec.dtype)
         resolved = resolve_fill(spec, model)
         if resolved.fill == "file":
@@ -86,9 +91,10 @@ def make_inputs(recipe: Recipe, *, seed: int | None = None, sizes: dict[str, int
         else:
             shape = _shape(spec, sizes, where)
             tensor = _fill(spec, resolved, shape, dtype, generator, where)
-        tensors.append(tensor)
-    _check_shared_dims(recipe, [list(t.shape) for t in tensors])
-    return tuple(t.to(device) for t in tensors)
+        values.append(tensor.to(device))
+    _check_shared_dims(recipe, {spec.name: list(v.shape) for spec, v
+                                in zip(recipe.inputs, values, strict=True) if spec.is_tensor})
+    return tuple(values)
 
 
 def input_shapes(recipe: Recipe, sizes: dict[str, int] | None = None) -> list[list[int]]:
@@ -103,11 +109,9 @@ def dynamic_shapes(recipe: Recipe) -> tuple[dict[int, Any] | None, ...] | None:
     One Dim object per name, so a name shared by several inputs is one dimension, and the
     ONNX file's dim_param is the recipe's name. None when nothing is dynamic.
     """
-    import torch
-
     if not any(spec.dynamic for spec in recipe.inputs):
         return None
-    dims = {name: torch.export.Dim(name) for name in recipe.dynamic_dims()}
+    dims = export_dims(recipe)
     out: list[dict[int, Any] | None] = []
     for spec in recipe.inputs:
         rank = _rank(spec)
@@ -117,6 +121,20 @@ def dynamic_shapes(recipe: Recipe) -> tuple[dict[int, Any] | None, ...] | None:
         out.append({(axis % rank if rank and axis < 0 else axis): dims[name]
                     for axis, name in sorted(spec.dynamic.items())})
     return tuple(out)
+
+
+def export_dims(recipe: Recipe) -> dict[str, Any]:
+    """One torch.export.Dim per dynamic dimension name, with the recipe's [dims] bounds."""
+    import torch
+
+    out = {}
+    for name in recipe.dynamic_dims():
+        bounds = recipe.dims.get(name)
+        limits = {} if bounds is None else {
+            key: value for key, value in (("min", bounds.min), ("max", bounds.max))
+            if value is not None}
+        out[name] = torch.export.Dim(name, **limits)
+    return out
 
 
 def dynamic_axes(recipe: Recipe) -> dict[str, dict[int, str]] | None:
@@ -358,8 +376,7 @@ def _shape(spec: InputSpec, sizes: dict[str, int], where: str) -> list[int]:
     return shape
 
 
-def _check_shared_dims(recipe: Recipe, shapes: list[list[int]]) -> None:
-    by_name = {spec.name: shape for spec, shape in zip(recipe.inputs, shapes, strict=True)}
+def _check_shared_dims(recipe: Recipe, by_name: dict[str, list[int]]) -> None:
     for name, uses in recipe.dynamic_dims().items():
         seen: list[tuple[str, int, int]] = []
         for input_name, axis in uses:

@@ -102,6 +102,9 @@ def validate(
         warn(_warning("No input has a random fill (randn, rand, randint), so random draws "
                       "would repeat the export inputs; they were skipped."))
     plan = plan_trials(recipe, sizes, skip=fixed)
+    not_tried = bounded_out(recipe, sizes, skip=fixed)
+    for item in not_tried:
+        warn(_warning(item["reason"]))
     result_trials: list[dict[str, Any]] = []
     plots = PlotKeeper()
     for index, trial in enumerate(plan):
@@ -121,6 +124,7 @@ def validate(
         "atol": opts.atol,
         "outputs": outputs,
         "trials": result_trials,
+        "not_tried": not_tried,
         "warnings": found,
         "providers": list(session.get_providers()),
         "optimization": optimization,
@@ -143,7 +147,7 @@ def _feed_names(session: Any, recipe: Recipe, warn: Callable[[dict[str, Any]], N
                 ) -> list[str | None]:
     """For each recipe input, the ONNX input it feeds (None: the export dropped it as unused)."""
     onnx_names = [i.name for i in session.get_inputs()]
-    ours = [s.name for s in recipe.inputs]
+    ours = [s.name for s in recipe.inputs if s.is_tensor]  # constants are in the file already
     if set(onnx_names) <= set(ours):
         return [n if n in onnx_names else None for n in ours]
     if len(onnx_names) == len(ours):  # names differ (e.g. an .onnx made elsewhere): by position
@@ -210,18 +214,60 @@ def plan_trials(recipe: Recipe, export_sizes: dict[str, int],
         for name, n in export_sizes.items():
             if name in skip:
                 continue
-            for size in other_sizes(n):
+            for size in sizes_within(recipe, name, n):
                 # a fresh draw as well, so a size trial does not only repeat the export values
                 plan.append(Trial("dynamic-size", seed + 1000 + len(plan),
                                   {**export_sizes, name: size}, changed=name))
     return plan
 
 
+def sizes_within(recipe: Recipe, name: str, n: int) -> list[int]:
+    """`other_sizes(n)` kept inside the dimension's [dims] bounds; a size outside them is
+    replaced by the bound itself when that is another size (so a bounded axis still moves)."""
+    bounds = recipe.dims.get(name)
+    low = bounds.min if bounds and bounds.min is not None else None
+    high = bounds.max if bounds and bounds.max is not None else None
+    sizes = []
+    for size in other_sizes(n):
+        if low is not None and size < low:
+            size = low
+        if high is not None and size > high:
+            size = high
+        if size != n and size not in sizes:
+            sizes.append(size)
+    return sizes
+
+
+def bounded_out(recipe: Recipe, export_sizes: dict[str, int],
+                skip: set[str] | frozenset[str] = frozenset()) -> list[dict[str, Any]]:
+    """The other sizes validation would try but a dimension's bounds exclude: not run, since
+    the export was promised they never occur (`{"dim", "size", "bounds", "reason"}` each)."""
+    if not recipe.validate.dynamic_sizes:
+        return []
+    out = []
+    for name, n in export_sizes.items():
+        bounds = recipe.dims.get(name)
+        if name in skip or bounds is None:
+            continue
+        for size in other_sizes(n):
+            if (bounds.min is not None and size < bounds.min) or (
+                    bounds.max is not None and size > bounds.max):
+                shown = [bounds.min, bounds.max]
+                out.append({"dim": name, "size": size, "bounds": shown,
+                            "reason": f"{name}={size} was not tried: it lies outside the "
+                                      f"bounds [{'0' if bounds.min is None else bounds.min}, "
+                                      f"{'∞' if bounds.max is None else bounds.max}] the "
+                                      "export was given, where the file is not promised to "
+                                      "work."})
+    return out
+
+
 def has_random_fill(recipe: Recipe) -> bool:
     """Whether some input is drawn at random ("auto" counts as what it resolves to)."""
     from engine.source.inputs import resolve_fill
 
-    return any(resolve_fill(spec).fill in RANDOM_FILLS for spec in recipe.inputs)
+    return any(resolve_fill(spec).fill in RANDOM_FILLS for spec in recipe.inputs
+               if spec.is_tensor)
 
 
 def _file_dims(recipe: Recipe) -> set[str]:
@@ -243,6 +289,7 @@ class _Runner:
         self.output_names = output_names
         self.device = device
         self._export_inputs: tuple[Any, ...] | None = None
+        self._tensor_names = [s.name for s in recipe.inputs if s.is_tensor]
 
     def make(self, seed: int, sizes: dict[str, int] | None) -> tuple[Any, ...]:
         from engine.source.inputs import make_inputs
@@ -290,13 +337,17 @@ class _Runner:
     def _trial(self, trial: Trial, out: dict[str, Any], plots: PlotKeeper) -> None:
         import torch
 
+        from engine.source.arguments import call_arguments
+
         if trial.kind == "export-inputs":
             tensors = self.export_inputs()
         else:
             tensors = self.make(trial.seed, trial.sizes)
         # views of the tensors: onnxruntime only reads them, and torch gets clones below
-        feeds = {name: _to_numpy(t) for name, t in zip(self.feed_names, tensors, strict=True)
-                 if name}
+        by_name = dict(zip(self._tensor_names, (t for spec, t in zip(
+            self.recipe.inputs, tensors, strict=True) if spec.is_tensor), strict=True))
+        feeds = {name: _to_numpy(by_name[ours]) for ours, name
+                 in zip(self._tensor_names, self.feed_names, strict=True) if name}
         try:
             got = self.session.run(None, feeds)
         except Exception as exc:
@@ -308,7 +359,10 @@ class _Runner:
             return
         try:
             with torch.no_grad():  # clones: the export inputs are reused by later steps
-                expected = flatten_outputs(self.module(*(t.clone() for t in tensors)))
+                args, kwargs = call_arguments(self.recipe, tuple(
+                    t.clone() if isinstance(t, torch.Tensor) else t for t in tensors),
+                    self.module)
+                expected = flatten_outputs(self.module(*args, **kwargs))
         except (Exception, SystemExit) as exc:  # sys.exit() in forward must not end us
             cause = (exit_sentence(exc, self.source_file) if isinstance(exc, SystemExit)
                      else one_line(exc))
@@ -355,11 +409,8 @@ def flatten_outputs(value: Any) -> list[np.ndarray]:
     """
     import torch
 
-    leaves, _ = torch_private.tree_flatten(value)
     arrays = []
-    for leaf in leaves:
-        if leaf is None:
-            continue
+    for _, leaf in torch_private.named_leaves(value):  # dataclasses opened field by field
         if isinstance(leaf, torch.Tensor) and leaf.is_complex():
             leaf = torch.view_as_real(leaf)
         arrays.append(_to_numpy(leaf) if isinstance(leaf, torch.Tensor) else np.asarray(leaf))

@@ -323,3 +323,171 @@ def test_click_on_edge_and_tensor_search_show_tensor(browser: GraphBrowser, grap
     sm = next(n for n in model.nodes if n.op_type == "Softmax")
     browser.find_nodes(sm.outputs[0])
     assert panel_text(browser).startswith(sm.outputs[0])
+
+
+# ---------------------------------------------------------------- the browser at scale (issue 13.6)
+
+def _chain_model(path: Path, n: int) -> Path:
+    """A real ONNX file of ``n`` nodes in one chain: a graph hundreds of times taller than
+    wide once laid out."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Relu" if i % 2 else "Neg", [f"t{i}"], [f"t{i + 1}"],
+                              name=f"/body/step_{i}") for i in range(n)]
+    graph = helper.make_graph(
+        nodes, "chain", [helper.make_tensor_value_info("t0", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info(f"t{n}", TensorProto.FLOAT, [4])])
+    onnx.save(helper.make_model(graph), str(path))
+    return path
+
+
+def test_fit_at_full_expansion_fills_the_view(browser: GraphBrowser, graph_exports,
+                                              qtbot) -> None:
+    """Fit shows the whole expanded graph as large as it goes, and stays fitted when the
+    view's size changes under it (scroll bars leaving, the splitter moving)."""
+    browser.load_file(graph_exports["dynamic"])
+    browser.expand_all()
+    qtbot.wait(10)
+    browser.fit()
+    qtbot.wait(10)
+    vp = browser.view.viewport().rect()
+    on_screen = browser.view.mapFromScene(browser.canvas.boundingRect()).boundingRect()
+    assert vp.adjusted(-2, -2, 2, 2).contains(on_screen)
+    fill = max(on_screen.width() / vp.width(), on_screen.height() / vp.height())
+    assert fill > 0.9, (on_screen, vp)
+    browser.splitter.setSizes([500, 500])
+    qtbot.wait(10)
+    vp = browser.view.viewport().rect()
+    on_screen = browser.view.mapFromScene(browser.canvas.boundingRect()).boundingRect()
+    assert vp.adjusted(-2, -2, 2, 2).contains(on_screen)
+    assert max(on_screen.width() / vp.width(), on_screen.height() / vp.height()) > 0.9
+
+
+def test_minimap_not_blank_for_a_tall_graph(browser: GraphBrowser, tmp_path: Path) -> None:
+    browser.load_file(_chain_model(tmp_path / "chain.onnx", 400))
+    browser.expand_all()
+    browser.view.set_zoom(1.0)
+    rect = browser.canvas.boundingRect()
+    assert rect.height() > 50 * rect.width()  # tall indeed
+    mm = browser.view.minimap
+    assert mm.isVisible() and mm._pix is not None
+    img = mm._pix.toImage()
+    painted_cols = {x for x in range(img.width()) for y in range(0, img.height(), 4)
+                    if img.pixelColor(x, y).alpha() > 0}
+    painted_rows = {y for y in range(img.height()) if img.pixelColor(img.width() // 2, y).alpha()}
+    assert len(painted_cols) > img.width() * 0.5, "the boxes span the minimap's width"
+    assert len(painted_rows) > img.height() * 0.8, "and its height"
+
+
+def test_labels_drawn_wherever_they_fit(browser: GraphBrowser, graph_exports) -> None:
+    from app.graph.canvas import TEXT_LOD
+
+    browser.load_file(graph_exports["dynamo"])
+    browser.expand_all()
+    sc = browser.canvas.scene_data
+    assert sc is not None
+    vp = browser.view.viewport()
+    browser.view.set_zoom(1.0)
+    vp.repaint()
+    assert any(not browser.canvas.container[i] for i in browser.canvas.labelled)
+    # Zoomed out below the node text size: module frames keep their names, tiny boxes not.
+    browser.view.set_zoom(TEXT_LOD * 0.5)
+    browser.view.centerOn(browser.canvas.boundingRect().center())
+    vp.repaint()
+    labelled = browser.canvas.labelled
+    assert any(browser.canvas.container[i] for i in labelled), "module names stay"
+    k = 10.0 / (TEXT_LOD * 0.5) / 12.0
+    for i in labelled:  # each drawn label fits its box at that size
+        assert browser.fonts.text_width(sc.boxes[i].label) * k <= sc.boxes[i].w
+
+
+def test_expand_to_depth_control(browser: GraphBrowser, graph_exports) -> None:
+    browser.load_file(graph_exports["dynamo"])
+    lay = browser.layout_state
+    assert lay is not None
+    combo = browser.depth_combo
+    deepest = lay.max_depth()
+    assert deepest >= 2 and combo.count() == deepest + 1
+    assert "level" in combo.toolTip() and combo.itemText(0) == "Modules closed"
+    combo.setCurrentIndex(1)
+    combo.activated.emit(1)
+    assert lay.expanded == {g for g in lay.groups if len(lay._lineage(g)) <= 1}
+    sc = browser.canvas.scene_data
+    assert sc is not None and sc.boxes[sc.index["g:blocks.0"]].expanded
+    combo.activated.emit(deepest)
+    assert lay.expanded == set(lay.groups)
+
+
+def test_properties_model_metadata_and_op_docs(browser: GraphBrowser, graph_exports,
+                                               tmp_path: Path) -> None:
+    import onnx
+
+    proto = onnx.load(str(graph_exports["dynamic"]))
+    onnx.helper.set_model_props(proto, {"exported_by": "studio test", "license": "MIT"})
+    path = tmp_path / "with_props.onnx"
+    onnx.save(proto, str(path))
+    browser.load_file(path)
+    model = browser.model
+    assert model is not None
+    text = panel_text(browser)
+    assert "producer" in text and "pytorch" in text.lower()
+    assert "opset import" in text and f"ai.onnx {model.opset_imports['ai.onnx']}" in text
+    assert "exported_by" in text and "studio test" in text and "license" in text
+    sm = next(n for n in model.nodes if n.op_type == "Softmax")
+    browser.select_node(sm.index)
+    text = panel_text(browser)
+    assert "Operator Softmax (since opset 13)" in text
+    assert "normalized exponential" in text.lower()  # onnx.defs' own words
+
+
+def test_initializer_values_table_beside_histogram(browser: GraphBrowser, graph_exports) -> None:
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    path = graph_exports["dynamic"]
+    browser.load_file(path)
+    model = browser.model
+    assert model is not None
+    name = max(model.initializers, key=lambda k: len(model.initializers[k].dims))
+    expected = numpy_helper.to_array(
+        next(t for t in onnx.load(str(path)).graph.initializer if t.name == name))
+    browser.show_tensor(name)
+    panel = browser.properties
+    assert panel.values_row.isVisible() and panel._plot.isVisible()
+    table = panel.values_table.model()
+    assert table.rowCount() == expected.shape[0]
+    assert table.columnCount() == (expected.shape[1] if expected.ndim == 2 else 1)
+    got = float(table.data(table.index(1, 0)))
+    assert np.isclose(got, float(expected.reshape(table.rowCount(), -1)[1, 0]), rtol=1e-5)
+
+
+def test_external_data_opens_without_reading_weights(browser: GraphBrowser, graph_exports,
+                                                     tmp_path: Path) -> None:
+    """Opening reads shapes and attributes only: the graph opens with the weights file gone;
+    asking for a tensor's values maps that tensor from the file (a memmap, no copy)."""
+    import shutil
+
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    src = graph_exports["dynamo"]
+    data = [p for p in src.parent.iterdir() if p.name.startswith(src.name) and p != src]
+    assert data, "the fixture exports with external data"
+    shutil.copy(src, tmp_path / src.name)
+    assert browser.load_file(tmp_path / src.name)  # no data file beside it at all
+    model = browser.model
+    assert model is not None
+    name = next(n for n, t in model.initializers.items() if t.data_location == 1)
+    assert "×" in panel_text(browser) or model.tensor(name).shape
+    browser.show_tensor(name)
+    assert "Values unavailable" in panel_text(browser)
+    for p in data:
+        shutil.copy(p, tmp_path / p.name)
+    values = model.initializer_array(name)
+    assert isinstance(values, np.memmap)
+    full = onnx.load(str(tmp_path / src.name))
+    expected = numpy_helper.to_array(next(t for t in full.graph.initializer if t.name == name))
+    assert np.array_equal(np.asarray(values), expected)

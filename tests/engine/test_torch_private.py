@@ -96,6 +96,33 @@ def _pytorch_file_reader(tmp_path: Path) -> None:
     assert all(reader.get_record_header_offset(name) >= 0 for name in records)
 
 
+def _named_leaves() -> None:
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Out:
+        logits: torch.Tensor
+        past: tuple[torch.Tensor, ...] | None = None
+
+    x = torch.ones(1)
+    named = torch_private.named_leaves({"a": Out(x, (x, x)), "b": [x, None], "c": Out(x)})
+    assert [n for n, _ in named] == ["a.logits", "a.past.0", "a.past.1", "b.0", "c.logits"]
+    assert torch_private.named_leaves(x) == [("", x)]
+
+
+def _register_output_dataclasses() -> None:
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Out:
+        logits: torch.Tensor
+
+    value = {"out": Out(torch.ones(1))}
+    assert torch_private.register_output_dataclasses(value) == [Out]
+    assert torch_private.register_output_dataclasses(value) == []  # once is enough
+    assert len(torch_private.tree_leaves(value)) == 1  # pytree opens it now
+
+
 ACCESSORS: dict[str, Callable[..., None]] = {
     "onnx_default_opset": _onnx_default_opset,
     "onnx_opset_range": _onnx_opset_range,
@@ -108,6 +135,8 @@ ACCESSORS: dict[str, Callable[..., None]] = {
     "dispatch": _dispatch,
     "DYNAMO_REGISTRATION_LOGGER": _dynamo_registration_logger,
     "pytorch_file_reader": _pytorch_file_reader,
+    "named_leaves": _named_leaves,
+    "register_output_dataclasses": _register_output_dataclasses,
 }
 
 

@@ -141,7 +141,7 @@ def main() -> None:
                         a_runs.append(measure(anchor))
                     o_runs.append(measure(ours))
                 rows.append((label, what, _median(a_runs), _median(o_runs)))
-                print(f"  {label} {what}: done", file=sys.stderr)
+                print(f"  {_row(*rows[-1])}", file=sys.stderr, flush=True)
     finally:
         if args.keep is None:
             shutil.rmtree(folder, ignore_errors=True)
@@ -149,13 +149,18 @@ def main() -> None:
           "process)")
     print("| weights | case | plain script | onnx-studio | time ratio | memory ratio |")
     print("| --- | --- | ---: | ---: | ---: | ---: |")
-    for label, what, anchor, ours in rows:
-        if anchor is None:
-            print(f"| {label} | {what} | — | {ours[0]:.1f} s, {ours[1]:.0f} MiB | — | — |")
-        else:
-            print(f"| {label} | {what} | {anchor[0]:.1f} s, {anchor[1]:.0f} MiB | "
-                  f"{ours[0]:.1f} s, {ours[1]:.0f} MiB | {ours[0] / anchor[0]:.2f} | "
-                  f"{ours[1] / anchor[1]:.2f} |")
+    for row in rows:
+        print(_row(*row))
+
+
+def _row(label: str, what: str, anchor: tuple[float, float] | None,
+         ours: tuple[float, float] | None) -> str:
+    assert ours is not None
+    if anchor is None:
+        return f"| {label} | {what} | — | {ours[0]:.1f} s, {ours[1]:.0f} MiB | — | — |"
+    return (f"| {label} | {what} | {anchor[0]:.1f} s, {anchor[1]:.0f} MiB | "
+            f"{ours[0]:.1f} s, {ours[1]:.0f} MiB | {ours[0] / anchor[0]:.2f} | "
+            f"{ours[1] / anchor[1]:.2f} |")
 
 
 def _median(runs: list[tuple[float, float]]) -> tuple[float, float] | None:

@@ -449,11 +449,21 @@ def _report_of(result: ExportResult) -> ExportReport:
 
 
 def _cmd_inspect(args: argparse.Namespace) -> InspectDocument:
+    from engine.graph.file_check import check_file, refuse_unusable
     from engine.graph.summary import summarize
+    from engine.protocol.documents import FileProblem
 
     # The contract prints `graph` plus `opset_imports`: the fields sit at the top level, and
     # under "graph" as in the export document, so either reading of it works.
-    return InspectDocument.from_summary(summarize(Path(args.model)))
+    path = Path(args.model)
+    doc = InspectDocument.from_summary(summarize(path))
+    problems = check_file(path)
+    doc.problems = [FileProblem.from_dict(p.to_dict()) for p in problems]
+    try:  # an unusable file: its facts and problems still printed, then exit status 1
+        refuse_unusable(path, problems)
+    except StudioError as err:
+        doc.ok, doc.error = False, Error.from_exception(err)
+    return doc
 
 
 def _print_inspect(doc: InspectDocument, out: TextIO) -> None:
@@ -464,6 +474,8 @@ def _print_inspect(doc: InspectDocument, out: TextIO) -> None:
         for v in values:
             shape = "x".join(str(d) for d in v.shape) if v.shape is not None else "?"
             out.write(f"{role:6} {v.name}: {v.dtype}[{shape}]\n")
+    for problem in doc.problems:
+        out.write(f"{problem.severity}: {problem.message}\n")
 
 
 def _print_report(report: ExportReport, out: TextIO) -> None:

@@ -18,6 +18,9 @@ KINDS = {
     "cancelled": 1,
     "worker_crashed": 1,
     "worker_protocol": 1,  # a line between the window, the CLI and the worker that does not fit
+    "model": 1,  # the model's own code failed (sys.exit, its own exception): engine.export.blame
+    "out_of_memory": 1,  # the model asked for more memory than there is
+    "invalid_file": 1,  # an .onnx file that is readable but unusable: engine.graph.file_check
 }
 
 

@@ -14,13 +14,14 @@ from typing import Any
 
 from engine.errors import StudioError, one_line
 from engine.events import Events
+from engine.export import blame
 from engine.export.exporter import export_model
 from engine.export.onnx_file import check_output_path
 from engine.graph.summary import summarize
 from engine.protocol import ExportReport, Graph, Validation
 from engine.recipe import AUTO_FILL, Recipe
 from engine.source.inputs import ResolvedFill, resolve_fills
-from engine.validation.validator import exit_sentence, failure_hint
+from engine.validation.validator import failure_hint
 from engine.validation.validator import validate as run_validation
 
 
@@ -75,11 +76,8 @@ def _validate_into(report: ExportReport, recipe: Recipe, model: Path, loaded: An
     except StudioError as err:
         report.fail(err)
         return
-    except SystemExit as exc:  # the model's code outside a trial (intermediates): still ours
-        report.fail(StudioError(
-            "validation", f"Validation stopped: {exit_sentence(exc)}.",
-            "Remove the sys.exit() call from the model's code; an exported model cannot "
-            "end its caller.", details=traceback.format_exc()))
+    except SystemExit as exc:  # the model's code outside a trial (intermediates): its fault
+        report.fail(blame.model_error(exc, user_file=getattr(loaded, "source_file", None)))
         return
     except Exception as exc:
         report.fail(StudioError(

@@ -63,6 +63,7 @@ class GraphTab(QWidget):
         self.problems.setWordWrap(True)
         self.problems.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.problems.hide()
+        self._problem_marks: dict[str, str] = {}
         self._layout = QVBoxLayout(self)
         self._layout.setContentsMargins(0, 0, 0, 0)
         self._layout.addWidget(self.problems)
@@ -108,6 +109,10 @@ class GraphTab(QWidget):
         """The file's errors and warnings above the graph, their nodes outlined."""
         problems = model.problems if model is not None else []
         self.problems.setVisible(bool(problems))
+        if self.browser is not None and self._problem_marks and \
+                self.browser.marks == self._problem_marks:  # the last file's outlines
+            self.browser.clear_marks()
+        self._problem_marks = {}
         if not problems:
             self.problems.setText("")
             return
@@ -119,9 +124,9 @@ class GraphTab(QWidget):
         color = "#d02828" if errors else "#b07000"
         self.problems.setText(f"<b style='color:{color}'>{title}:</b><ul>{lines}</ul>")
         assert model is not None
-        marks = model.problem_marks()
-        if marks:
-            self.set_marks(marks)
+        self._problem_marks = model.problem_marks()
+        if self._problem_marks:
+            self.set_marks(self._problem_marks)
 
     def time_load(self, path: Path, expand_all: bool = False) -> tuple[float, int]:
         """Load `path` (every module expanded if asked) and wait for the first paint:

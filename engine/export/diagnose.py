@@ -188,12 +188,23 @@ def hint_for(message: str) -> str:
 _TS_UNSUPPORTED = re.compile(r"Exporting the operator '([\w:.]+)' to ONNX opset version")
 _DYNAMO_NO_FUNCTION = re.compile(
     r"No ONNX function found for <OpOverload\(op='([\w.]+)', overload='(\w+)'")
+# the TorchScript exporter on an operator outside aten/prim (a custom op without a symbolic)
+_TS_UNKNOWN_NAMESPACE = re.compile(r"operator with unrecognized namespace ([\w:.]+?)\.?(?:\s|$)")
+_BUILTIN_NAMESPACES = ("aten", "prim", "quantized", "onnx")
 
 
 def ops_named_in_error(message: str) -> list[str]:
     """The operator(s) an exporter's error message names."""
     dynamo = {f"{op}.{overload}" for op, overload in _DYNAMO_NO_FUNCTION.findall(message)}
-    return sorted(set(_TS_UNSUPPORTED.findall(message)) | dynamo)
+    return sorted(set(_TS_UNSUPPORTED.findall(message)) | dynamo
+                  | set(_TS_UNKNOWN_NAMESPACE.findall(message)))
+
+
+def is_custom_op(op: str) -> bool:
+    """Whether an operator name ("custom_ops::foo", "mylib.foo.default") is a custom op, not
+    one of torch's own namespaces."""
+    namespace = re.split(r"::|\.", op, maxsplit=1)[0]
+    return namespace not in _BUILTIN_NAMESPACES
 
 
 def unsupported_operators_torchscript(
@@ -264,6 +275,9 @@ def unsupported_operators_dynamo(
 
 
 def unsupported_hint(exporter: str, ops: list[str]) -> str:
+    custom = [op for op in ops if is_custom_op(op)]
+    if custom:
+        return _custom_op_hint(exporter, custom)
     other = "torchscript" if exporter == "dynamo" else "dynamo"
     names = ", ".join(ops) if ops else "the operator above"
     return (
@@ -272,3 +286,17 @@ def unsupported_hint(exporter: str, ops: list[str]) -> str:
         + ("a `custom_translation_table` dict for dynamo." if exporter == "dynamo"
            else "torch.onnx.register_custom_op_symbolic for torchscript.")
     )
+
+
+def _custom_op_hint(exporter: str, ops: list[str]) -> str:
+    """What a custom operator needs: a symbolic (TorchScript) or a translation (dynamo)."""
+    names = ", ".join(ops)
+    if exporter == "dynamo":
+        return (f"{names} is a custom operator: give the dynamo exporter its translation, a "
+                "`custom_translation_table = {torch.ops.<namespace>.<op>.default: "
+                "onnxscript_function}` dict in an extension file (export.extensions).")
+    qualified = ops[0].replace(".", "::", 1) if "::" not in ops[0] else ops[0]
+    return (f"{names} is a custom operator without an ONNX symbolic: register one in an "
+            f"extension file (export.extensions) with torch.onnx.register_custom_op_symbolic("
+            f"\"{qualified}\", symbolic, opset), or use the dynamo exporter with a "
+            "`custom_translation_table` entry for it.")

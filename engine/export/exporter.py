@@ -21,7 +21,7 @@ from typing import Any
 from engine import torch_private
 from engine.errors import StudioError, chain_text, one_line, plain
 from engine.events import Events
-from engine.export import causes, diagnose, structured
+from engine.export import blame, causes, diagnose, structured
 from engine.export.onnx_file import (
     AtomicOnnxWrite,
     check_output_path,
@@ -158,7 +158,7 @@ def _export(recipe: Recipe, events: Events, report: ExportReport) -> Any:
     args = inputs_mod.make_inputs(recipe, device=opts.device, model=loaded.module)
     events.progress(0.1, "Running the model once")
     with _checking_mode(loaded.module, loaded.kind):
-        result = _dry_run(loaded.module, args, recipe)
+        result = _dry_run(loaded.module, args, recipe, loaded.source_file)
     structured.prepare_outputs(result)  # dataclass outputs: torch.export must know them
     recipe = structured.with_output_names(recipe, result)  # present.0.key, logits, ...
     report.seconds["load"] = time.perf_counter() - started
@@ -247,7 +247,7 @@ def _export_dynamo(recipe: Recipe, model: Any, args: tuple[Any, ...], path: Path
             keep_initializers_as_inputs=opts.keep_initializers_as_inputs,
             do_constant_folding=opts.do_constant_folding,
         )
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # sys.exit() in the traced forward: blamed
         raise _classify(exc, recipe, lambda: diagnose.unsupported_operators_dynamo(
             model, args, dynamic_shapes, opts.opset, translation_table), user_file) from None
     assert program is not None
@@ -334,7 +334,7 @@ def _export_torchscript(recipe: Recipe, model: Any, args: tuple[Any, ...], path:
             do_constant_folding=opts.do_constant_folding,
             custom_opsets=opts.custom_opsets or None,
         )
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # sys.exit() in the traced forward: blamed
         raise _classify(exc, recipe, lambda: diagnose.unsupported_operators_torchscript(
             model, args, opset, opts.operator_export_type), user_file) from None
 
@@ -377,6 +377,8 @@ def _classify(exc: BaseException, recipe: Recipe, find_all: Any,
     """Turn an exporter exception into a StudioError chosen by its cause (engine.export.causes):
     every unsupported operator listed, or the cause named with its fix; `details` is the whole
     exception chain."""
+    if blame.is_model_fault(exc):  # sys.exit or memory inside the traced forward()
+        return blame.model_error(exc, user_file=user_file)
     details = chain_text(exc)
     message = causes.chain_messages(exc)
     named = diagnose.ops_named_in_error(message)
@@ -387,6 +389,11 @@ def _classify(exc: BaseException, recipe: Recipe, find_all: Any,
             ops = sorted(set(find_all()) | set(named))
         except Exception:  # the scan is best effort: the exporter's own answer still stands
             ops = named
+        if not ops:  # neither the message nor the scan names it: the exporter's own words
+            return StudioError(
+                "unsupported_operator", f"The {exporter} exporter cannot convert an operator "
+                f"of the model: {causes.real_message(exc)}.",
+                diagnose.unsupported_hint(exporter, ops), ops, details=details)
         plural = "s" if len(ops) != 1 else ""
         return StudioError(
             "unsupported_operator",
@@ -397,7 +404,8 @@ def _classify(exc: BaseException, recipe: Recipe, find_all: Any,
     return StudioError(cause.kind, cause.message, cause.hint, details=details)
 
 
-def _dry_run(module: Any, args: tuple[Any, ...], recipe: Recipe) -> Any:
+def _dry_run(module: Any, args: tuple[Any, ...], recipe: Recipe,
+             user_file: Path | None = None) -> Any:
     """Run forward once in eval mode so wrong inputs fail with a sentence about the inputs,
     not deep inside the exporter; also check the recipe does not name more outputs than exist.
     Returns what forward() returned."""
@@ -414,11 +422,8 @@ def _dry_run(module: Any, args: tuple[Any, ...], recipe: Recipe) -> Any:
     except (Exception, SystemExit) as exc:  # sys.exit() in user code must not end us
         given = ", ".join(f"{s.name}{list(s.shape)}" if s.is_tensor else
                           f"{s.name}={s.constant_value!r}" for s in recipe.inputs) or "no inputs"
-        raise StudioError(
-            "inputs", f"The model's forward() fails on the example inputs ({given}): "
-            f"{one_line(exc)}.",
-            "Check the number, order, shapes and dtypes of the inputs against forward().",
-            details=chain_text(exc)) from None
+        # by its cause: sys.exit, memory, inputs that do not fit, or the model's own error
+        raise blame.model_error(exc, user_file=user_file, given=given) from None
     leaves = [leaf for _, leaf in torch_private.named_leaves(result)]
     if not any(isinstance(leaf, torch.Tensor) for leaf in leaves):
         returned = "None" if result is None else f"no tensor ({type(result).__name__})"

@@ -279,9 +279,23 @@ class ExportReport(Wire):
 
 
 @dataclass(kw_only=True)
+class FileProblem(Wire):
+    """One thing wrong with an .onnx file (engine.graph.file_check.Problem): "error" (the file
+    is unusable) or "warning", its code (cycle, dangling_input, missing_external_data,
+    unknown_operator, checker), a sentence, and the nodes and tensor it names."""
+
+    severity: str
+    code: str
+    message: str
+    nodes: list[str] = field(default_factory=list)
+    tensor: str = ""
+
+
+@dataclass(kw_only=True)
 class InspectDocument(Wire):
     """What `onnx-studio inspect --json` prints: the graph's fields at the top level and under
-    `graph` (as in the export document), with the file's opset imports."""
+    `graph` (as in the export document), with the file's opset imports; `problems` lists
+    what engine.graph.file_check found (an error among them makes `ok` false)."""
 
     ok: bool = field(default=True, metadata=REQUIRED)
     nodes: int
@@ -290,6 +304,7 @@ class InspectDocument(Wire):
     opset_imports: dict[str, int]  # domain ("" is the default domain) -> version
     graph: Graph
     error: Error | None = None
+    problems: list[FileProblem] = field(default_factory=list)
 
     @classmethod
     def from_summary(cls, summary: dict[str, Any]) -> InspectDocument:

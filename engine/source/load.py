@@ -17,6 +17,8 @@ import re
 import sys
 import traceback
 import warnings
+import zipfile
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -383,6 +385,10 @@ def _load_archive(path: Path, trust_pickle: bool) -> tuple[str, Any]:
         data = torch.load(str(path), map_location="cpu", weights_only=True)
     except Exception:
         data = None
+    damage = _archive_damage(path)
+    if damage:  # a cut-short or corrupt archive is neither TorchScript nor a pickle to trust
+        raise StudioError("source", f"{path.name} is damaged (truncated or corrupt): {damage}.",
+                          _DAMAGED_HINT, details=jit_error)
     if isinstance(data, dict):
         raise StudioError("source", f"{path.name} holds weights (a state_dict), not a model.",
                           f"Use a .py source for the model class and set checkpoint = "
@@ -426,24 +432,96 @@ def _load_exported_program(path: Path | None, checkpoint: str | None,
     except pt2_archive.NotAnArchive as exc:
         raise StudioError("source", f"{path.name} is not a readable ExportedProgram: {exc}.",
                           "Save it with torch.export.save(ep, path).") from None
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:  # an entry unreadable
+        raise StudioError("source", f"{path.name} is damaged (truncated or corrupt): "
+                          f"{one_line(exc)}.", _DAMAGED_HINT,
+                          details=traceback.format_exc()) from None
     if findings and not trust_pickle:
         raise StudioError("source", pt2_archive.refusal(path.name, findings),
                           pt2_archive.REFUSAL_HINT, details=pt2_archive.details(findings))
     locked = contextlib.nullcontext() if trust_pickle else pt2_archive.weights_only_loads()
+    logged: list[str] = []
     try:
-        with locked:
+        # torch logs a failed read (with its traceback) on stderr and then raises a sentence
+        # that points at "the warnings above": the log goes into the details instead
+        with locked, _torch_log_into(logged, "torch.export"):
             program = torch.export.load(str(path))
         # ep.module() refuses .eval()/.train() in recent torch; it is built for inference
         module = program.module()
     except Exception as exc:
-        raise StudioError("source", f"{path.name} is not a readable ExportedProgram: "
-                          f"{one_line(exc)}.", "Save it with torch.export.save(ep, path).",
-                          details=traceback.format_exc()) from None
+        cause = _last_logged_error(logged) or one_line(exc)
+        damaged = bool(logged) or isinstance(exc, zipfile.BadZipFile | zlib.error | EOFError)
+        raise StudioError(
+            "source", f"{path.name} is damaged (truncated or corrupt): {cause}." if damaged
+            else f"{path.name} is not a readable ExportedProgram: {one_line(exc)}.",
+            _DAMAGED_HINT if damaged else "Save it with torch.export.save(ep, path).",
+            details="\n".join([*logged, traceback.format_exc()])) from None
     from torch.export.graph_signature import InputKind
 
     params = [spec.arg.name for spec in program.graph_signature.input_specs
               if spec.kind == InputKind.USER_INPUT and hasattr(spec.arg, "name")]
     return LoadedModel(module, program, "exported_program", None, params)
+
+
+_DAMAGED_HINT = ("Copy or save the file again (torch.export.save(ep, path) for a .pt2, "
+                 "torch.jit.save for TorchScript); a partial download or copy cuts it short.")
+_ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?(\w+(?:Error|Exception)): (.+)$")
+
+
+def _archive_damage(path: Path) -> str:
+    """Why a file that starts like a zip archive (TorchScript, torch.save's format) cannot be
+    read as one: its directory missing (cut short) or an entry failing its CRC; "" when it
+    reads whole or is no zip at all (a legacy pickle)."""
+    try:
+        with path.open("rb") as handle:
+            if handle.read(4) != b"PK\x03\x04":
+                return ""
+        with zipfile.ZipFile(path) as archive:
+            bad = archive.testzip()
+    except zipfile.BadZipFile as exc:
+        if "not a zip file" in str(exc):  # no end-of-archive directory: the end is missing
+            return "it starts as a zip archive but its end is missing"
+        return f"its zip archive is broken ({one_line(exc)})"
+    except (zlib.error, EOFError, OSError) as exc:
+        return f"its zip archive is broken ({one_line(exc)})"
+    return f"entry {bad} fails its checksum" if bad else ""
+
+
+@contextlib.contextmanager
+def _torch_log_into(lines: list[str], name: str) -> Iterator[None]:
+    """Records of torch's logger `name` (and its children) appended to `lines`, as text with
+    their tracebacks, instead of reaching stderr; the logger is as it was afterwards."""
+    import logging
+
+    class _Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(logging.Formatter("%(levelname)s %(name)s: %(message)s")
+                         .format(record))
+
+    logger = logging.getLogger(name)
+    # torch._logging gives its loggers stderr handlers of their own: set aside, not only the
+    # propagation to "torch"
+    handlers, propagate = list(logger.handlers), logger.propagate
+    logger.handlers = [_Keep()]
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.handlers = handlers
+        logger.propagate = propagate
+
+
+def _last_logged_error(lines: list[str]) -> str:
+    """"SerializeError: Failed deserializing node g": the last exception line of the logged
+    tracebacks, "" when there is none."""
+    found = ""
+    for text in lines:
+        for line in text.splitlines():
+            match = _ERROR_LINE.match(line.strip())
+            if match:
+                said = match[2].split("  (Could this error message be improved?")[0]
+                found = f"{match[1]}: {said.strip().rstrip('.')}"
+    return found
 
 
 def _script(module: Any) -> Any:

@@ -24,7 +24,10 @@ import numpy as np
 from engine import torch_private
 from engine.errors import StudioError, one_line
 from engine.events import Events
+from engine.export import blame
+from engine.graph.file_check import check_file, refuse_unusable
 from engine.recipe import Recipe
+from engine.validation.input_fit import refuse_misfits
 from engine.validation.metrics import PlotKeeper, compare, worst
 from engine.validation.metrics import validation_warning as _warning
 from engine.validation.ort_session import (
@@ -72,6 +75,10 @@ def validate(
 
     events.progress(0.0, "Reading the ONNX file")
     proto = read_onnx(onnx_path)
+    if loaded is None:  # a file on its own, not the one the export just wrote and checked:
+        # refuse it when unusable (exit 1) or when the recipe's inputs do not fit it (exit 2)
+        refuse_unusable(onnx_path, check_file(onnx_path, model=proto))
+        refuse_misfits(recipe, proto, onnx_path.name)
     for warning in preflight(proto, recipe):
         warn(warning)
     events.progress(0.05, "Starting ONNX Runtime")
@@ -364,8 +371,9 @@ class _Runner:
                     self.module)
                 expected = flatten_outputs(self.module(*args, **kwargs))
         except (Exception, SystemExit) as exc:  # sys.exit() in forward must not end us
-            cause = (exit_sentence(exc, self.source_file) if isinstance(exc, SystemExit)
-                     else one_line(exc))
+            # by its cause: sys.exit with its line, memory with the size asked, the model's
+            # own error with its type and line, or inputs that do not fit
+            cause = blame.model_error(exc, user_file=self.source_file).message.rstrip(".")
             out["message"] = (f"{PYTORCH_FAILED} {trial.label}: {cause}; these inputs cannot "
                               "be checked.")
             out["details"] = traceback.format_exc()
@@ -451,20 +459,7 @@ def exit_sentence(exc: SystemExit, source_file: Path | str | None = None) -> str
 
     The line is the innermost frame in the model's file when known, else the innermost frame
     outside torch and this engine."""
-    code = exc.code
-    shown = "" if code is None else repr(code) if isinstance(code, str) else str(code)
-    frames = traceback.extract_tb(exc.__traceback__)
-    own = [f for f in frames if source_file is not None and Path(f.filename) == Path(source_file)]
-    user = own or [f for f in frames if not _library_frame(f.filename)]
-    where = f" at {Path(user[-1].filename).name}:{user[-1].lineno}" if user else ""
-    return f"forward() called sys.exit({shown}){where}"
-
-
-def _library_frame(filename: str) -> bool:
-    path = Path(filename)
-    engine_dir = Path(__file__).resolve().parent.parent
-    return ("site-packages" in path.parts or "dist-packages" in path.parts
-            or path.resolve().is_relative_to(engine_dir) or filename.startswith("<"))
+    return blame.exit_sentence(exc, source_file)
 
 
 # Hints for a failed validation, by the first cause found (a tolerance only for numbers).

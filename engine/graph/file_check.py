@@ -1,0 +1,285 @@
+"""Is an .onnx file usable? The ONNX checker, by path, and our own checks that name the culprit.
+
+`check_file(path)` returns a list of `Problem`s, each an error or a warning that names the node
+or tensor at fault:
+
+- `cycle`: nodes that feed each other (an ONNX graph must be acyclic), named;
+- `dangling_input`: a node input (or a graph output) that no node, graph input or initializer
+  produces, with the node and the tensor;
+- `missing_external_data`: a weight stored in a data file beside the model that is not there,
+  with the file and the tensor;
+- `unknown_operator`: an operator of the standard ONNX domains that ONNX does not define (an
+  error), or an operator of a domain neither ONNX nor the file defines (a warning: a custom-op
+  library may provide it);
+- `checker`: what `onnx.checker.check_model` says that the checks above do not already say,
+  as a warning (the checker refuses some files ONNX Runtime runs, e.g. old IR versions).
+
+The checker runs on the path (not a loaded ModelProto) so that models over 2 GB, whose weights
+live in external data, are checked too; it reads the external data's places, not its bytes.
+`inspect`, `validate` and the Graph tab use it; `refuse_unusable` turns the errors into the
+`invalid_file` error of the JSON contract. Imports onnx inside the functions, never torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.errors import StudioError, one_line
+
+ERROR, WARNING = "error", "warning"
+STANDARD_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training"})
+# what onnxruntime brings kernels for besides the standard domains: never "unknown"
+RUNTIME_DOMAINS = frozenset({"com.microsoft", "com.microsoft.nchwc", "com.ms.internal.nhwc",
+                             "org.pytorch.aten"})
+# checker sentences already said, better, by one of our checks
+_CHECKER_SAID = {
+    "cycle": ("topologically sorted", "is not output of any previous nodes"),
+    "dangling_input": ("topologically sorted", "is not output of any previous nodes",
+                       "Graph output", "is not produced"),
+    "missing_external_data": ("external", "doesn't exist", "not accessible", "location",
+                              "should be stored in", "is not regular file"),
+    "unknown_operator": ("No Op registered", "No opset import for domain",
+                         "is not a registered function/op"),
+}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with the file: its severity, what kind, a sentence naming the culprit,
+    and the nodes (main-graph indexes and names) and tensor it concerns."""
+
+    severity: str  # "error" | "warning"
+    code: str  # cycle | dangling_input | missing_external_data | unknown_operator | checker
+    message: str
+    nodes: tuple[str, ...] = ()  # node labels (name, or op type and index when unnamed)
+    node_indices: tuple[int, ...] = field(default=(), compare=False)
+    tensor: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (`problems` of the inspect document)."""
+        return {"severity": self.severity, "code": self.code, "message": self.message,
+                "nodes": list(self.nodes), "tensor": self.tensor}
+
+
+def check_file(path: str | Path, *, model: Any = None, full_check: bool = False
+               ) -> list[Problem]:
+    """Every problem of the .onnx file at `path`, errors first. `model` is the file's
+    ModelProto when the caller has loaded it already (without external data); the checker
+    reads the file by path in any case. Raises StudioError(`source`) for a file that is not
+    ONNX at all."""
+    import onnx
+
+    path = Path(path)
+    if model is None:
+        try:
+            model = onnx.load(str(path), load_external_data=False)
+        except Exception as exc:
+            raise StudioError("source", f"{path.name} is not a readable ONNX file "
+                              f"({type(exc).__name__}); re-export it or choose another "
+                              "file.", details=str(exc)) from None
+    found = graph_problems(model.graph, model)
+    found += _missing_external_data(model, path.parent)
+    said = {p.code for p in found}
+    checker = _checker_problem(path, full_check)
+    if checker is not None and not any(
+            text in checker.message for code in said for text in _CHECKER_SAID.get(code, ())):
+        found.append(checker)
+    return sorted(found, key=lambda p: p.severity != ERROR)
+
+
+def errors(problems: list[Problem]) -> list[Problem]:
+    """The problems that make the file unusable."""
+    return [p for p in problems if p.severity == ERROR]
+
+
+def refuse_unusable(path: str | Path, problems: list[Problem]) -> None:
+    """Raise the `invalid_file` StudioError (exit status 1) when any problem is an error:
+    the first one's sentence, every one of them in the details."""
+    bad = errors(problems)
+    if not bad:
+        return
+    more = f" ({len(bad) - 1} more in the details)" if len(bad) > 1 else ""
+    raise StudioError(
+        "invalid_file", f"{Path(path).name} is not a valid ONNX model: {bad[0].message}{more}.",
+        "Export the model again; a file edited or written by another tool must keep the graph "
+        "acyclic, every tensor produced before it is used, and its external data files beside "
+        "it.", details="\n".join(f"{p.severity}: {p.message}" for p in bad))
+
+
+def problem_nodes(problems: list[Problem]) -> dict[int, str]:
+    """Main-graph node index -> the sentence of its (first) problem, for marking the view."""
+    marks: dict[int, str] = {}
+    for problem in problems:
+        for index in problem.node_indices:
+            marks.setdefault(index, problem.message)
+    return marks
+
+
+# ---------------------------------------------------------------------------- our checks
+
+
+def _label(node: Any, index: int) -> str:
+    return node.name or f"{node.op_type}_{index}"
+
+
+def graph_problems(graph: Any, model: Any) -> list[Problem]:
+    """Cycles, dangling inputs and unknown operators of the main graph (node indexes of the
+    main graph) and, by name only, of the subgraphs of If/Loop/Scan nodes."""
+    found = _cycles(graph) + _dangling(graph, set(), top=True)
+    found += _unknown_operators(graph, model)
+    return found
+
+
+def _cycles(graph: Any) -> list[Problem]:
+    """Nodes on a cycle: what is left after removing, again and again, the nodes nothing
+    feeds (Kahn), then the nodes that feed nothing left."""
+    nodes = list(graph.node)
+    producer = {out: i for i, n in enumerate(nodes) for out in n.output if out}
+    feeds: list[set[int]] = [set() for _ in nodes]  # i -> the nodes i feeds
+    needs: list[set[int]] = [set() for _ in nodes]  # i -> the nodes feeding i
+    for i, node in enumerate(nodes):
+        for name in node.input:
+            j = producer.get(name)
+            if j is not None:
+                feeds[j].add(i)
+                needs[i].add(j)
+    left = _peel(set(range(len(nodes))), needs, feeds)
+    left = _peel(left, feeds, needs)  # what only hangs below a cycle is not on it
+    if not left:
+        return []
+    order = sorted(left)
+    names = [_label(nodes[i], i) for i in order]
+    shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+    return [Problem(ERROR, "cycle", f"the graph has a cycle through nodes {shown}: each needs "
+                    "another's output, so none can run first", tuple(names), tuple(order))]
+
+
+def _peel(left: set[int], before: list[set[int]], after: list[set[int]]) -> set[int]:
+    """Remove from `left` every node whose `before` set (within `left`) is empty, repeatedly."""
+    count = {i: len(before[i] & left) for i in left}
+    ready = [i for i, c in count.items() if c == 0]
+    left = set(left)
+    while ready:
+        i = ready.pop()
+        left.discard(i)
+        for j in after[i]:
+            if j in left:
+                count[j] -= 1
+                if count[j] == 0:
+                    ready.append(j)
+    return left
+
+
+def _dangling(graph: Any, outer: set[str], *, top: bool, where: str = "") -> list[Problem]:
+    known = set(outer) | {v.name for v in graph.input} | {t.name for t in graph.initializer}
+    known |= {t.name for t in graph.sparse_initializer}
+    made = {out for n in graph.node for out in n.output if out}
+    found: list[Problem] = []
+    for i, node in enumerate(graph.node):
+        label = _label(node, i)
+        for name in node.input:
+            if name and name not in known and name not in made:
+                found.append(Problem(
+                    ERROR, "dangling_input", f"node {label}{where} ({node.op_type}) reads "
+                    f"tensor {name!r}, which no node, graph input or initializer produces",
+                    (label,), (i,) if top else (), name))
+        for sub in _subgraphs(node):
+            found += _dangling(sub, known | made, top=False,
+                               where=f"{where} (in a subgraph of {label})")
+    for value in graph.output:
+        if value.name not in known and value.name not in made:
+            found.append(Problem(ERROR, "dangling_input", f"graph output {value.name!r}"
+                                 f"{where} is produced by no node", (), (), value.name))
+    return found
+
+
+def _subgraphs(node: Any) -> Iterator[Any]:
+    for attr in node.attribute:
+        if attr.HasField("g"):
+            yield attr.g
+        yield from attr.graphs
+
+
+def _unknown_operators(graph: Any, model: Any) -> list[Problem]:
+    import onnx
+
+    functions = {(f.domain, f.name) for f in model.functions}
+    imports = {o.domain: o.version for o in model.opset_import}
+    found: list[Problem] = []
+    seen: set[tuple[str, str]] = set()
+    for i, node in enumerate(graph.node):
+        key = (node.domain, node.op_type)
+        if key in functions:
+            continue
+        label = _label(node, i)
+        op = f"{node.domain}::{node.op_type}" if node.domain else node.op_type
+        if node.domain in STANDARD_DOMAINS:
+            version = imports.get(node.domain, imports.get("ai.onnx" if not node.domain
+                                                           else node.domain, 0))
+            domain = "" if node.domain == "ai.onnx" else node.domain
+            if onnx.defs.has(node.op_type, domain):
+                continue
+            found.append(Problem(ERROR, "unknown_operator", f"node {label} uses operator "
+                                 f"{op}, which ONNX does not define (opset {version})",
+                                 (label,), (i,)))
+        elif node.domain not in RUNTIME_DOMAINS and key not in seen:
+            seen.add(key)
+            users = [(j, _label(n, j)) for j, n in enumerate(graph.node)
+                     if (n.domain, n.op_type) == key]
+            found.append(Problem(
+                WARNING, "unknown_operator", f"operator {op} (node "
+                f"{', '.join(name for _, name in users[:5])}) is in domain {node.domain!r}, "
+                "which neither ONNX nor this file defines: ONNX Runtime runs it only with a "
+                "custom-op library that provides it", tuple(n for _, n in users),
+                tuple(j for j, _ in users)))
+    return found
+
+
+def _missing_external_data(model: Any, folder: Path) -> list[Problem]:
+    """Initializers stored in a data file that is not in the model's folder."""
+    from onnx.external_data_helper import ExternalDataInfo, uses_external_data
+
+    missing: dict[str, list[str]] = {}
+    for tensor in _tensors(model.graph):
+        if not uses_external_data(tensor):
+            continue
+        location = ExternalDataInfo(tensor).location
+        if not location or not (folder / location).is_file():
+            missing.setdefault(location or "(no location)", []).append(tensor.name)
+    return [Problem(ERROR, "missing_external_data",
+                    f"external data file {location!r} is missing beside the model (it holds "
+                    f"{_names(names)})", (), (), names[0])
+            for location, names in missing.items()]
+
+
+def _names(names: list[str]) -> str:
+    quoted = [repr(n) for n in names[:3]]
+    return ("tensor " if len(names) == 1 else "tensors ") + ", ".join(quoted) + (
+        f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+
+def _tensors(graph: Any) -> Iterator[Any]:
+    yield from graph.initializer
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.HasField("t"):
+                yield attr.t
+        for sub in _subgraphs(node):
+            yield from _tensors(sub)
+
+
+def _checker_problem(path: Path, full_check: bool) -> Problem | None:
+    import onnx
+
+    try:
+        onnx.checker.check_model(str(path), full_check=full_check)
+    except onnx.checker.ValidationError as exc:
+        # a warning: the checker is stricter than ONNX Runtime (old IR versions, attributes)
+        # and what makes a file unusable is an error of the checks above
+        return Problem(WARNING, "checker", f"the ONNX checker says: {one_line(exc)}")
+    except Exception as exc:  # shape inference (full_check) on an op it does not know
+        return Problem(WARNING, "checker", f"the ONNX checker could not finish: {one_line(exc)}")
+    return None

@@ -346,6 +346,7 @@ class GraphBrowser(QWidget):
         if self.layout_state is not None:
             self.layout_state.expand_all()
             self._apply_layout()
+            self.depth_combo.setCurrentIndex(self.depth_combo.count() - 1)
 
     def collapse_to_depth(self, depth: int) -> None:
         """Expand modules up to ``depth`` levels; 0 shows each top-level module as a box."""
@@ -353,6 +354,7 @@ class GraphBrowser(QWidget):
             self.layout_state.collapse_to_depth(depth)
             self._apply_layout()
             self._initial_view()
+            self.depth_combo.setCurrentIndex(min(depth, self.depth_combo.count() - 1))
 
     def _depth_chosen(self, index: int) -> None:
         lay = self.layout_state

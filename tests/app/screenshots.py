@@ -9,6 +9,9 @@ grabbing the screen so what a user sees (menus, status bar) is what is saved. `-
 saves just the states named. The window takes the screen's size up to 1366x768, so
 `-screen 0 1024x768x24` shows what a small screen shows.
 
+`--only graph_expanded` saves the Graph tab with a 24-layer GPT-2 fully expanded
+(window_graph_expanded.png; the file from tests/benchmarks/bench_graph.py's cache).
+
 The states of issue 11 (verdicts with their cause) are taken only when named in `--only`:
 auto_exporter, fills, warnings, dropped_input, failure_details, shape_mismatch, sys_exit,
 output_problem, batchnorm; they are written as issue11_NAME.png.
@@ -62,6 +65,10 @@ def main(out_dir: Path, only: set[str] | None = None) -> int:
         image.save(str(out_dir / f"{prefix}_{name}.png"))
         print("wrote", out_dir / f"{prefix}_{name}.png")
 
+    if only == {"graph_expanded"}:
+        graph_expanded(window, pump, out_dir)
+        window.close()
+        return 0
     pump(10, lambda: window.session.runner.ready_info is not None)
     pump(1.0)
     if only and only <= set(ISSUE11_STATES):
@@ -117,6 +124,31 @@ def main(out_dir: Path, only: set[str] | None = None) -> int:
     shoot("failure")
     window.close()
     return 0
+
+
+def graph_expanded(window, pump, out_dir: Path) -> None:  # type: ignore[no-untyped-def]
+    """The Graph tab with every module of a 24-layer GPT-2 expanded (the graph benchmark's
+    cached export, or the file in ONNX_STUDIO_SHOT_GRAPH), at 80 % on the second block,
+    the minimap showing where that is; saved as window_graph_expanded.png."""
+    from PySide6.QtCore import QPointF
+
+    path = Path(os.environ.get("ONNX_STUDIO_SHOT_GRAPH", Path(tempfile.gettempdir())
+                               / "onnx-studio-bench-graph" / "gpt2_24_dynamic.onnx"))
+    tab = window.tabs.graph
+    window.tabs.setCurrentWidget(tab)
+    tab.load_file(path)
+    browser = tab.browser
+    browser.expand_all()
+    pump(0.3)
+    sc = browser.canvas.scene_data
+    box = sc.boxes[sc.index["g:h.1"]]
+    browser.view.set_zoom(0.8)
+    browser.view.centerOn(QPointF(box.x + box.w / 2,
+                                  box.y + browser.view.viewport().height() / 1.6))
+    pump(0.5)
+    target = out_dir / "window_graph_expanded.png"
+    window.grab().save(str(target))
+    print("wrote", target)
 
 
 ISSUE11_STATES = ("auto_exporter", "fills", "warnings", "dropped_input", "failure_details",

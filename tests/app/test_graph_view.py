@@ -417,6 +417,10 @@ def test_expand_to_depth_control(browser: GraphBrowser, graph_exports) -> None:
     assert sc is not None and sc.boxes[sc.index["g:blocks.0"]].expanded
     combo.activated.emit(deepest)
     assert lay.expanded == set(lay.groups)
+    browser.collapse_to_depth(0)
+    assert combo.currentText() == "Modules closed"
+    browser.expand_all()
+    assert combo.currentIndex() == deepest  # the choice shown says what is on screen
 
 
 def test_properties_model_metadata_and_op_docs(browser: GraphBrowser, graph_exports,

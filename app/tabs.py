@@ -12,6 +12,7 @@ from pathlib import Path
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QTabWidget, QWidget
 
+from app.compare import CompareTab
 from app.graph import GraphTab
 from app.outcomes import ExportOutcome, JobStart, OpenedFile, ValidationOutcome
 from app.results import LogView, PythonView, SummaryView, WarningsView
@@ -45,6 +46,10 @@ class ResultTabs(QTabWidget):
         for widget, name in zip((self.summary, self.warnings, self.validation, self.graph,
                                  self.python, self.log), TABS, strict=True):
             self.addTab(widget, name)
+        self.compare = CompareTab(session)  # not in TABS: its shortcut is the menu's own
+        self.addTab(self.compare, "Compare")
+        self.compare.showOnGraph.connect(self.show_profile_on_graph)
+        self.compare.clearGraph.connect(self.graph.clear_overlay)
         self.warnings.statusMessage.connect(self.statusMessage)
         self.validation.showOnGraph.connect(self.show_on_graph)
         self.validation.clearGraph.connect(self.graph.clear_overlay)
@@ -62,7 +67,12 @@ class ResultTabs(QTabWidget):
         if widget is self.log:
             return "Everything the worker and the window said, oldest first"
         if widget is self.validation:
-            return session.validation_result
+            result = session.validation_result
+            if result is not None and self.validation.rejudged_for == session.fingerprint:
+                onnx = result.onnx.name if result.onnx else "the file"
+                return (f"{onnx} as validated from {result.stamp.label}, judged again at the "
+                        "form's tolerance (nothing re-run)")
+            return result
         latest = session.opened or session.export_result
         if widget is self.graph:
             path = self.graph.loaded_path
@@ -93,6 +103,16 @@ class ResultTabs(QTabWidget):
 
     def _validation_finished(self, _outcome: ValidationOutcome) -> None:
         self.setCurrentWidget(self.validation)
+
+    def show_profile_on_graph(self, onnx: Path, values: dict[str, float], label: str) -> bool:
+        """Colour the Graph tab by a profile of `onnx` (ms per node) and switch to it."""
+        if self.graph.loaded_path != onnx and not self.graph.load_file(onnx):
+            self.statusMessage.emit(f"The graph of {onnx.name} cannot be shown.")
+            return False
+        if not self.graph.set_overlay(values, label):
+            return False
+        self.setCurrentWidget(self.graph)
+        return True
 
     def show_on_graph(self, values: dict[str, float], label: str, node: str = "") -> bool:
         """Colour the Graph tab by per-node error of the session's last validation, switch to

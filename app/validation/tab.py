@@ -46,6 +46,7 @@ from app.validation.common import (
 )
 from app.validation.nodes import NodesPanel
 from app.validation.plots import ParityPlots
+from app.validation.rejudge import rejudge
 from engine.validation.validator import failure_hint
 
 OUTPUT_HEADERS = ["Output", "dtype", "max abs", "max rel", "mean abs", "cosine", "mismatched",
@@ -175,6 +176,7 @@ class ValidationTab(QWidget):
         self.session = session
         self._validates = False  # the running export validates what it writes
         self.result: dict[str, Any] | None = None
+        self.rejudged_for: str | None = None  # the recipe fingerprint a re-judge was made for
         self.onnx: str | None = None
         self.plot_path: Path | None = None
         self._stages: list[str] = []
@@ -241,6 +243,7 @@ class ValidationTab(QWidget):
         session.validationStarted.connect(self._validation_started)
         session.validationProgress.connect(lambda _fraction, stage: self.add_stage(stage))
         session.validationFinished.connect(self.show_outcome)
+        session.recipeEdited.connect(self._recipe_edited)
 
     # ----------------------------------------------------------------- the session's jobs
 
@@ -269,8 +272,35 @@ class ValidationTab(QWidget):
     def _validation_started(self, start: JobStart) -> None:
         self.show_running(str(start.onnx), start.worker_ready)
 
+    def _recipe_edited(self, part: str, _origin: object) -> None:
+        if part == "options":
+            self.rejudge()
+
+    def rejudge(self) -> bool:
+        """Judge the session's last validation again at the form's tolerance from its stored
+        differences (app.validation.rejudge), without running it; False when it cannot be."""
+        outcome = self.session.validation_result
+        tolerance = (self.session.recipe.validate.rtol, self.session.recipe.validate.atol)
+        if outcome is None or outcome.data is None or self.result is None:
+            return False
+        if tolerance == (self.result.get("rtol"), self.result.get("atol")):
+            return True
+        judged = rejudge(outcome.data, *tolerance)
+        if judged is None:
+            self.rejudged_for = None
+            self.message.setText("The tolerance changed: Validate again to judge this file "
+                                 "at the new one (its differences were not kept).")
+            self.message.setVisible(True)
+            return False
+        self.show_result(judged, str(outcome.onnx) if outcome.onnx else None, outcome.job_dir)
+        self.rejudged_for = self.session.fingerprint
+        self.facts.setText(self.facts.text() + " — judged again at the form's tolerance from "
+                           "the stored differences, nothing re-run")
+        return True
+
     def show_outcome(self, outcome: ValidationOutcome) -> None:
         """Show a validation the session ran (or why it could not run)."""
+        self.rejudged_for = None
         if outcome.data is not None:
             self.show_result(outcome.data, str(outcome.onnx) if outcome.onnx else None,
                              outcome.job_dir)

@@ -133,6 +133,8 @@ class TrialOutput(Wire):
     matched_nans: int | None
     elements: int
     exact: bool | None = field(default=None, metadata=OMIT)  # absent when the shapes differ
+    # the (|ref|, |diff|) pairs that decide the verdict at any tolerance (metrics.tolerance_hull)
+    tolerance_hull: list[list[float]] | None = field(default=None, metadata=OMIT)
 
 
 @dataclass(kw_only=True)

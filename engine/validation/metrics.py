@@ -125,6 +125,7 @@ def compare(reference: np.ndarray, candidate: np.ndarray, rtol: float, atol: flo
     out.update(
         passed=not problems,
         message="; ".join(problems),
+        tolerance_hull=None if exact else tolerance_hull(np.abs(r), diff),
         max_abs_diff=_finite(max_abs),
         max_rel_diff=_finite(max_rel),
         mean_abs_diff=_finite(mean_abs),
@@ -138,6 +139,51 @@ def compare(reference: np.ndarray, candidate: np.ndarray, rtol: float, atol: flo
         exact=exact,
     )
     return out
+
+
+HULL_MAX_ELEMENTS = 50_000_000  # beyond this the hull's sort costs more than it saves
+
+
+def tolerance_hull(scale: np.ndarray, diff: np.ndarray) -> list[list[float]] | None:
+    """The few (|ref|, |diff|) pairs that decide `compare`'s verdict at every tolerance.
+
+    An output passes at (rtol, atol) when max(diff - rtol*|ref|) <= atol over its finite
+    elements. For rtol >= 0 that maximum is reached on the upper convex hull of the points
+    (|ref|, diff) that no other point beats with a smaller |ref| and a larger diff, so those
+    vertices (usually a handful) let the window judge the stored numbers again at another
+    tolerance without running anything (`judge_hull`). None for outputs too large to sort.
+    """
+    if diff.size == 0:
+        return []
+    if diff.size > HULL_MAX_ELEMENTS:
+        return None
+    order = np.lexsort((-diff, scale))  # |ref| ascending, the larger diff first on ties
+    s, d = scale[order], diff[order]
+    best = np.maximum.accumulate(d)
+    keep = np.ones(d.size, dtype=bool)
+    keep[1:] = d[1:] > best[:-1]  # a point beaten by one with a smaller |ref| never decides
+    points = list(zip(s[keep].tolist(), d[keep].tolist(), strict=True))
+    hull: list[tuple[float, float]] = []
+    for point in points:  # upper hull, |ref| ascending, diff strictly rising
+        while len(hull) >= 2:
+            (x1, y1), (x2, y2) = hull[-2], hull[-1]
+            if (x2 - x1) * (point[1] - y1) - (y2 - y1) * (point[0] - x1) >= 0:
+                hull.pop()  # the middle point lies on or below the line: never the maximum
+            else:
+                break
+        hull.append(point)
+    return [[x, y] for x, y in hull]
+
+
+def judge_hull(hull: list[list[float]], rtol: float, atol: float, dtype: str = "float32"
+               ) -> bool:
+    """True when no element of a `tolerance_hull` lies outside atol + rtol*|ref|, computed in
+    the output's working dtype as `compare` does."""
+    if not hull:
+        return True
+    points = np.asarray(hull, dtype=np.float64 if dtype == "float64" else np.float32)
+    bound = points[:, 0] * np.asarray(rtol, points.dtype) + np.asarray(atol, points.dtype)
+    return not bool(np.any(np.greater(points[:, 1], bound)))
 
 
 def _is_float(array: np.ndarray) -> bool:

@@ -1,0 +1,63 @@
+"""Validation you can work with (issue 13, item 4): a new tolerance judges the stored
+differences again at once, without a run, and the verdict is the one a run gives."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from PySide6.QtCore import Qt
+
+from app.window import MainWindow
+from tests.app.conftest import EXPORT_TIMEOUT_MS, export_and_wait
+
+pytestmark = pytest.mark.usefixtures("shared_runner")
+
+
+def set_text(edit, text: str) -> None:
+    edit.setText(text)
+    edit.editingFinished.emit()
+
+
+def verdicts(validation: dict[str, Any]) -> tuple[bool, list[bool], list[tuple[bool, ...]]]:
+    return (bool(validation["ok"]), [bool(o["passed"]) for o in validation["outputs"]],
+            [tuple(bool(o["passed"]) for o in t["outputs"]) for t in validation["trials"]])
+
+
+def test_a_new_tolerance_rejudges_without_running(live_window: MainWindow, qtbot) -> None:
+    window, session = live_window, live_window.session
+    tab, options = window.tabs.validation, window.form.options_form
+    message = export_and_wait(window, qtbot)
+    validation = message["report"]["validation"]
+    assert validation["ok"], validation["message"]
+    worst = max(o["max_abs_diff"] for o in validation["outputs"])
+    assert worst > 0, "an export with nothing to judge proves nothing"
+    started: list[object] = []
+    session.validationStarted.connect(started.append)
+    session.exportStarted.connect(started.append)
+
+    window.tabs.setCurrentWidget(tab)
+    checks = [("0", "0"), ("0", f"{worst * 0.5:.6g}"), ("0", f"{worst * 1.01:.6g}"),
+              ("1e-3", "1e-5")]
+    for rtol, atol in checks:
+        set_text(options.rtol, rtol)
+        set_text(options.atol, atol)
+        assert not session.busy and started == [], "nothing was run"
+        judged = tab.result
+        assert judged is not None and (judged["rtol"], judged["atol"]) == (float(rtol),
+                                                                           float(atol))
+        title = "Validation passed" if judged["ok"] else "Validation failed"
+        assert title in tab.verdict.text()
+        assert "nothing re-run" in tab.facts.text()
+        assert "judged again" in window.provenance.origin.text()
+        assert not window.provenance.stale, "judged at the form's tolerance: current"
+
+        # the same tolerance, run for real: the same verdicts, output by output, trial by trial
+        with qtbot.waitSignal(session.validationFinished, timeout=EXPORT_TIMEOUT_MS) as blocker:
+            qtbot.mouseClick(window.form.export_bar.validate_button, Qt.MouseButton.LeftButton)
+        run = blocker.args[0].data
+        assert verdicts(run) == verdicts(judged), (rtol, atol)
+        assert run["message"].split(";")[0] == judged["message"].split(";")[0]
+        started.clear()
+
+    assert verdicts(tab.result)[0] is True

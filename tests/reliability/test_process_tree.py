@@ -1,0 +1,122 @@
+"""engine.process_tree ends whole trees portably, and engine.files' commit gate lets a rename
+under way finish before the process ends: real processes and threads, no mocks."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from engine import files, process_tree
+
+SPAWNER = '''
+import subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "import subprocess, time; "
+                          "subprocess.Popen(['sleep', '300']); time.sleep(300)"])
+print(child.pid, flush=True)
+time.sleep(300)
+'''
+
+
+def wait_gone(pids: list[int], seconds: float = 5) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while (alive := [p for p in pids if process_tree.alive(p)]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return alive
+
+
+def test_kill_tree_ends_a_process_and_every_descendant() -> None:
+    top = subprocess.Popen([sys.executable, "-c", SPAWNER], stdout=subprocess.PIPE, text=True)
+    try:
+        assert top.stdout is not None
+        int(top.stdout.readline())
+        deadline = time.monotonic() + 20
+        while len(process_tree.descendants(top.pid)) < 2:  # the child and its sleep
+            assert time.monotonic() < deadline, "the grandchild never started"
+            time.sleep(0.05)
+        family = [p.pid for p in process_tree.descendants(top.pid)]
+        process_tree.kill_tree(top.pid, include_self=False)
+        assert wait_gone(family) == []
+        assert top.poll() is None, "include_self=False leaves the process itself"
+        process_tree.kill_tree(top.pid)
+        top.wait(5)
+        assert not process_tree.alive(top.pid)
+    finally:
+        if top.poll() is None:
+            top.kill()
+            top.wait()
+
+
+def test_a_snapshot_is_killed_after_its_parent_is_gone() -> None:
+    """What the window's client and the CLI do: look the descendants up, end the worker, end
+    the snapshot (they are re-parented by then; the walk would no longer find them)."""
+    top = subprocess.Popen([sys.executable, "-c", SPAWNER], stdout=subprocess.PIPE, text=True)
+    assert top.stdout is not None
+    int(top.stdout.readline())
+    deadline = time.monotonic() + 20
+    while len(snapshot := process_tree.descendants(top.pid)) < 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    top.kill()
+    top.wait()
+    assert all(process_tree.alive(p.pid) for p in snapshot), "orphans, as the OOM killer leaves"
+    process_tree.kill_processes(snapshot)
+    assert wait_gone([p.pid for p in snapshot]) == []
+
+
+def test_exit_descriptions_of_subprocess_codes() -> None:
+    assert process_tree.exit_description(3) == "exit status 3"
+    assert process_tree.exit_description(-9).startswith("signal 9 (SIGKILL: killed from outside")
+    assert process_tree.exit_description(-15) == "signal 15 (SIGTERM)"
+    assert process_tree.exit_description(0xC0000005).startswith("exception 0xC0000005")
+
+
+def test_the_commit_gate_lets_a_rename_finish_before_the_end(tmp_path: Path) -> None:
+    gate = files._CommitGate()
+    heard: list[Path] = []
+    gate.announce = heard.append
+    target = tmp_path / "model.onnx"
+    renamed = threading.Event()
+    inside = threading.Event()
+
+    def commit() -> None:
+        with gate.committing(target):
+            assert gate.held_here()
+            inside.set()
+            time.sleep(0.5)  # a slow fsync
+            renamed.set()
+
+    writer = threading.Thread(target=commit)
+    writer.start()
+    inside.wait(5)
+    assert not gate.held_here()  # another thread's commit
+    started = time.monotonic()
+    assert gate.close(timeout=10)  # what end_now does: wait for the renames, start no other
+    assert renamed.is_set() and time.monotonic() - started > 0.3
+    assert heard == [target]  # announced before any rename
+    writer.join()
+    done: list[bool] = []
+    later = threading.Thread(target=lambda: done.append(gate.close(timeout=0.2)))
+    later.start()
+    later.join()
+    assert done == [False], "a closed gate lets no later commit start"
+
+
+def test_remove_abandoned_keeps_live_owners_and_other_files(tmp_path: Path) -> None:
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    gone = tmp_path / f".m.onnx.{dead.pid}.abc.tmp"
+    gone.mkdir()
+    other = tmp_path / f".n.onnx.{dead.pid}.abc.tmp"
+    other.write_text("x")
+    mine = tmp_path / f".m.onnx.{os.getpid()}.abc.tmp"
+    mine.mkdir()
+    plain = tmp_path / "m.onnx.tmp"
+    plain.write_text("x")
+    assert files.remove_abandoned(tmp_path, process_tree.alive, name="m.onnx") == [gone]
+    assert other.exists()
+    assert files.remove_abandoned(tmp_path, process_tree.alive) == [other]
+    assert mine.is_dir() and plain.is_file()

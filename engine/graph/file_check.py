@@ -64,12 +64,12 @@ class Problem:
                 "nodes": list(self.nodes), "tensor": self.tensor}
 
 
-def check_file(path: str | Path, *, model: Any = None, full_check: bool = False
-               ) -> list[Problem]:
+def check_file(path: str | Path, *, model: Any = None, full_check: bool = False,
+               checker: bool = True) -> list[Problem]:
     """Every problem of the .onnx file at `path`, errors first. `model` is the file's
     ModelProto when the caller has loaded it already (without external data); the checker
-    reads the file by path in any case. Raises StudioError(`source`) for a file that is not
-    ONNX at all."""
+    (unless `checker` is false) reads the file by path in any case. Raises
+    StudioError(`source`) for a file that is not ONNX at all."""
     import onnx
 
     path = Path(path)
@@ -80,13 +80,14 @@ def check_file(path: str | Path, *, model: Any = None, full_check: bool = False
             raise StudioError("source", f"{path.name} is not a readable ONNX file "
                               f"({type(exc).__name__}); re-export it or choose another "
                               "file.", details=str(exc)) from None
-    found = graph_problems(model.graph, model)
-    found += _missing_external_data(model, path.parent)
+    nodes = _read(model.graph)
+    found = graph_problems(model.graph, model, nodes)
+    found += _missing_external_data(model, nodes, path.parent)
     said = {p.code for p in found}
-    checker = _checker_problem(path, full_check)
-    if checker is not None and not any(
-            text in checker.message for code in said for text in _CHECKER_SAID.get(code, ())):
-        found.append(checker)
+    verdict = _checker_problem(path, full_check) if checker else None
+    if verdict is not None and not any(
+            text in verdict.message for code in said for text in _CHECKER_SAID.get(code, ())):
+        found.append(verdict)
     return sorted(found, key=lambda p: p.severity != ERROR)
 
 
@@ -121,37 +122,67 @@ def problem_nodes(problems: list[Problem]) -> dict[int, str]:
 # ---------------------------------------------------------------------------- our checks
 
 
-def _label(node: Any, index: int) -> str:
-    return node.name or f"{node.op_type}_{index}"
+class _Node:
+    """What the checks read of a NodeProto, read once (protobuf field access is slow)."""
+
+    __slots__ = ("domain", "index", "inputs", "label", "op_type", "outputs", "subgraphs",
+                 "tensors")
+
+    def __init__(self, index: int, proto: Any) -> None:
+        self.index = index
+        self.op_type: str = proto.op_type
+        self.domain: str = proto.domain
+        self.label: str = proto.name or f"{self.op_type}_{index}"
+        self.inputs: list[str] = list(proto.input)
+        self.outputs: list[str] = list(proto.output)
+        self.subgraphs: list[Any] = []
+        self.tensors: list[Any] = []
+        for attr in proto.attribute:
+            kind = attr.type
+            if kind == _GRAPH:
+                self.subgraphs.append(attr.g)
+            elif kind == _GRAPHS:
+                self.subgraphs.extend(attr.graphs)
+            elif kind == _TENSOR:
+                self.tensors.append(attr.t)
 
 
-def graph_problems(graph: Any, model: Any) -> list[Problem]:
+_TENSOR, _GRAPH, _GRAPHS = 4, 5, 10  # onnx.AttributeProto.AttributeType
+
+
+def _read(graph: Any) -> list[_Node]:
+    return [_Node(i, proto) for i, proto in enumerate(graph.node)]
+
+
+def graph_problems(graph: Any, model: Any, nodes: list[_Node] | None = None
+                   ) -> list[Problem]:
     """Cycles, dangling inputs and unknown operators of the main graph (node indexes of the
-    main graph) and, by name only, of the subgraphs of If/Loop/Scan nodes."""
-    found = _cycles(graph) + _dangling(graph, set(), top=True)
-    found += _unknown_operators(graph, model)
+    main graph) and, by name only, of the subgraphs of If/Loop/Scan nodes. `nodes` is the
+    graph's nodes as `_read` gives them, when read already."""
+    nodes = _read(graph) if nodes is None else nodes
+    found = _cycles(nodes) + _dangling(graph, nodes, set(), top=True)
+    found += _unknown_operators(nodes, model)
     return found
 
 
-def _cycles(graph: Any) -> list[Problem]:
+def _cycles(nodes: list[_Node]) -> list[Problem]:
     """Nodes on a cycle: what is left after removing, again and again, the nodes nothing
     feeds (Kahn), then the nodes that feed nothing left."""
-    nodes = list(graph.node)
-    producer = {out: i for i, n in enumerate(nodes) for out in n.output if out}
+    producer = {out: n.index for n in nodes for out in n.outputs if out}
     feeds: list[set[int]] = [set() for _ in nodes]  # i -> the nodes i feeds
     needs: list[set[int]] = [set() for _ in nodes]  # i -> the nodes feeding i
-    for i, node in enumerate(nodes):
-        for name in node.input:
+    for node in nodes:
+        for name in node.inputs:
             j = producer.get(name)
             if j is not None:
-                feeds[j].add(i)
-                needs[i].add(j)
+                feeds[j].add(node.index)
+                needs[node.index].add(j)
     left = _peel(set(range(len(nodes))), needs, feeds)
     left = _peel(left, feeds, needs)  # what only hangs below a cycle is not on it
     if not left:
         return []
     order = sorted(left)
-    names = [_label(nodes[i], i) for i in order]
+    names = [nodes[i].label for i in order]
     shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
     return [Problem(ERROR, "cycle", f"the graph has a cycle through nodes {shown}: each needs "
                     "another's output, so none can run first", tuple(names), tuple(order))]
@@ -173,22 +204,22 @@ def _peel(left: set[int], before: list[set[int]], after: list[set[int]]) -> set[
     return left
 
 
-def _dangling(graph: Any, outer: set[str], *, top: bool, where: str = "") -> list[Problem]:
+def _dangling(graph: Any, nodes: list[_Node], outer: set[str], *, top: bool,
+              where: str = "") -> list[Problem]:
     known = set(outer) | {v.name for v in graph.input} | {t.name for t in graph.initializer}
     known |= {t.name for t in graph.sparse_initializer}
-    made = {out for n in graph.node for out in n.output if out}
+    made = {out for n in nodes for out in n.outputs if out}
     found: list[Problem] = []
-    for i, node in enumerate(graph.node):
-        label = _label(node, i)
-        for name in node.input:
+    for node in nodes:
+        for name in node.inputs:
             if name and name not in known and name not in made:
                 found.append(Problem(
-                    ERROR, "dangling_input", f"node {label}{where} ({node.op_type}) reads "
-                    f"tensor {name!r}, which no node, graph input or initializer produces",
-                    (label,), (i,) if top else (), name))
-        for sub in _subgraphs(node):
-            found += _dangling(sub, known | made, top=False,
-                               where=f"{where} (in a subgraph of {label})")
+                    ERROR, "dangling_input", f"node {node.label}{where} ({node.op_type}) "
+                    f"reads tensor {name!r}, which no node, graph input or initializer "
+                    "produces", (node.label,), (node.index,) if top else (), name))
+        for sub in node.subgraphs:
+            found += _dangling(sub, _read(sub), known | made, top=False,
+                               where=f"{where} (in a subgraph of {node.label})")
     for value in graph.output:
         if value.name not in known and value.name not in made:
             found.append(Problem(ERROR, "dangling_input", f"graph output {value.name!r}"
@@ -196,54 +227,48 @@ def _dangling(graph: Any, outer: set[str], *, top: bool, where: str = "") -> lis
     return found
 
 
-def _subgraphs(node: Any) -> Iterator[Any]:
-    for attr in node.attribute:
-        if attr.HasField("g"):
-            yield attr.g
-        yield from attr.graphs
-
-
-def _unknown_operators(graph: Any, model: Any) -> list[Problem]:
+def _unknown_operators(nodes: list[_Node], model: Any) -> list[Problem]:
     import onnx
 
     functions = {(f.domain, f.name) for f in model.functions}
     imports = {o.domain: o.version for o in model.opset_import}
     found: list[Problem] = []
     seen: set[tuple[str, str]] = set()
-    for i, node in enumerate(graph.node):
+    defined: dict[tuple[str, str], bool] = {}  # onnx.defs.has per operator, not per node
+    for node in nodes:
         key = (node.domain, node.op_type)
         if key in functions:
             continue
-        label = _label(node, i)
         op = f"{node.domain}::{node.op_type}" if node.domain else node.op_type
         if node.domain in STANDARD_DOMAINS:
             version = imports.get(node.domain, imports.get("ai.onnx" if not node.domain
                                                            else node.domain, 0))
             domain = "" if node.domain == "ai.onnx" else node.domain
-            if onnx.defs.has(node.op_type, domain):
+            if key not in defined:
+                defined[key] = onnx.defs.has(node.op_type, domain)
+            if defined[key]:
                 continue
-            found.append(Problem(ERROR, "unknown_operator", f"node {label} uses operator "
+            found.append(Problem(ERROR, "unknown_operator", f"node {node.label} uses operator "
                                  f"{op}, which ONNX does not define (opset {version})",
-                                 (label,), (i,)))
+                                 (node.label,), (node.index,)))
         elif node.domain not in RUNTIME_DOMAINS and key not in seen:
             seen.add(key)
-            users = [(j, _label(n, j)) for j, n in enumerate(graph.node)
-                     if (n.domain, n.op_type) == key]
+            users = [n for n in nodes if (n.domain, n.op_type) == key]
             found.append(Problem(
                 WARNING, "unknown_operator", f"operator {op} (node "
-                f"{', '.join(name for _, name in users[:5])}) is in domain {node.domain!r}, "
+                f"{', '.join(n.label for n in users[:5])}) is in domain {node.domain!r}, "
                 "which neither ONNX nor this file defines: ONNX Runtime runs it only with a "
-                "custom-op library that provides it", tuple(n for _, n in users),
-                tuple(j for j, _ in users)))
+                "custom-op library that provides it", tuple(n.label for n in users),
+                tuple(n.index for n in users)))
     return found
 
 
-def _missing_external_data(model: Any, folder: Path) -> list[Problem]:
+def _missing_external_data(model: Any, nodes: list[_Node], folder: Path) -> list[Problem]:
     """Initializers stored in a data file that is not in the model's folder."""
     from onnx.external_data_helper import ExternalDataInfo, uses_external_data
 
     missing: dict[str, list[str]] = {}
-    for tensor in _tensors(model.graph):
+    for tensor in _tensors(model.graph, nodes):
         if not uses_external_data(tensor):
             continue
         location = ExternalDataInfo(tensor).location
@@ -261,13 +286,11 @@ def _names(names: list[str]) -> str:
         f" and {len(names) - 3} more" if len(names) > 3 else "")
 
 
-def _tensors(graph: Any) -> Iterator[Any]:
+def _tensors(graph: Any, nodes: list[_Node] | None = None) -> Iterator[Any]:
     yield from graph.initializer
-    for node in graph.node:
-        for attr in node.attribute:
-            if attr.HasField("t"):
-                yield attr.t
-        for sub in _subgraphs(node):
+    for node in _read(graph) if nodes is None else nodes:
+        yield from node.tensors
+        for sub in node.subgraphs:
             yield from _tensors(sub)
 
 

@@ -60,6 +60,17 @@ class Shapes(nn.Module):
 class Raises(nn.Module):
     def forward(self, x):
         raise ValueError("the model refuses this")
+
+
+class OnlyBatchTwo(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 2)
+
+    def forward(self, x):
+        if x.shape[0] != 2:
+            raise KeyError("batch must be 2")
+        return self.fc(x)
 '''
 
 
@@ -166,3 +177,19 @@ def test_memory_sizes_read_from_torch_messages() -> None:
     assert memory_asked(MemoryError()) == 0
     assert memory_asked(ValueError("no")) is None
     assert human_bytes(512) == "512 bytes" and human_bytes(3 * 2**40) == "3.0 TiB"
+
+
+def test_the_models_error_in_a_validation_trial_names_its_type_and_line(
+        capsys: pytest.CaptureFixture[str], models: Path) -> None:
+    """Exported at batch 2 (TorchScript, no tracing of the branch's other side); the trial at
+    another batch size fails with the model's own exception, named, not a tolerance."""
+    code, doc, out = export(capsys, models, "OnlyBatchTwo", "--exporter", "torchscript",
+                            "--dynamic", "x:0=batch", "--validate")
+    assert code == 1, doc
+    assert doc["error"]["kind"] == "validation" and out.is_file()  # the export stands
+    failed = [t for t in doc["validation"]["trials"] if not t["ok"]]
+    assert failed and all(t["kind"] == "dynamic-size" for t in failed), failed
+    where = f"blame_models.py:{line_of('raise KeyError')}"
+    assert all(f"raised KeyError at {where}: 'batch must be 2'" in t["message"]
+               for t in failed), failed
+    assert "rtol" not in doc["error"]["hint"]

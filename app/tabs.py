@@ -13,6 +13,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QTabWidget, QWidget
 
 from app.compare import CompareTab
+from app.compare import CompareTab
 from app.graph import GraphTab
 from app.outcomes import ExportOutcome, JobStart, OpenedFile, ValidationOutcome
 from app.results import LogView, PythonView, SummaryView, WarningsView
@@ -46,6 +47,10 @@ class ResultTabs(QTabWidget):
         for widget, name in zip((self.summary, self.warnings, self.validation, self.graph,
                                  self.python, self.log), TABS, strict=True):
             self.addTab(widget, name)
+        self.compare = CompareTab(session)  # not in TABS: its shortcut is the menu's own
+        self.addTab(self.compare, "Compare")
+        self.compare.showOnGraph.connect(self.show_profile_on_graph)
+        self.compare.clearGraph.connect(self.graph.clear_overlay)
         self.compare = CompareTab(session)  # not in TABS: its shortcut is the menu's own
         self.addTab(self.compare, "Compare")
         self.compare.showOnGraph.connect(self.show_profile_on_graph)
@@ -103,6 +108,16 @@ class ResultTabs(QTabWidget):
 
     def _validation_finished(self, _outcome: ValidationOutcome) -> None:
         self.setCurrentWidget(self.validation)
+
+    def show_profile_on_graph(self, onnx: Path, values: dict[str, float], label: str) -> bool:
+        """Colour the Graph tab by a profile of `onnx` (ms per node) and switch to it."""
+        if self.graph.loaded_path != onnx and not self.graph.load_file(onnx):
+            self.statusMessage.emit(f"The graph of {onnx.name} cannot be shown.")
+            return False
+        if not self.graph.set_overlay(values, label):
+            return False
+        self.setCurrentWidget(self.graph)
+        return True
 
     def show_profile_on_graph(self, onnx: Path, values: dict[str, float], label: str) -> bool:
         """Colour the Graph tab by a profile of `onnx` (ms per node) and switch to it."""

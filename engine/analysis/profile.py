@@ -149,8 +149,8 @@ def node_times(trace: list[dict[str, Any]], runs: int
 
 
 def attribute(times: dict[str, tuple[str, float]], graph: Any) -> list[dict[str, Any]]:
-    """[{"name", "op_type", "group", "ms"}] slowest first: each profiled node with the module
-    group of the file's node it comes from (the longest name prefix at a "_" boundary)."""
+    """[{"name", "op_type", "group", "ms", "node"}] slowest first: each profiled node with the
+    file's node it comes from (`node`, None when none) and that node's module group."""
     # onnxruntime names a node it rewrites after the original node or the value it makes
     # ("relu_1_nchwc" for the Conv+Relu making `relu_1`), a fusion "fused <node name>"
     by_name = {out: node for node in graph.nodes for out in node.outputs if out}
@@ -164,7 +164,8 @@ def attribute(times: dict[str, tuple[str, float]], graph: Any) -> list[dict[str,
             gid = source.group
             group = graph.groups[gid].qualname if gid else TOP_LEVEL
             group = group or TOP_LEVEL
-        nodes.append({"name": name, "op_type": op, "group": group, "ms": round(ms, 4)})
+        nodes.append({"name": name, "op_type": op, "group": group, "ms": round(ms, 4),
+                      "node": source.name if source is not None else None})
     nodes.sort(key=lambda n: (-float(n["ms"]), str(n["name"])))
     return nodes
 

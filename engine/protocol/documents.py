@@ -471,6 +471,7 @@ class NodeTime(Wire):
     op_type: str
     group: str
     ms: float
+    node: str | None = None  # the file's node it comes from (None: onnxruntime's own)
 
 
 @dataclass(kw_only=True)

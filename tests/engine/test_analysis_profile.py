@@ -58,7 +58,9 @@ def test_profile_cli_without_recipe(gpt2: tuple[Path, Path], capsys: pytest.Capt
     assert code == 0, doc
     assert list(doc)[:6] == ["ok", "latency_ms", "nodes", "ops", "groups", "runs"]
     assert "torch_latency_ms" not in doc
-    assert set(doc["nodes"][0]) == {"name", "op_type", "group", "ms"}
+    # the keys, and the file's node each profiled one comes from
+    assert set(doc["nodes"][0]) == {"name", "op_type", "group", "ms", "node"}
+    assert any(n["node"] for n in doc["nodes"])
     assert set(doc["ops"][0]) == {"op_type", "ms", "count"}
     assert set(doc["groups"][0]) == {"name", "ms"}
 

@@ -1,0 +1,54 @@
+"""Two graphs side by side, A and B, each in the Graph tab's own browser (app.graph): nodes
+without a match outlined, and a click on a matched node selecting its match on the other
+side (engine.analysis.matching's pairs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QSplitter, QWidget
+
+from app.graph.browser import GraphBrowser
+from engine.protocol import NodeMatching
+
+
+class SideBySideGraphs(QSplitter):
+    """Graph A on the left, B on the right, linked by the node matching."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(Qt.Orientation.Horizontal, parent)
+        self.a = GraphBrowser()
+        self.b = GraphBrowser()
+        self.addWidget(self.a)
+        self.addWidget(self.b)
+        self.a_to_b: dict[int, int] = {}
+        self.b_to_a: dict[int, int] = {}
+        self.a.view.boxClicked.connect(lambda _i: self._follow(self.a, self.b, self.a_to_b))
+        self.b.view.boxClicked.connect(lambda _i: self._follow(self.b, self.a, self.b_to_a))
+
+    def show_files(self, a: Path, b: Path, matching: NodeMatching) -> bool:
+        """Load both files and outline what has no match; False when one cannot be shown."""
+        if not (self.a.load_file(a) and self.b.load_file(b)):
+            return False
+        self.a_to_b = {i: j for i, j in matching.pairs}
+        self.b_to_a = {j: i for i, j in matching.pairs}
+        self.a.set_marks({name: "no match in B" for name in matching.unmatched_a})
+        self.b.set_marks({name: "no match in A" for name in matching.unmatched_b})
+        return True
+
+    def _follow(self, source: GraphBrowser, target: GraphBrowser, pairs: dict[int, int]
+                ) -> None:
+        key = source.selected_key or ""
+        if not key.startswith("n") or not key[1:].isdigit():
+            return
+        if source.model is not source.root or target.model is not target.root:
+            return
+        match = pairs.get(int(key[1:]))
+        if match is not None:
+            target.select_node(match)
+
+    def select_in_a(self, index: int) -> None:
+        """Select node `index` of A (and so its match in B)."""
+        self.a.select_node(index)
+        self._follow(self.a, self.b, self.a_to_b)

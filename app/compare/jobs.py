@@ -1,0 +1,84 @@
+"""AnalysisJobs: the compare, profile and variant jobs of one tab, on the session's worker.
+
+One job at a time; its progress, and its end as a typed result (engine.protocol) or an Error.
+Cancel ends the worker (the session's JobRunner: its spare takes over)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal
+
+from app.session import ExportSession
+from engine.protocol import Error, ErrorEvent, ProtocolError, Result, decode
+
+
+class AnalysisJobs(QObject):
+    """Runs one analysis job at a time and says how it goes."""
+
+    started = Signal(str)  # the job: compare | profile | variant
+    progress = Signal(float, str)
+    finished = Signal(str, object)  # (job, CompareResult | ProfileResult | VariantResult)
+    failed = Signal(str, object)  # (job, Error)
+
+    def __init__(self, session: ExportSession, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.session = session
+        self.job: str | None = None
+        self.job_id: int | None = None
+
+    @property
+    def busy(self) -> bool:
+        return self.job is not None
+
+    def compare(self, a: Path, b: Path, recipe_toml: str | None, base_dir: Path) -> bool:
+        request: dict[str, Any] = {"job": "compare", "a": str(a), "b": str(b),
+                                   "base_dir": str(base_dir)}
+        if recipe_toml is not None:
+            request["recipe"] = recipe_toml
+        return self._submit(request)
+
+    def profile(self, onnx: Path, recipe_toml: str | None, base_dir: Path) -> bool:
+        request: dict[str, Any] = {"job": "profile", "onnx": str(onnx),
+                                   "base_dir": str(base_dir)}
+        if recipe_toml is not None:
+            request["recipe"] = recipe_toml
+        return self._submit(request)
+
+    def variant(self, onnx: Path, recipe_toml: str, base_dir: Path, kind: str, output: Path
+                ) -> bool:
+        return self._submit({"job": "variant", "onnx": str(onnx), "recipe": recipe_toml,
+                             "base_dir": str(base_dir), "kind": kind, "output": str(output)})
+
+    def cancel(self) -> None:
+        if self.busy:
+            self.session.runner.cancel()
+
+    def _submit(self, request: dict[str, Any]) -> bool:
+        if self.busy:
+            return False
+        self.job = str(request["job"])
+        self.job_id = self.session.runner.submit(request, self._on_event)
+        self.started.emit(self.job)
+        return True
+
+    def _on_event(self, message: dict[str, Any]) -> None:
+        job = self.job or ""
+        kind = message.get("type")
+        if kind == "progress":
+            self.progress.emit(float(message.get("fraction", 0.0)), str(message.get("stage")))
+            return
+        if kind not in ("result", "error"):
+            return
+        self.job = self.job_id = None
+        try:
+            final = decode(json.dumps(message), expected=job)
+        except ProtocolError as exc:
+            self.failed.emit(job, Error.from_exception(exc))
+            return
+        if isinstance(final, ErrorEvent):
+            self.failed.emit(job, final.error)
+        elif isinstance(final, Result):
+            self.finished.emit(job, final)

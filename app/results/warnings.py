@@ -114,10 +114,12 @@ class WarningsView(QWidget):
         self.empty.setWordWrap(True)  # its sentence never widens the window
         self.open_button = QPushButton("Open source")
         self.open_button.setEnabled(False)
-        self.details_button = QPushButton("Show details")
+        self.details_button = QPushButton("Hide details")
         self.details_button.setCheckable(True)
+        self.details_button.setChecked(True)  # the selected warning is shown whole below
         self.details_button.setEnabled(False)
-        self.details_button.setToolTip("Where the selected warning was raised, in full")
+        self.details_button.setToolTip("The selected warning in full: its text, hint, source "
+                                       "line and where it was raised")
         self.details = QPlainTextEdit()
         self.details.setReadOnly(True)
         self.details.setVisible(False)
@@ -171,10 +173,30 @@ class WarningsView(QWidget):
     def _current_changed(self, item: QTreeWidgetItem | None, _previous: object) -> None:
         self.open_button.setEnabled(bool(item and item.text(2)))
         warning = self.current_warning()
-        details = warning.details.strip() if warning is not None and warning.details else ""
-        self.details.setPlainText(details)
-        self.details_button.setEnabled(bool(details))
+        self.details.setPlainText(self.detail_text(warning) if warning is not None else "")
+        self.details_button.setEnabled(warning is not None)
         self._show_details(self.details_button.isChecked())
+
+    def detail_text(self, warning: WarningItem) -> str:
+        """The warning whole: category, full message, hint, its source line as the file has
+        it now, and the `details` chain (where it was raised, the errors behind it)."""
+        parts = [f"{warning.category}", warning.message.strip()]
+        if warning.hint:
+            parts.append(f"→ {warning.hint.strip()}")
+        if warning.source:
+            parts.append(f"Source: {warning.source}")
+            path, line = resolve_source(warning.source, *self._source_folders())
+            text = _line_of(path, line) if path is not None and line else None
+            if text is not None:
+                parts.append(f"    {line} | {text}")
+        if warning.details:
+            parts.append("Details:\n" + warning.details.strip())
+        return "\n\n".join(parts)
+
+    def _source_folders(self) -> list[Path]:
+        recipe = self.session.recipe
+        model = source_file(recipe)
+        return [recipe.base_dir, *([model.parent] if model is not None else [])]
 
     def current_warning(self) -> WarningItem | None:
         """The session's warning the selected row shows."""
@@ -195,10 +217,7 @@ class WarningsView(QWidget):
     def open_source(self, source: str) -> SourceViewer | None:
         """Show the file of a warning's 'file:line' at that line (found beside the recipe or
         the model file)."""
-        recipe = self.session.recipe
-        model = source_file(recipe)
-        folders = [recipe.base_dir, *([model.parent] if model is not None else [])]
-        path, line = resolve_source(source, *folders)
+        path, line = resolve_source(source, *self._source_folders())
         if path is None:
             self.statusMessage.emit(f"Cannot find the file of {source}")
             return None
@@ -208,6 +227,18 @@ class WarningsView(QWidget):
         return viewer
 
 
+
+
+def _line_of(path: Path, line: int) -> str | None:
+    """Line `line` (1-based) of a text file, stripped; None when it cannot be read."""
+    try:
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            for number, text in enumerate(handle, 1):
+                if number == line:
+                    return text.strip()
+    except OSError:
+        return None
+    return None
 
 
 def resolve_source(source: str, *folders: Path) -> tuple[Path | None, int | None]:

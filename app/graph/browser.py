@@ -52,6 +52,7 @@ class GraphBrowser(QWidget):
         self.layout_state: GraphLayout | None = None
         self._layouts: dict[int, GraphLayout] = {}
         self.fold_shape_ops = True
+        self.left_to_right = False
         self.overlay: dict[str, float] | None = None
         self.overlay_label = ""
         self.overlay_scale: colors.Scale | None = None
@@ -102,6 +103,12 @@ class GraphBrowser(QWidget):
             "close one module.")
         self.depth_combo.activated.connect(self._depth_chosen)
         bar.addWidget(self.depth_combo)
+        self.direction_action = QAction("Left to right", self)
+        self.direction_action.setCheckable(True)
+        self.direction_action.setToolTip("Lay the graph out left to right instead of top to "
+                                         "bottom (suits wide screens and long chains)")
+        self.direction_action.toggled.connect(self.set_left_to_right)
+        bar.addAction(self.direction_action)
         self.fold_action = QAction("Fold shapes", self)
         self.fold_action.setCheckable(True)
         self.fold_action.setChecked(True)
@@ -211,7 +218,8 @@ class GraphBrowser(QWidget):
         lay = self._layouts.get(id(model))
         if lay is None:
             with no_gc():
-                lay = GraphLayout(model, measure=self.fonts.measure, fold=self.fold_shape_ops)
+                lay = GraphLayout(model, measure=self.fonts.measure, fold=self.fold_shape_ops,
+                                  left_to_right=self.left_to_right)
             self._layouts[id(model)] = lay
         self.layout_state = lay
         self.selected_key = None
@@ -381,6 +389,15 @@ class GraphBrowser(QWidget):
             self.depth_combo.addItem(text, d)
         self.depth_combo.setCurrentIndex(0)
         self.depth_combo.setEnabled(deepest > 0)
+
+    def set_left_to_right(self, across: bool) -> None:
+        """Lay the graph out left to right (True) or top to bottom (False, the default)."""
+        self.left_to_right = across
+        if self.direction_action.isChecked() != across:
+            self.direction_action.setChecked(across)
+        if self.model is not None:
+            self._layouts.clear()
+            self._show(self.model)
 
     def set_fold_shape_ops(self, fold: bool) -> None:
         """Fold (default) or show constants and shape arithmetic as nodes of their own."""

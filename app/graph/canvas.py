@@ -448,8 +448,8 @@ class GraphCanvas(QGraphicsItem):
                 continue
             x, y = edge.points[0]
             w = fm.horizontalAdvance(label) + 6
-            r = QRectF(x - w / 2, y + 3, w, 12)
-            row = rows.setdefault(round(y), [])
+            r = QRectF(x + 3, y - 13, w, 12) if edge.across else QRectF(x - w / 2, y + 3, w, 12)
+            row = rows.setdefault(round(x if edge.across else y), [])
             if any(r.intersects(o) for o in row):
                 continue
             row.append(r)
@@ -461,10 +461,17 @@ class GraphCanvas(QGraphicsItem):
         path = self._paths.get(e)
         if path is None:
             assert self.scene_data is not None
-            pts = self.scene_data.edges[e].points
+            edge = self.scene_data.edges[e]
+            pts = edge.points
             path = QPainterPath(QPointF(*pts[0]))
             for (px, py), (qx, qy) in pairwise(pts):
-                if abs(px - qx) < 0.5:
+                if edge.across:  # left to right: straight along x, S-curves across
+                    if abs(py - qy) < 0.5:
+                        path.lineTo(qx, qy)
+                    else:
+                        mx = (px + qx) / 2
+                        path.cubicTo(mx, py, mx, qy, qx, qy)
+                elif abs(px - qx) < 0.5:
                     path.lineTo(qx, qy)
                 else:
                     my = (py + qy) / 2
@@ -477,6 +484,9 @@ class GraphCanvas(QGraphicsItem):
         edge = self.scene_data.edges[e]
         x, y = edge.points[0] if edge.reversed else edge.points[-1]
         d = -1 if edge.reversed else 1
+        if edge.across:
+            return QPolygonF([QPointF(x, y), QPointF(x - 7 * d, y - 3.5),
+                              QPointF(x - 7 * d, y + 3.5)])
         return QPolygonF([QPointF(x, y), QPointF(x - 3.5, y - 7 * d), QPointF(x + 3.5, y - 7 * d)])
 
     def paint_minimap(self, painter: QPainter, sx: float, sy: float, ox: float,

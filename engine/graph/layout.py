@@ -74,15 +74,17 @@ class Edge:
     ``label`` (the tensor's shape) is None until `GraphLayout.edge_label` formats it.
     """
 
-    __slots__ = ("_head", "_points", "_route", "_tail", "entering", "label", "ox", "oy",
-                 "reversed", "tensors")
+    __slots__ = ("_head", "_points", "_route", "_tail", "across", "entering", "label", "ox",
+                 "oy", "reversed", "tensors")
 
     def __init__(self, route: list[tuple[float, float]], ox: float, oy: float,
                  tensors: list[str], label: str | None, reversed: bool = False,
                  entering: bool = False, head: float | None = None,
-                 tail: float | None = None) -> None:
+                 tail: float | None = None, across: bool = False) -> None:
         self._route, self.ox, self.oy = route, ox, oy
-        self._head, self._tail = head, tail  # y of the group border an entry/exit edge reaches
+        # the group border an entry/exit edge reaches: a y, or an x when laid out across
+        self._head, self._tail = head, tail
+        self.across = across  # a left-to-right edge: it runs along x between layers
         self._points: list[tuple[float, float]] | None = None
         self.tensors = tensors
         self.label = label
@@ -96,9 +98,11 @@ class Edge:
             ox, oy = self.ox, self.oy
             pts = [(px + ox, py + oy) for px, py in self._route]
             if self._head is not None:
-                pts.insert(0, (pts[0][0], self._head))
+                pts.insert(0, (self._head, pts[0][1]) if self.across
+                           else (pts[0][0], self._head))
             if self._tail is not None:
-                pts.append((pts[-1][0], self._tail))
+                pts.append((self._tail, pts[-1][1]) if self.across
+                           else (pts[-1][0], self._tail))
             self._points = pts
         return self._points
 
@@ -134,9 +138,13 @@ class GraphLayout:
     """The expand/collapse state of a graph's module groups and its current layout."""
 
     def __init__(self, model: GraphModel, measure: Measure | None = None,
-                 max_children: int = MAX_CHILDREN, fold: bool = True) -> None:
+                 max_children: int = MAX_CHILDREN, fold: bool = True,
+                 left_to_right: bool = False) -> None:
         self.model = model
         self.measure = measure or default_measure
+        # Left to right: each group's layers run across instead of down; boxes and group
+        # frames (title on top) stay as they are.
+        self.left_to_right = left_to_right
         self.folded: dict[int, int] = auxiliary_nodes(model) if fold else {}
         self.folded_into: dict[int, list[int]] = {}
         for a, owner in self.folded.items():
@@ -477,10 +485,17 @@ class GraphLayout:
                 sizes.append(self._size(k))
                 in_port.append(None)
                 out_port.append(None)
+        if self.left_to_right:  # lay out across: the core's "width" is our height
+            sizes = [(h, w) for w, h in sizes]
         sig = (id(core), tuple(sizes), tuple(in_port), tuple(out_port))
         pl = self._placed.get(sig)
         if pl is None:  # placements depend only on the structure, sizes and ports
-            pl = self._placed[sig] = core.place(sizes, in_port, out_port)
+            pl = core.place(sizes, in_port, out_port)
+            if self.left_to_right:
+                pl = Placement(pos=[(b, a) for a, b in pl.pos],
+                               routes=[[(b, a) for a, b in r] for r in pl.routes],
+                               width=pl.height, height=pl.width)
+            self._placed[sig] = pl
         self._placement[gid] = pl
         return pl
 
@@ -495,8 +510,11 @@ class GraphLayout:
         w = max(pl.width, title_w) + 2 * PAD
         h = pl.height + HEADER + 2 * PAD
         dx = PAD + (w - 2 * PAD - pl.width) / 2
-        ip = dx + pl.pos[0][0] if keys and keys[0] == IN else None
-        op = dx + pl.pos[-1][0] if keys and keys[-1] == OUT else None
+        # Where edges enter and leave the frame: along its top and bottom (top to bottom), or
+        # its left and right sides (left to right).
+        axis, off = (1, HEADER + PAD) if self.left_to_right else (0, dx)
+        ip = off + pl.pos[0][axis] if keys and keys[0] == IN else None
+        op = off + pl.pos[-1][axis] if keys and keys[-1] == OUT else None
         return w, h, ip, op
 
     def scene(self) -> Scene:
@@ -534,7 +552,7 @@ class GraphLayout:
                                  depth + 1))
                 dx = PAD + (w - 2 * PAD - sub.width) / 2
                 self._emit(k[2:], sub, x + dx, y + HEADER + PAD, boxes, edges, bounds,
-                           (y, y + h))
+                           (x, x + w) if self.left_to_right else (y, y + h))
             else:
                 w, h = self._size(k)
                 boxes.append(Box(k, item.kind, x, y, w, h, item.label, item.sublabel, False,
@@ -549,14 +567,20 @@ class GraphLayout:
                 # Entry and exit edges reach the group's border, where the parent's edge ends.
                 if a == IN:
                     head = frame[0]
-                    y0 = head - oy
+                    if self.left_to_right:
+                        x0 = head - ox
+                    else:
+                        y0 = head - oy
                 if b == OUT:
                     tail = frame[1]
-                    y1 = tail - oy
+                    if self.left_to_right:
+                        x1 = tail - ox
+                    else:
+                        y1 = tail - oy
             bounds.append((x0 + ox, y0 + oy, x1 + ox, y1 + oy))
             # The parent's edge already names what enters a group.
             edges.append(Edge(pl.routes[ei], ox, oy, gedges[(a, b)], "" if a == IN else None,
-                              flipped[ei], a == IN, head, tail))
+                              flipped[ei], a == IN, head, tail, self.left_to_right))
 
     def edge_label(self, edge: Edge) -> str:
         """The shape label of an edge ("batch×seq×768", "+2" when it carries more tensors),

@@ -495,3 +495,18 @@ def test_external_data_opens_without_reading_weights(browser: GraphBrowser, grap
     full = onnx.load(str(tmp_path / src.name))
     expected = numpy_helper.to_array(next(t for t in full.graph.initializer if t.name == name))
     assert np.array_equal(np.asarray(values), expected)
+
+
+def test_left_to_right_option(browser: GraphBrowser, graph_exports) -> None:
+    browser.load_file(graph_exports["dynamo"])
+    browser.expand_all()
+    tall = browser.canvas.boundingRect()
+    browser.direction_action.trigger()  # the toolbar's "Left to right"
+    assert browser.left_to_right and browser.layout_state.left_to_right  # type: ignore[union-attr]
+    browser.expand_all()
+    wide = browser.canvas.boundingRect()
+    assert tall.height() > tall.width() and wide.width() > wide.height()
+    browser.view.set_zoom(1.0)
+    browser.view.viewport().repaint()  # curves, arrows and labels drawn across
+    browser.direction_action.trigger()
+    assert not browser.layout_state.left_to_right  # type: ignore[union-attr]

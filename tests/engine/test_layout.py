@@ -194,3 +194,33 @@ def test_core_fan_out_does_not_overlap() -> None:
     # The source sits above the middle of its fan, the sink below it.
     mid = (spans[0][0] + spans[-1][1]) / 2
     assert abs(pl.pos[0][0] + 30 - mid) < 40 and abs(pl.pos[4][0] + 30 - mid) < 40
+
+
+def test_left_to_right_layout(graph_exports: dict[str, Path]) -> None:
+    """Layers run across: every edge between two boxes goes right, nothing overlaps, and the
+    whole graph is wider than tall where top to bottom it is taller than wide."""
+    model = GraphModel.load(graph_exports["dynamo"])
+    down = GraphLayout(model)
+    down.expand_all()
+    across = GraphLayout(model, left_to_right=True)
+    across.expand_all()
+    sd, sa = down.scene(), across.scene()
+    assert sd.height > sd.width and sa.width > sa.height
+    assert len(sa.boxes) == len(sd.boxes) and len(sa.edges) == len(sd.edges)
+    by_key = {b.key: b for b in sa.boxes}
+    for e in sa.edges:
+        assert e.across
+        if not e.reversed:
+            assert e.points[-1][0] > e.points[0][0]  # left to right
+    leaves = [b for b in sa.boxes if not b.expanded]
+    for i, a in enumerate(leaves):
+        for b in leaves[i + 1:]:
+            assert (a.x + a.w <= b.x or b.x + b.w <= a.x or a.y + a.h <= b.y
+                    or b.y + b.h <= a.y), (a.key, b.key)
+    # Each box inside its group's frame.
+    for b in sa.boxes:
+        parent = across.parent_of.get(b.key)
+        if parent and "g:" + parent in by_key:
+            f = by_key["g:" + parent]
+            assert f.x <= b.x and b.x + b.w <= f.x + f.w + 0.01
+            assert f.y <= b.y and b.y + b.h <= f.y + f.h + 0.01

@@ -40,6 +40,7 @@ from engine.worker_process import (
 _REPO_ROOT = Path(__file__).resolve().parents[1]
 _POLL_S = 0.2
 _ABORT_GRACE_S = 2.0  # abort -> kill: the worker ends itself in milliseconds unless stuck
+_COMMIT_GRACE_S = 60.0  # ... or once the rename under way is done (engine.files.COMMIT)
 _EXIT_WAIT_S = 10.0  # after the answer: the worker quits once stdin closes
 _STDERR_TAIL = 40  # the worker's last stderr lines, kept for a crash's details
 _STDERR_JOIN_S = 2.0  # a child of the model may hold the pipe open: wait no longer
@@ -149,13 +150,29 @@ class _Job:
         with _ignoring_signals():
             with contextlib.suppress(OSError, ValueError):
                 _send(self.worker, AbortRequest())
-            deadline = time.monotonic() + _ABORT_GRACE_S
-            while self.worker.poll() is None and time.monotonic() < deadline:
-                time.sleep(0.02)
+            started = time.monotonic()
+            while self.worker.poll() is None:
+                # a worker renaming its file into place ends once the renames are done
+                grace = _COMMIT_GRACE_S if self.committed is not None else _ABORT_GRACE_S
+                if time.monotonic() - started > grace:
+                    break
+                self._hear_pending(lines, wait=0.02)
             self.end()
             while (line := _next_or_none(lines)) is not None:
-                with contextlib.suppress(StudioError, protocol.ProtocolError):
-                    self.hear(line)
+                self._hear_quietly(line)
+
+    def _hear_pending(self, lines: queue.SimpleQueue[bytes | None], wait: float) -> None:
+        try:
+            line = lines.get(timeout=wait)
+        except queue.Empty:
+            return
+        if line is not None:
+            self._hear_quietly(line)
+
+    def _hear_quietly(self, line: bytes) -> None:
+        """Hear a line of a job being cancelled: its answer or error no longer matters."""
+        with contextlib.suppress(StudioError, protocol.ProtocolError):
+            self.hear(line)
 
     def cancelled_error(self, signum: int) -> StudioError:
         how = signal.Signals(signum).name

@@ -51,27 +51,32 @@ class _Side:
 
     def __init__(self, graph: Any) -> None:
         self.nodes = list(graph.node)
-        self.ops = [f"{n.domain}::{n.op_type}" if n.domain else n.op_type for n in self.nodes]
+        # protobuf fields are slow to read: each one once, into plain lists
+        self.names = [n.name for n in self.nodes]
+        types = [n.op_type for n in self.nodes]
+        self.ops = [f"{n.domain}::{t}" if n.domain else t
+                    for n, t in zip(self.nodes, types, strict=True)]
+        self.ins = [[name for name in n.input if name] for n in self.nodes]
+        self.outs = [list(n.output) for n in self.nodes]
+        self.constant = [t == "Constant" and not i for t, i in zip(types, self.ins, strict=True)]
         self.inputs = [v.name for v in graph.input]
         self.outputs = [v.name for v in graph.output]
         self.consts = {t.name for t in graph.initializer}
         self.producer: dict[str, tuple[int, int]] = {}
         self.consumers: dict[str, list[tuple[int, int]]] = {}
-        for i, node in enumerate(self.nodes):
-            if node.op_type == "Constant" and not node.input:
-                self.consts.update(o for o in node.output if o)
+        for i, (ins, outs) in enumerate(zip(self.ins, self.outs, strict=True)):
+            if self.constant[i]:
+                self.consts.update(o for o in outs if o)
                 continue
-            for slot, out in enumerate(node.output):
+            for slot, out in enumerate(outs):
                 if out:
                     self.producer[out] = (i, slot)
-            for slot, name in enumerate(node.input):
-                if name:
-                    self.consumers.setdefault(name, []).append((i, slot))
+            for slot, name in enumerate(ins):
+                self.consumers.setdefault(name, []).append((i, slot))
         self.output_pos = {name: i for i, name in enumerate(self.outputs)}
 
     def is_constant_node(self, i: int) -> bool:
-        node = self.nodes[i]
-        return node.op_type == "Constant" and not node.input
+        return self.constant[i]
 
 
 def match_graphs(graph_a: Any, graph_b: Any) -> Matching:
@@ -83,13 +88,13 @@ def match_graphs(graph_a: Any, graph_b: Any) -> Matching:
 
     b_names: dict[str, int] = {}
     dup: set[str] = set()
-    for i, node in enumerate(b.nodes):
-        if node.name:
-            if node.name in b_names:
-                dup.add(node.name)
-            b_names[node.name] = i
-    for i, node in enumerate(a.nodes):
-        j = b_names.get(node.name) if node.name and node.name not in dup else None
+    for i, name in enumerate(b.names):
+        if name:
+            if name in b_names:
+                dup.add(name)
+            b_names[name] = i
+    for i, name in enumerate(a.names):
+        j = b_names.get(name) if name and name not in dup else None
         if j is not None and j not in taken and a.ops[i] == b.ops[j]:
             pairs[i] = j
             how[i] = "name"
@@ -124,19 +129,17 @@ def _b_value_key(b: _Side, name: str) -> Hashable:
 def _forward(a: _Side, b: _Side, pairs: dict[int, int], how: dict[int, str], taken: set[int],
              input_key_a: dict[str, Hashable]) -> int:
     index: dict[Hashable, list[int]] = {}
-    for j, node in enumerate(b.nodes):
-        if j in taken or b.is_constant_node(j):
+    for j, ins in enumerate(b.ins):
+        if j in taken or b.constant[j]:
             continue
-        key = (b.ops[j], tuple(_b_value_key(b, n) for n in node.input if n))
+        key = (b.ops[j], tuple(_b_value_key(b, n) for n in ins))
         index.setdefault(key, []).append(j)
     found = 0
-    for i, node in enumerate(a.nodes):
-        if i in pairs or a.is_constant_node(i):
+    for i, ins in enumerate(a.ins):
+        if i in pairs or a.constant[i]:
             continue
         keys: list[Hashable] = []
-        for name in node.input:
-            if not name:
-                continue
+        for name in ins:
             if name in a.consts:
                 keys.append(_CONST)
             elif name in a.producer:
@@ -165,11 +168,11 @@ def _consumer_key(side: _Side, node_index: int, mapped: dict[int, int] | None
                   ) -> Hashable | None:
     """Where a node's first output goes: graph output positions and consumer (node, slot)s,
     consumers given as B indices (through `mapped` for A; None when one is unmatched)."""
-    outputs = [o for o in side.nodes[node_index].output if o]
+    outputs = [o for o in side.outs[node_index] if o]
     if not outputs:
         return None
     name = outputs[0]
-    refs: list[Hashable] = []
+    refs: list[tuple[Any, ...]] = []
     if name in side.output_pos:
         refs.append(("out", side.output_pos[name]))
     for consumer, slot in side.consumers.get(name, []):
@@ -178,7 +181,7 @@ def _consumer_key(side: _Side, node_index: int, mapped: dict[int, int] | None
                 return None
             consumer = mapped[consumer]
         refs.append(("n", consumer, slot))
-    return tuple(sorted(refs, key=repr)) if refs else None
+    return tuple(sorted(refs)) if refs else None
 
 
 def _backward(a: _Side, b: _Side, pairs: dict[int, int], how: dict[int, str],

@@ -430,6 +430,21 @@ class InputsTable(_TensorTable):
         self._fill_combo(row, spec)
         self._set_text(row, 4, format_params(spec))
         self._set_text(row, 5, format_dynamic(spec.dynamic))
+        self._show_constant(row, spec)
+
+    def _show_constant(self, row: int, spec: InputSpec) -> None:
+        """A constant's tensor cells (shape, dtype, fill, parameters, axes) do not apply: they
+        are disabled (app.form.structured_inputs sets its kind and value)."""
+        usable = Qt.ItemFlag.ItemIsEditable | Qt.ItemFlag.ItemIsEnabled
+        for col in (1, 4, 5):
+            item = self.table.item(row, col)
+            if item is not None:
+                flags = item.flags()
+                item.setFlags(flags | usable if spec.is_tensor else flags & ~usable)
+        for col in (2, 3):
+            widget = self.table.cellWidget(row, col)
+            if widget is not None:
+                widget.setEnabled(spec.is_tensor)
 
     def _read_row(self, row: int) -> None:
         spec = self.session.recipe.inputs[row]

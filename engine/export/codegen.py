@@ -360,6 +360,12 @@ def generate(recipe: Recipe) -> str:
     Raises StudioError when the studio itself would refuse the recipe's model or inputs
     (a malformed source, an untrusted pickle, ...); the window shows that sentence instead.
     """
+    from engine.source.arguments import is_structured
+
+    if is_structured(recipe):
+        raise StudioError("recipe", "The script is written for models that take positional "
+                          "tensors; this recipe has keyword, dict/tuple or constant inputs.",
+                          "Export from the window or the command line, which take them.")
     exporter, _ = choose_exporter(recipe)
     if exporter != recipe.export.exporter:  # "auto": the script names the one that runs
         recipe = recipe.copy()

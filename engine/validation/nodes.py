@@ -46,6 +46,12 @@ def compare_nodes(
     atol + rtol * |reference| (None when all agree or nothing could be compared).
     """
     empty: dict[str, Any] = {"nodes": {}, "first_divergent": None, "compared": 0}
+    from engine.source.arguments import is_structured
+
+    if is_structured(recipe):  # the capture below takes positional tensors only
+        warn(_warning("Intermediate values are compared for models that take positional "
+                      "tensors only; this recipe has keyword, dict/tuple or constant inputs."))
+        return {**empty, "message": "keyword, dict/tuple or constant inputs"}
     producers = _fx_producers(proto)
     if not producers:
         warn(_warning("Intermediate values can only be compared for dynamo exports (their "

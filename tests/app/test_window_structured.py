@@ -106,6 +106,11 @@ def test_bool_flag_and_bounds_from_the_form(window: MainWindow, qtbot, tmp_path:
         qtbot.mouseClick(editor.from_forward, Qt.MouseButton.LeftButton)
     assert [(s.kind, s.const) for s in recipe.inputs[1:]] == [
         ("bool", False), ("str", "sum"), ("float", 0.0), ("none", None)]
+    table = window.form.inputs_table.table
+    shape_cell = table.item(1, 1)
+    assert shape_cell is not None and not shape_cell.flags() & Qt.ItemFlag.ItemIsEditable
+    dtype_combo = table.cellWidget(1, 2)
+    assert dtype_combo is not None and not dtype_combo.isEnabled()  # a constant has no dtype
     select(window, 1)
     assert editor.values.currentWidget() is editor.bool_value
     editor.bool_value.click()  # the flag on

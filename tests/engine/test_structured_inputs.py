@@ -388,3 +388,23 @@ def test_describe_reports_the_forward_signature(models_dir: Path) -> None:
         ("mask", "positional", "None", "")]
     kinds = [p.kind for p in describe("models.py:KwargsOnly", models_dir).forward_signature]
     assert kinds == ["keyword", "keyword"]
+
+
+def test_intermediates_say_why_they_are_skipped(models_dir: Path) -> None:
+    recipe = dict_input_recipe(models_dir)
+    recipe.export.output = "dict_nodes.onnx"
+    recipe.validate.intermediates = True
+    validation = _check_ok(export(recipe, validate=True))
+    assert validation.intermediates is not None
+    assert validation.intermediates.compared == 0
+    assert "constant inputs" in (validation.intermediates.message or "")
+
+
+def test_the_python_script_refuses_what_it_cannot_write(models_dir: Path) -> None:
+    from engine.errors import StudioError
+    from engine.export.codegen import generate
+
+    with pytest.raises(StudioError, match="keyword, dict/tuple or constant"):
+        generate(dict_input_recipe(models_dir))
+    plain = _recipe(models_dir, "Bounded", [InputSpec(name="x", shape=[4, 3])], "plain")
+    assert "torch.onnx.export(" in generate(plain)

@@ -15,6 +15,7 @@ from typing import Any
 
 from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
+    QFileDialog,
     QHBoxLayout,
     QLabel,
     QPlainTextEdit,
@@ -47,6 +48,7 @@ from app.validation.common import (
 from app.validation.nodes import NodesPanel
 from app.validation.plots import ParityPlots
 from app.validation.rejudge import rejudge
+from app.validation.report import write_report
 from engine.validation.validator import failure_hint
 
 OUTPUT_HEADERS = ["Output", "dtype", "max abs", "max rel", "mean abs", "cosine", "mismatched",
@@ -188,6 +190,10 @@ class ValidationTab(QWidget):
         self.facts = text_label()
         self.message = text_label(plain=True)
         self.hint = text_label(plain=True)  # what to change, by the failure's cause
+        self.save_button = QPushButton("Save report…")
+        self.save_button.setToolTip("Save this validation as one HTML file (tables and plots) "
+                                    "and as CSV")
+        self.save_button.clicked.connect(self._save_dialog)
         self.validate_button = QPushButton("Validate")
         self.validate_button.setToolTip("Validate the exported file now (Ctrl+Shift+V)")
         self.validate_button.clicked.connect(session.start_validation)
@@ -225,6 +231,7 @@ class ValidationTab(QWidget):
         header = QHBoxLayout()
         header.addWidget(self.verdict, 1)
         header.addWidget(self.details_button)
+        header.addWidget(self.save_button)
         header.addWidget(self.validate_button)
         layout = QVBoxLayout(self)
         layout.addLayout(header)
@@ -298,6 +305,27 @@ class ValidationTab(QWidget):
                            "the stored differences, nothing re-run")
         return True
 
+    def save_report(self, path: Path) -> tuple[Path, Path] | None:
+        """Write the validation shown to `path` (.html) and a .csv beside it; None when there
+        is none shown or the files cannot be written (the status says why)."""
+        if self.result is None:
+            return None
+        outcome = self.session.validation_result
+        label = outcome.stamp.label if outcome is not None else self.session.recipe_label()
+        try:
+            return write_report(path, self.result, self.onnx, label, self.plot_path)
+        except OSError as exc:
+            self.message.setText(f"The report was not saved: {exc}")
+            self.message.setVisible(True)
+            return None
+
+    def _save_dialog(self) -> None:
+        start = Path(self.onnx).with_suffix(".validation.html") if self.onnx else Path()
+        path, _ = QFileDialog.getSaveFileName(self, "Save validation report", str(start),
+                                              "HTML (*.html)")
+        if path:
+            self.save_report(Path(path))
+
     def show_outcome(self, outcome: ValidationOutcome) -> None:
         """Show a validation the session ran (or why it could not run)."""
         self.rejudged_for = None
@@ -323,6 +351,7 @@ class ValidationTab(QWidget):
         self.details_button.setVisible(bool(details))
         self.details_button.setChecked(False)
         self._toggle_details(False)
+        self.save_button.setEnabled(self.result is not None)
 
     def _show_body(self, on: bool) -> None:
         self.body.setVisible(on)

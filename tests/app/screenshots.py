@@ -56,8 +56,8 @@ def main(out_dir: Path, only: set[str] | None = None) -> int:
         while time.perf_counter() < deadline and not until():
             app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 20)
 
-    def shoot(name: str, prefix: str = "window") -> None:
-        if only and name not in only:
+    def shoot(name: str, prefix: str = "window", chosen: bool = False) -> None:
+        if only and name not in only and not chosen:
             return
         pump(0.3)
         screen = app.primaryScreen()
@@ -71,6 +71,10 @@ def main(out_dir: Path, only: set[str] | None = None) -> int:
         return 0
     pump(10, lambda: window.session.runner.ready_info is not None)
     pump(1.0)
+    if only and only <= set(ISSUE13_STATES):
+        issue13(window, pump, lambda name: shoot(name, f"issue13_{width}", True), only)
+        window.close()
+        return 0
     if only and only <= set(ISSUE11_STATES):
         issue11(window, pump, lambda name: shoot(name, "issue11"), only, tmp)
         window.close()
@@ -149,6 +153,62 @@ def graph_expanded(window, pump, out_dir: Path) -> None:  # type: ignore[no-unty
     target = out_dir / "window_graph_expanded.png"
     window.grab().save(str(target))
     print("wrote", target)
+
+
+ISSUE13_STATES = ("form", "stale", "warning_detail", "validation", "rejudged")
+
+
+def issue13(window, pump, shoot, only: set[str]) -> None:  # type: ignore[no-untyped-def]
+    """Issue 13's states, each in the light and the dark theme (issue13_WIDTH_NAME_THEME.png):
+    the form after an export, the stale banner, a warning's detail pane, the validation and
+    the same validation judged again at another tolerance."""
+    session, tabs = window.session, window.tabs
+    finished: list[object] = []
+    session.exportFinished.connect(finished.append)
+
+    def both(name: str) -> None:
+        for theme in ("light", "dark"):
+            window.set_theme(theme)
+            pump(0.5)
+            shoot(f"{name}_{theme}")
+        window.set_theme("light")
+
+    def export() -> None:
+        finished.clear()
+        session.start_export()
+        pump(120, lambda: bool(finished))
+        pump(1.0)
+
+    export()  # the default example, validated
+    tabs.setCurrentWidget(tabs.summary)
+    if "form" in only:
+        both("form")
+    if "validation" in only:
+        tabs.setCurrentWidget(tabs.validation)
+        both("validation")
+    if "rejudged" in only:
+        tabs.setCurrentWidget(tabs.validation)
+        window.form.options_form.atol.setText("0")
+        window.form.options_form.atol.editingFinished.emit()
+        window.form.options_form.rtol.setText("0")
+        window.form.options_form.rtol.editingFinished.emit()
+        both("rejudged")
+    if "stale" in only:
+        tabs.setCurrentWidget(tabs.summary)
+        window.form.model_form.kwargs.setText("num_classes = 7")
+        window.form.model_form.kwargs.editingFinished.emit()
+        both("stale")
+    if "warning_detail" in only:
+        from engine import shipped
+
+        session.load_example(shipped.recipes_dir() / "item_reshape.toml")
+        export()
+        tabs.setCurrentWidget(tabs.warnings)
+        view = tabs.warnings
+        row = next((i for i in range(view.count())
+                    if view.tree.topLevelItem(i).text(2)), 0)
+        view.tree.setCurrentItem(view.tree.topLevelItem(row))
+        both("warning_detail")
 
 
 ISSUE11_STATES = ("auto_exporter", "fills", "warnings", "dropped_input", "failure_details",

@@ -3,6 +3,8 @@ differences again at once, without a run, and the verdict is the one a run gives
 
 from __future__ import annotations
 
+import csv
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -61,3 +63,24 @@ def test_a_new_tolerance_rejudges_without_running(live_window: MainWindow, qtbot
         started.clear()
 
     assert verdicts(tab.result)[0] is True
+
+
+def test_a_validation_report_as_html_and_csv(live_window: MainWindow, qtbot,
+                                             tmp_path: Path) -> None:
+    window, tab = live_window, live_window.tabs.validation
+    assert not tab.save_button.isEnabled(), "nothing to save yet"
+    message = export_and_wait(window, qtbot)
+    validation = message["report"]["validation"]
+    assert tab.save_button.isEnabled()
+    written = tab.save_report(tmp_path / "report.html")
+    assert written is not None
+    page, table = written[0].read_text(encoding="utf-8"), written[1]
+    assert "<h1>Validation passed</h1>" in page and "<svg" in page, "plots inline"
+    assert "src=" not in page and "href=" not in page, "one file: nothing linked"
+    assert window.session.recipe.output_path.name in page
+    with table.open(encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == sum(len(t["outputs"]) for t in validation["trials"])
+    first = validation["trials"][0]["outputs"][0]
+    assert float(rows[0]["max_abs_diff"]) == first["max_abs_diff"]
+    assert rows[0]["passed"] == "True" and rows[0]["output"] == first["name"]

@@ -395,7 +395,7 @@ def _show_fills(recipe: Recipe, fills: list[Any], progress: Progress) -> None:
     """One line on standard error naming the fill each "auto" input got, and why."""
     chosen = [f"{spec.name} {fill.text} ({fill.reason})"
               for spec, fill in zip(recipe.inputs, fills, strict=True)
-              if spec.fill == recipes.AUTO_FILL]
+              if spec.fill == recipes.AUTO_FILL and spec.is_tensor]
     if chosen:
         progress.note("inputs filled automatically: " + "; ".join(chosen))
 

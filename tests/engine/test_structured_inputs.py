@@ -356,6 +356,8 @@ def test_cli_dynamic_bounds_and_const(models_dir: Path, tmp_path: Path) -> None:
     assert result.returncode == 0, doc["error"]
     assert doc["validation"]["ok"]
     assert [i["name"] for i in doc["graph"]["inputs"]] == ["x"]
+    fills = [line for line in result.stderr.splitlines() if "filled automatically" in line]
+    assert fills and "x randn" in fills[0] and "use_relu" not in fills[0]  # constants: no fill
     back = recipes.load(saved)
     assert back.dims["batch"] == DimSpec(2, 8)
     assert [(s.name, s.kind, s.const) for s in back.inputs[1:]] == [

@@ -53,7 +53,11 @@ def make_pair(folder: Path, blocks: int = 95) -> tuple[Path, Path]:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--screenshot", metavar="PNG",
+                        help="only save the Graph tab's profile overlay of the 4-layer GPT-2")
     args = parser.parse_args()
+    if args.screenshot:
+        return screenshot(Path(args.screenshot))
     from PySide6.QtWidgets import QApplication
 
     from app.compare.graphs import SideBySideGraphs
@@ -125,6 +129,36 @@ def main() -> int:
     for name, value, goal in rows:
         unit = "" if "profile" in name else " s"
         print(f"| {name} | {value:.3f}{unit} | {goal} |")
+    return 0
+
+
+def screenshot(png: Path) -> int:
+    """The README's picture: the profile of a 4-layer GPT-2 export as a heat overlay on its
+    graph, module groups collapsed, as the Compare tab's overlay toggle shows it."""
+    from PySide6.QtWidgets import QApplication
+
+    from app.graph.browser import GraphBrowser
+    from engine.analysis.profile import profile_file
+    from tests.benchmarks.bench_graph import export_gpt2
+
+    app = QApplication.instance() or QApplication([])
+    with tempfile.TemporaryDirectory() as tmp:
+        real = export_gpt2(Path(tmp) / "gpt2_4.onnx", layers=4, dynamic=False)
+        doc = profile_file(real, runs=50, threads=1)
+        values: dict[str, float] = {}
+        for n in doc["nodes"]:
+            if n["node"]:
+                values[n["node"]] = values.get(n["node"], 0.0) + n["ms"]
+        browser = GraphBrowser()
+        browser.resize(1366, 768)
+        browser.show()
+        browser.load_file(real)
+        browser.set_overlay(values, "ms per run")
+        for _ in range(5):
+            app.processEvents()
+        browser.grab().save(str(png))
+    slow = ", ".join(f"{g['name']} {g['ms']:.3f} ms" for g in doc["groups"][:4])
+    print(f"saved {png}; slowest groups: {slow}", file=sys.stderr)
     return 0
 
 

@@ -34,6 +34,17 @@ def test_import_contracts_hold() -> None:
     assert "0 broken" in result.stdout, result.stdout
 
 
+def test_the_cli_process_stays_light() -> None:
+    """The CLI's own process parses the command and talks to its worker: importing it loads
+    none of the heavy libraries the job needs (they would cost every command their import)."""
+    code = ("import sys, engine.cli\n"
+            "heavy = {'torch', 'numpy', 'onnx', 'onnxruntime', 'onnxscript', 'transformers'}\n"
+            "print(sorted(heavy & set(sys.modules)))\n")
+    result = _run(sys.executable, "-c", code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
 def test_app_imports_without_torch() -> None:
     """Every app module imports with torch made unimportable, and none pulls torch in."""
     code = (

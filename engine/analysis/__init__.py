@@ -10,11 +10,7 @@
 
 Feeds without a recipe come from the file's input shapes (`feeds.py`); latency is measured
 one way for all three (`timing.py`). The CLI's command bodies are in `commands.py`.
-torch, onnx and onnxruntime are imported inside the functions that need them.
+torch, onnx and onnxruntime are imported inside the functions that need them, and this
+package imports none of its modules: the CLI's process, which only parses the command, stays
+light (tests/test_quality.py).
 """
-
-from engine.analysis.compare import compare_files
-from engine.analysis.profile import profile_file
-from engine.analysis.variants import VARIANT_KINDS, make_variant
-
-__all__ = ["VARIANT_KINDS", "compare_files", "make_variant", "profile_file"]

@@ -5,6 +5,7 @@ Cancel ends the worker (the session's JobRunner: its spare takes over)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from PySide6.QtCore import QObject, Signal
 
 from app.session import ExportSession
 from engine.protocol import Error, ErrorEvent, ProtocolError, Result, decode
+from engine.recipe import Recipe
 
 
 class AnalysisJobs(QObject):
@@ -28,6 +30,11 @@ class AnalysisJobs(QObject):
         self.session = session
         self.job: str | None = None
         self.job_id: int | None = None
+        # the exports still to run before a both-exporters compare, and what it compares
+        self._chain: list[tuple[str, Path]] = []
+        self._chain_files: list[Path] = []
+        self._chain_recipe = ""
+        self._chain_base = Path()
 
     @property
     def busy(self) -> bool:
@@ -52,8 +59,55 @@ class AnalysisJobs(QObject):
         return self._submit({"job": "variant", "onnx": str(onnx), "recipe": recipe_toml,
                              "base_dir": str(base_dir), "kind": kind, "output": str(output)})
 
+    def both_exporters(self, recipe: Recipe) -> bool:
+        """Export `recipe` with dynamo, then with TorchScript (beside its output, as
+        NAME.dynamo.onnx and NAME.torchscript.onnx), then compare the two files against its
+        PyTorch model: one job to the user, three in the worker."""
+        if self.busy:
+            return False
+        out = recipe.output_path
+        files = [out.with_name(f"{out.stem}.{e}.onnx") for e in ("dynamo", "torchscript")]
+        recipes = [dataclasses.replace(recipe, export=dataclasses.replace(
+            recipe.export, exporter=e, output=str(f)))
+            for e, f in zip(("dynamo", "torchscript"), files, strict=True)]
+        self._chain = [*((r.to_toml(), recipe.base_dir) for r in recipes)]
+        self._chain_files = files
+        self._chain_recipe = recipe.to_toml()
+        self._chain_base = recipe.base_dir
+        self.job = "export"
+        self.started.emit("export with both exporters")
+        self._next_export()
+        return True
+
+    def _next_export(self) -> None:
+        toml, base = self._chain.pop(0)
+        step = 2 - len(self._chain)
+        self.progress.emit(0.45 * (step - 1), f"Export {step} of 2")
+        self.job_id = self.session.runner.submit(
+            {"job": "export", "recipe": toml, "base_dir": str(base)}, self._on_export)
+
+    def _on_export(self, message: dict[str, Any]) -> None:
+        kind = message.get("type")
+        if kind not in ("result", "error"):
+            return
+        report = message.get("report") or {}
+        if kind == "error" or not report.get("ok"):
+            error = (message.get("error") if kind == "error" else report.get("error")) or {}
+            self.job = self.job_id = None
+            self._chain = []
+            self.failed.emit("export", Error.from_dict(
+                {"kind": "export", "message": "The export failed.", **error}))
+            return
+        if self._chain:
+            self._next_export()
+            return
+        self.job = None
+        a, b = self._chain_files
+        self.compare(a, b, self._chain_recipe, self._chain_base)
+
     def cancel(self) -> None:
         if self.busy:
+            self._chain = []
             self.session.runner.cancel()
 
     def _submit(self, request: dict[str, Any]) -> bool:

@@ -63,6 +63,8 @@ class CompareTab(QWidget):
         self.jobs.finished.connect(self._finished)
         self.jobs.failed.connect(self._failed)
         session.exportFinished.connect(self._export_finished)
+        session.recipeChanged.connect(self._update_buttons)
+        session.recipeEdited.connect(lambda _part, _origin: self._update_buttons())
         self._update_buttons()
 
     # ------------------------------------------------------------------ layout
@@ -81,6 +83,10 @@ class CompareTab(QWidget):
         self.torch_check = QCheckBox("Against PyTorch (the form's recipe)")
         self.torch_check.setToolTip("Run the form's inputs, and its eager model as a third "
                                     "reference; otherwise inputs come from file A's shapes")
+        self.both_button = QPushButton("Both exporters")
+        self.both_button.setToolTip("Export the form's recipe with dynamo and with TorchScript, "
+                                    "then compare the two files and PyTorch")
+        self.both_button.clicked.connect(self.start_both_exporters)
         self.compare_button = QPushButton("Compare")
         self.compare_button.clicked.connect(self.start_compare)
         self.profile_button = QPushButton("Profile A")
@@ -107,7 +113,7 @@ class CompareTab(QWidget):
         grid.addWidget(self.b_edit, 1, 1)
         grid.addWidget(browse_b, 1, 2)
         actions = QHBoxLayout()
-        for w in (self.previous_button, self.torch_check, self.compare_button,
+        for w in (self.previous_button, self.both_button, self.torch_check, self.compare_button,
                   self.profile_button, self.overlay_check):
             actions.addWidget(w)
         actions.addStretch(1)
@@ -186,6 +192,7 @@ class CompareTab(QWidget):
         self.variants.make_button.setEnabled(idle and a is not None
                                              and bool(self.session.recipe.model.source))
         self.previous_button.setEnabled(bool(self.exports))
+        self.both_button.setEnabled(idle and bool(self.session.recipe.model.source))
         self.overlay_check.setEnabled(self.profile is not None)
 
     # ------------------------------------------------------------------ jobs
@@ -195,6 +202,17 @@ class CompareTab(QWidget):
             return False
         recipe, base = self._recipe()
         return self.jobs.compare(a, b, recipe, base)
+
+    def start_both_exporters(self) -> bool:
+        """Export the form's recipe with both exporters and compare them (A dynamo, B
+        TorchScript), against PyTorch too."""
+        recipe = self.session.recipe
+        if not recipe.model.source:
+            return False
+        out = recipe.output_path
+        self.set_files(out.with_name(f"{out.stem}.dynamo.onnx"),
+                       out.with_name(f"{out.stem}.torchscript.onnx"))
+        return self.jobs.both_exporters(recipe)
 
     def start_profile(self) -> bool:
         a = self.file_a()

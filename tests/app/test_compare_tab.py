@@ -118,3 +118,23 @@ def test_variants_of_the_latest_export(tabs: ResultTabs, qtbot, tmp_path: Path) 
     assert table.item(0, 0).text() == "fp16" and table.item(1, 0).text() == "int8"
     assert float(table.item(1, 3).text()) > 0  # the size ratio
     assert tab.views.currentWidget() is tab.variants
+
+
+def test_both_exporters_in_one_click(tabs: ResultTabs, qtbot, tmp_path: Path) -> None:
+    session, tab = tabs.session, tabs.compare
+    write_models(tmp_path)
+    session.set_recipe(recipes.loads(
+        'version = 1\n[model]\nsource = "tiny.py:TinyNet"\n[[inputs]]\nname = "x"\n'
+        'shape = [2, 4]\n[[outputs]]\nname = "y"\n[export]\noutput = "tiny.onnx"\n',
+        base_dir=tmp_path))
+    assert tab.both_button.isEnabled()
+    with qtbot.waitSignal(tab.jobs.finished, timeout=EXPORT_TIMEOUT_MS) as blocker:
+        qtbot.mouseClick(tab.both_button, Qt.MouseButton.LeftButton)
+    assert blocker.args[0] == "compare"
+    doc = tab.comparison
+    assert doc is not None and doc.ok, doc
+    assert tab.file_a() == tmp_path / "tiny.dynamo.onnx"
+    assert tab.file_b() == tmp_path / "tiny.torchscript.onnx"
+    assert doc.parity is not None and doc.parity.torch is not None and doc.parity.torch.ok
+    assert doc.matching is not None and doc.matching.matched >= 2
+    assert "Equal outputs" in tab.status.text()

@@ -13,7 +13,6 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QTabWidget, QWidget
 
 from app.compare import CompareTab
-from app.compare import CompareTab
 from app.graph import GraphTab
 from app.outcomes import ExportOutcome, JobStart, OpenedFile, ValidationOutcome
 from app.results import LogView, PythonView, SummaryView, WarningsView
@@ -21,6 +20,7 @@ from app.results.provenance import Shown
 from app.session import ExportSession
 from app.validation import ValidationTab
 
+MIN_WIDTH = 380
 TABS = ("Summary", "Warnings", "Validation", "Graph", "Python", "Log")
 
 
@@ -38,6 +38,9 @@ class ResultTabs(QTabWidget):
     def __init__(self, session: ExportSession, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.session = session
+        # an explicit minimum: a page that asks for more width is cut, never the window made
+        # wider than a 1024-pixel screen (the form keeps its own minimum beside it)
+        self.setMinimumWidth(MIN_WIDTH)
         self.summary = SummaryView(session)
         self.warnings = WarningsView(session)
         self.validation = ValidationTab(session)
@@ -47,10 +50,6 @@ class ResultTabs(QTabWidget):
         for widget, name in zip((self.summary, self.warnings, self.validation, self.graph,
                                  self.python, self.log), TABS, strict=True):
             self.addTab(widget, name)
-        self.compare = CompareTab(session)  # not in TABS: its shortcut is the menu's own
-        self.addTab(self.compare, "Compare")
-        self.compare.showOnGraph.connect(self.show_profile_on_graph)
-        self.compare.clearGraph.connect(self.graph.clear_overlay)
         self.compare = CompareTab(session)  # not in TABS: its shortcut is the menu's own
         self.addTab(self.compare, "Compare")
         self.compare.showOnGraph.connect(self.show_profile_on_graph)
@@ -108,16 +107,6 @@ class ResultTabs(QTabWidget):
 
     def _validation_finished(self, _outcome: ValidationOutcome) -> None:
         self.setCurrentWidget(self.validation)
-
-    def show_profile_on_graph(self, onnx: Path, values: dict[str, float], label: str) -> bool:
-        """Colour the Graph tab by a profile of `onnx` (ms per node) and switch to it."""
-        if self.graph.loaded_path != onnx and not self.graph.load_file(onnx):
-            self.statusMessage.emit(f"The graph of {onnx.name} cannot be shown.")
-            return False
-        if not self.graph.set_overlay(values, label):
-            return False
-        self.setCurrentWidget(self.graph)
-        return True
 
     def show_profile_on_graph(self, onnx: Path, values: dict[str, float], label: str) -> bool:
         """Colour the Graph tab by a profile of `onnx` (ms per node) and switch to it."""

@@ -13,7 +13,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
 
 from app import theme
 from app.outcomes import ExportOutcome, FileStamp, OpenedFile, ValidationOutcome
@@ -44,6 +52,8 @@ class ProvenanceBar(QWidget):
         self.origin = QLabel()
         self.origin.setWordWrap(True)
         self.origin.setTextFormat(Qt.TextFormat.RichText)
+        # a long name wraps or is cut; it never widens the window (the tooltip has it whole)
+        self.origin.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.banner = QFrame()
         self.banner.setObjectName("staleBanner")
         self.banner.setFrameShape(QFrame.Shape.StyledPanel)
@@ -89,7 +99,8 @@ class ProvenanceBar(QWidget):
         elif isinstance(shown, ExportOutcome | ValidationOutcome):
             job = "export" if isinstance(shown, ExportOutcome) else "validation"
             onnx = shown.stamp.onnx
-            file = html.escape(str(onnx.path)) if onnx else "no file written"
+            file = html.escape(onnx.path.name) if onnx else "no file written"
+            self.origin.setToolTip(str(onnx.path) if onnx else "")
             made = "exported" if job == "export" else "validated"
             self.origin.setText(f"<b>{file}</b> — {made} {_when(onnx)} from "
                                 f"{html.escape(shown.stamp.label or 'the recipe')}")
@@ -100,7 +111,8 @@ class ProvenanceBar(QWidget):
                 self.again.setText("Export again" if job == "export" else "Validate again")
                 self.again.setProperty("job", job)
         elif isinstance(shown, OpenedFile):
-            self.origin.setText(f"<b>{html.escape(str(shown.path))}</b> — opened "
+            self.origin.setToolTip(str(shown.path))
+            self.origin.setText(f"<b>{html.escape(shown.path.name)}</b> — opened "
                                 f"{_when(shown.stamp)}; Validate uses the inputs of "
                                 f"{html.escape(session.recipe_label())}")
             if shown.stamp is not None and FileStamp.of(shown.path) != shown.stamp:
@@ -108,7 +120,8 @@ class ProvenanceBar(QWidget):
                 self.again.setText("Validate it")
                 self.again.setProperty("job", "validate")
         elif isinstance(shown, Path):
-            self.origin.setText(f"<b>{html.escape(str(shown))}</b>")
+            self.origin.setToolTip(str(shown))
+            self.origin.setText(f"<b>{html.escape(shown.name)}</b>")
         elif isinstance(shown, str):
             self.origin.setText(f"<i>{html.escape(shown)}</i>")
         else:

@@ -93,6 +93,7 @@ def test_picking_another_model_rebuilds_the_form_and_marks_results_stale(
     window.tabs.setCurrentWidget(window.tabs.summary)
     assert not bar.stale and "alpha.onnx" in bar.origin.text()
     assert "two_models.py:Alpha" in bar.origin.text(), "names the recipe that made it"
+    assert window.minimumSizeHint().width() <= 1024, "a long path never widens the window"
 
     click_candidate(window, qtbot, "Beta")
     assert session.recipe.model.source.endswith("two_models.py:Beta")

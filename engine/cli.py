@@ -84,6 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--export-type", choices=recipes.OPERATOR_EXPORT_TYPES)
     export.add_argument("--device")
     export.add_argument("--validate", action="store_true", help="check the result in ONNX Runtime")
+    export.add_argument("--task", help="Hugging Face task (Optimum's names), e.g. "
+                        "text-generation-with-past; default: the config's")
     export.add_argument("--save-recipe", metavar="R.toml", help="also save the request as a recipe")
     _common(export)
 
@@ -276,9 +278,14 @@ def recipe_from_args(args: argparse.Namespace) -> Recipe:
                         ("export_type", "operator_export_type"), ("device", "device")):
         if getattr(args, flag) is not None:
             setattr(recipe.export, field, getattr(args, flag))
+    if args.task:
+        if not recipes.is_folder_source(recipe.model.source):
+            raise RequestError("--task applies to a Hugging Face source (hf:DIR).")
+        recipe.model.kwargs["task"] = args.task
     # the output location before anything else: a wrong one is a `write` error, and no
-    # recipe is saved and nothing is exported
-    check_output_path(recipe.output_path)
+    # recipe is saved and nothing is exported (a Hugging Face source's is a folder)
+    if not recipes.is_folder_source(recipe.model.source):
+        check_output_path(recipe.output_path)
     recipe.check()
     return recipe
 

@@ -18,8 +18,9 @@ from engine.export import blame
 from engine.export.exporter import export_model
 from engine.export.onnx_file import check_output_path
 from engine.graph.summary import summarize
-from engine.protocol import ExportReport, Graph, Validation
+from engine.protocol import ExportedFile, ExportReport, Graph, Validation
 from engine.recipe import AUTO_FILL, Recipe
+from engine.source.hf import is_hf_source
 from engine.source.inputs import ResolvedFill, resolve_fills
 from engine.validation.validator import failure_hint
 from engine.validation.validator import validate as run_validation
@@ -37,6 +38,8 @@ def export(recipe: Recipe, events: Events | None = None, *, validate: bool | Non
     """
     events = events or Events()
     validate = recipe.validate.enabled if validate is None else validate
+    if is_hf_source(recipe.model.source):  # a folder of files, not one .onnx
+        return export_hf(recipe, events, validate=validate)
     try:
         check_output_path(recipe.output_path)
     except StudioError as err:
@@ -91,3 +94,68 @@ def _validate_into(report: ExportReport, recipe: Recipe, model: Path, loaded: An
         report.fail(StudioError(
             "validation", report.validation.message or "ONNX Runtime disagrees with PyTorch.",
             failure_hint(result)))
+
+
+def export_hf(recipe: Recipe, events: Events | None = None, *,
+              validate: bool = False) -> ExportReport:
+    """Export a Hugging Face folder (`hf:` / `hf-config:`; the task in the model's kwargs,
+    None: the config's) into the folder `export.output`, files named as Optimum names them;
+    with `validate`, each file against eager PyTorch and greedy generation over the files."""
+    from engine.export.hf_files import check_output_folder, export_part
+    from engine.source.hf import load_hf
+    from engine.validation.hf_checks import check_generation, check_parts
+
+    events = events or Events()
+    folder = recipe.output_path
+    report = ExportReport(output=str(folder), exporter="dynamo")
+    started = time.perf_counter()
+    try:
+        check_output_folder(folder)
+        events.progress(0.0, "Loading the model")
+        task = recipe.model.kwargs.get("task")
+        hf = load_hf(recipe.model.source, recipe.base_dir, str(task) if task else None,
+                     seed=recipe.export.seed)
+        report.task = hf.task
+        report.seconds["load"] = time.perf_counter() - started
+        started = time.perf_counter()
+        share = 0.6 if validate else 1.0
+        for index, part in enumerate(hf.parts):
+            events.progress(0.1 + share * index / len(hf.parts), f"Exporting {part.file}")
+            export_part(part, folder, recipe.export.opset, events)
+        report.seconds["export"] = time.perf_counter() - started
+    except StudioError as err:
+        return report.fail(err)
+    report.files = [ExportedFile(name=part.file, path=str(folder / part.file),
+                                 graph=Graph.from_summary(summarize(folder / part.file)))
+                    for part in hf.parts]
+    report.graph = report.files[0].graph
+    report.opset = summarize(folder / hf.parts[0].file)["opset_imports"].get("")
+    report.ok = True
+    if validate:
+        started = time.perf_counter()
+        events.progress(0.7, "Validating in ONNX Runtime")
+        try:
+            result = check_parts(hf, folder, recipe.validate.rtol, recipe.validate.atol,
+                                 events.part(0.7, 0.9))
+            if hf.generates:
+                events.progress(0.9, "Generating greedy tokens")
+                result["generation"] = check_generation(hf, folder)
+        except Exception as exc:
+            report.seconds["validate"] = time.perf_counter() - started
+            return report.fail(StudioError(
+                "validation", f"Validation failed unexpectedly: {one_line(exc)}.",
+                "Open the details for the full traceback.", details=traceback.format_exc()))
+        report.seconds["validate"] = time.perf_counter() - started
+        report.validation = Validation.from_dict(result)
+        generation = report.validation.generation
+        if generation is not None and not generation.tokens_equal and report.validation.ok:
+            report.validation.ok = False
+            report.validation.message = (f"Greedy generation over the ONNX files differs from "
+                                         f"transformers' generate within {generation.steps} "
+                                         "steps.")
+        if not report.validation.ok:
+            report.fail(StudioError("validation", report.validation.message or
+                                    "ONNX Runtime disagrees with PyTorch.",
+                                    "Compare the outputs per trial in the validation."))
+    events.progress(1.0, "Done")
+    return report

@@ -212,6 +212,11 @@ def split_source(source: str) -> tuple[str | None, str]:
     return python_source_parts(text) or (text, "")
 
 
+def is_folder_source(source: str) -> bool:
+    """True for the sources that export several files into a folder (`hf:`, `hf-config:`)."""
+    return source.strip().startswith(("hf:", "hf-config:"))
+
+
 def builtin_source(text: str) -> tuple[str, None, str] | None:
     """(kind, None, name) for the example: and torchvision: sources, which name no file."""
     for prefix in ("example", "torchvision"):
@@ -444,8 +449,10 @@ def _check(recipe: Recipe) -> list[tuple[str, str]]:
     opts = recipe.export
     if not opts.output.strip():
         found.append(("export.output", "no output file; name an .onnx file."))
-    elif not opts.output.endswith(".onnx"):
-        found.append(("export.output", f"{opts.output!r} should end in .onnx."))
+    elif opts.output.endswith(".onnx") == is_folder_source(recipe.model.source):
+        found.append(("export.output", f"{opts.output!r} should end in .onnx." if
+                      opts.output.endswith(".onnx") is False else f"{opts.output!r} names a "
+                      "file; a Hugging Face source writes into a folder: drop the .onnx."))
     for where, value, allowed in (
         ("export.exporter", opts.exporter, EXPORTERS),
         ("export.operator_export_type", opts.operator_export_type, OPERATOR_EXPORT_TYPES),

@@ -230,9 +230,30 @@ class Validation(Wire):
     intermediates: Intermediates | None = field(default=None, metadata=OMIT)
     plots: str | Unset | None = UNSET  # the .npz of the plot data; None: it was not saved
     seconds: float | None = field(default=None, metadata=OMIT)
+    # Hugging Face generation tasks: greedy tokens over the ONNX files against generate()
+    generation: Generation | None = field(default=None, metadata=OMIT)
+
+
+@dataclass(kw_only=True)
+class Generation(Wire):
+    """The greedy-generation check of a Hugging Face export (engine.validation.hf_checks)."""
+
+    steps: int
+    tokens_equal: bool
+    onnx_tokens: list[int]
+    torch_tokens: list[int]
 
 
 # ---------------------------------------------------------------------------- documents
+
+
+@dataclass(kw_only=True)
+class ExportedFile(Wire):
+    """One file of a multi-file export (a Hugging Face folder): its name and its graph."""
+
+    name: str
+    path: str
+    graph: Graph
 
 
 @dataclass(kw_only=True)
@@ -271,6 +292,9 @@ class ExportReport(Wire):
     warnings: list[WarningItem] = field(default_factory=list)
     error: Error | None = None
     validation: Validation | None = None
+    # a Hugging Face export: every file written into the `output` folder
+    files: list[ExportedFile] | None = field(default=None, metadata=OMIT)
+    task: str | None = field(default=None, metadata=OMIT)  # the Hugging Face task exported
     extra: ExportFacts = field(default_factory=ExportFacts, compare=False, metadata=LOCAL)
 
     def fail(self, error: Error | StudioError) -> ExportReport:

@@ -1,0 +1,146 @@
+"""Modules that export: a Hugging Face model behind flat tensor inputs and outputs.
+
+The cache travels as flat tensors (`past_key_values.N.key` ... in, `present.N.key` ... out);
+each wrapper builds transformers' cache object inside forward, since the exporter does not
+take the cache class as an input. Names follow Optimum's convention.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+Inputs = dict[str, torch.Tensor]
+
+
+@dataclass
+class ExportPart:
+    """One ONNX file: the module, its inputs by name (in forward order), its output names,
+    each input's dynamic axes (axis -> dimension name) and a maker of inputs at other sizes."""
+
+    file: str
+    module: nn.Module
+    inputs: Inputs
+    output_names: list[str]
+    dynamic: dict[str, dict[int, str]]
+    make_inputs: Callable[[int, int, int, int], Inputs]  # (seed, batch, sequence, past)
+
+
+def _cache_tensors(cache: Any) -> list[torch.Tensor]:
+    """key0, value0, key1, value1, ... of a DynamicCache."""
+    flat: list[torch.Tensor] = []
+    for layer in cache.layers:
+        flat += [layer.keys, layer.values]
+    return flat
+
+
+def _cache_of(flat: tuple[torch.Tensor, ...]) -> Any:
+    from transformers import DynamicCache
+
+    return DynamicCache([(flat[i], flat[i + 1]) for i in range(0, len(flat), 2)])
+
+
+class Plain(nn.Module):
+    """The model called with keyword inputs, returning the named fields of its output."""
+
+    def __init__(self, model: nn.Module, keys: list[str], fields: list[str]) -> None:
+        super().__init__()
+        self.model, self.keys, self.fields = model, keys, fields
+
+    def forward(self, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        extra = {"use_cache": False} if "input_ids" in self.keys and self.fields == ["logits"] \
+            and getattr(self.model.config, "is_decoder", True) else {}
+        out = self.model(**dict(zip(self.keys, tensors, strict=True)), **extra)
+        return tuple(out[name] for name in self.fields)
+
+
+class DecoderWithPast(nn.Module):
+    """A causal LM step: (input_ids, attention_mask, position_ids, past...) ->
+    (logits, present...)."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                position_ids: torch.Tensor, *past: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask,
+                         position_ids=position_ids, past_key_values=_cache_of(past),
+                         use_cache=True)
+        return (out.logits, *_cache_tensors(out.past_key_values))
+
+
+class Encoder(nn.Module):
+    """The encoder of an encoder-decoder model -> last_hidden_state."""
+
+    def __init__(self, model: nn.Module, keys: list[str]) -> None:
+        super().__init__()
+        self.encoder: Any = model.get_encoder()  # type: ignore[operator]
+        self.keys = keys
+
+    def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
+        return self.encoder(**dict(zip(self.keys, tensors, strict=True))).last_hidden_state
+
+
+class Seq2SeqDecoder(nn.Module):
+    """The first decoder step: (input_ids, encoder_attention_mask?, encoder_hidden_states) ->
+    (logits, present.N.decoder.key/value, present.N.encoder.key/value)."""
+
+    def __init__(self, model: nn.Module, with_mask: bool) -> None:
+        super().__init__()
+        self.model, self.with_mask = model, with_mask
+
+    def forward(self, input_ids: torch.Tensor, *rest: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        from transformers import DynamicCache, EncoderDecoderCache
+
+        mask = rest[0] if self.with_mask else None
+        hidden = rest[-1]
+        cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
+        out = self.model(decoder_input_ids=input_ids, attention_mask=mask,
+                         encoder_outputs=(hidden,), past_key_values=cache, use_cache=True)
+        kv = out.past_key_values
+        return (out.logits, *_interleave(_cache_tensors(kv.self_attention_cache),
+                                         _cache_tensors(kv.cross_attention_cache)))
+
+
+class Seq2SeqDecoderWithPast(nn.Module):
+    """A later decoder step: (input_ids, encoder_attention_mask?, past...) with past as
+    past_key_values.N.decoder.key/value, past_key_values.N.encoder.key/value ->
+    (logits, present.N.decoder.key/value)."""
+
+    def __init__(self, model: nn.Module, with_mask: bool) -> None:
+        super().__init__()
+        self.model, self.with_mask = model, with_mask
+
+    def forward(self, input_ids: torch.Tensor, *rest: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        from transformers import EncoderDecoderCache
+
+        mask = rest[0] if self.with_mask else None
+        past = rest[1:] if self.with_mask else rest
+        own = [t for i, t in enumerate(past) if i % 4 < 2]
+        cross = [t for i, t in enumerate(past) if i % 4 >= 2]
+        cache = EncoderDecoderCache(_cache_of(tuple(own)), _cache_of(tuple(cross)))
+        # the encoder's states are not needed: the cross-attention cache holds them
+        batch = input_ids.shape[0]
+        hidden = past[2].new_zeros((batch, 1, 1))
+        out = self.model(decoder_input_ids=input_ids, attention_mask=mask,
+                         encoder_outputs=(hidden,), past_key_values=cache, use_cache=True)
+        return (out.logits, *_cache_tensors(out.past_key_values.self_attention_cache))
+
+
+def _interleave(own: list[torch.Tensor], cross: list[torch.Tensor]) -> list[torch.Tensor]:
+    flat: list[torch.Tensor] = []
+    for i in range(0, len(own), 2):
+        flat += own[i:i + 2] + cross[i:i + 2]
+    return flat
+
+
+def past_names(prefix: str, layers: int, seq2seq: bool) -> list[str]:
+    """past_key_values.0.key, past_key_values.0.value, ... (decoder/encoder for seq2seq)."""
+    kinds = ("decoder", "encoder") if seq2seq else ("",)
+    return [f"{prefix}.{n}.{kind + '.' if kind else ''}{kv}"
+            for n in range(layers) for kind in kinds for kv in ("key", "value")]

@@ -1,0 +1,72 @@
+"""Tiny random-weight Hugging Face models (hidden 32, 2 layers, vocabulary 500) saved with
+save_pretrained, and the studio's CLI run on them: shared by the hf tests and bench_hf."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+VOCAB = 500
+# a wide initialisation, so greedy tokens of a random model vary instead of repeating one
+INIT = 0.3
+
+
+def build(name: str, folder: Path) -> Path:
+    """Save the tiny model `name` into folder/name (once) and return that folder."""
+    import torch
+    import transformers as T
+
+    target = folder / name
+    if (target / "config.json").exists():
+        return target
+    torch.manual_seed(0)
+    common = {"vocab_size": VOCAB, "initializer_range": INIT}
+    if name == "bert":
+        model: Any = T.BertForSequenceClassification(T.BertConfig(
+            hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+            max_position_embeddings=64, **common))
+    elif name == "gpt2":
+        model = T.GPT2LMHeadModel(T.GPT2Config(n_embd=32, n_layer=2, n_head=4, n_positions=128,
+                                               **common))
+    elif name in ("llama", "qwen2"):
+        config_class = T.LlamaConfig if name == "llama" else T.Qwen2Config
+        causal = T.LlamaForCausalLM if name == "llama" else T.Qwen2ForCausalLM
+        model = causal(config_class(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                    num_attention_heads=4, num_key_value_heads=2,
+                                    max_position_embeddings=128, **common))
+    elif name == "t5":
+        model = T.T5ForConditionalGeneration(T.T5Config(
+            d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4, decoder_start_token_id=0,
+            vocab_size=VOCAB, initializer_factor=3.0))
+    elif name == "whisper":
+        model = T.WhisperForConditionalGeneration(T.WhisperConfig(
+            d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+            decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64, num_mel_bins=16,
+            max_source_positions=16, max_target_positions=64, decoder_start_token_id=1,
+            pad_token_id=0, eos_token_id=2, bos_token_id=1, suppress_tokens=None,
+            begin_suppress_tokens=None, init_std=INIT, vocab_size=VOCAB))
+    elif name == "vit":
+        model = T.ViTForImageClassification(T.ViTConfig(
+            hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+            image_size=32, patch_size=8, num_labels=5, initializer_range=INIT))
+    else:
+        raise ValueError(name)
+    model.save_pretrained(target)
+    return target
+
+
+def studio_export(source: str, out: Path, *extra: str) -> tuple[int, dict[str, Any], str]:
+    """Run `onnx-studio export SOURCE -o OUT --validate --json EXTRA` in a child process:
+    (exit status, the JSON document, standard error)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "engine.cli", "export", source, "-o", str(out), "--validate",
+         "--json", *extra], capture_output=True, text=True, env=env, cwd=str(out.parent),
+        check=False)
+    lines = done.stdout.strip().splitlines()
+    return done.returncode, json.loads(lines[-1]) if lines else {}, done.stderr

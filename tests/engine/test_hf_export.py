@@ -1,0 +1,183 @@
+"""`onnx-studio export hf:DIR` on tiny random-weight models: files, names, validation and
+greedy generation (issue 14). BERT and GPT-2 with past run in every suite; the rest are
+`corpus`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import onnx
+import pytest
+
+from tests.engine.hf_models import build, studio_export
+
+Run = tuple[int, dict[str, Any], str]
+
+
+@pytest.fixture(scope="session")
+def hf_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("hf_models")
+
+
+@pytest.fixture(scope="session")
+def exports(hf_folder: Path) -> dict[tuple[str, str], Run]:
+    """Export runs by (model, task or "default"), each made once."""
+    return {}
+
+
+def _export(exports: dict[tuple[str, str], Run], folder: Path, name: str,
+            task: str = "default") -> Run:
+    key = (name, task)
+    if key not in exports:
+        source = build(name, folder)
+        extra = [] if task == "default" else ["--task", task]
+        exports[key] = studio_export(f"hf:{source}", folder / f"out_{name}_{task}", *extra)
+    return exports[key]
+
+
+def _input_names(doc: dict[str, Any], file: str) -> list[str]:
+    return [i["name"] for f in doc["files"] if f["name"] == file for i in f["graph"]["inputs"]]
+
+
+def _output_names(doc: dict[str, Any], file: str) -> list[str]:
+    return [o["name"] for f in doc["files"] if f["name"] == file for o in f["graph"]["outputs"]]
+
+
+@pytest.mark.timeout(600)  # a loaded 2-core machine; ~20 s when idle
+def test_bert_exports_model_onnx_with_its_default_task(
+        exports: dict[tuple[str, str], Run], hf_folder: Path) -> None:
+    code, doc, err = _export(exports, hf_folder, "bert")
+    assert code == 0, err
+    assert doc["ok"] and doc["task"] == "text-classification"
+    assert doc["output"] == str(hf_folder / "out_bert_default")
+    assert [f["name"] for f in doc["files"]] == ["model.onnx"]
+    assert _input_names(doc, "model.onnx") == ["input_ids", "attention_mask", "token_type_ids"]
+    assert _output_names(doc, "model.onnx") == ["logits"]
+    shape = doc["files"][0]["graph"]["inputs"][0]["shape"]
+    assert shape == ["batch_size", "sequence_length"]
+    onnx.checker.check_model(str(hf_folder / "out_bert_default" / "model.onnx"))
+    validation = doc["validation"]
+    assert validation["ok"] and "generation" not in validation
+    assert {t["kind"] for t in validation["trials"]} == {"export-inputs", "dynamic-size"}
+
+
+def _check_decoder_with_past(doc: dict[str, Any], layers: int = 2) -> None:
+    assert doc["ok"], doc["error"]
+    assert doc["task"] == "text-generation-with-past"
+    past = [f"past_key_values.{n}.{kv}" for n in range(layers) for kv in ("key", "value")]
+    assert _input_names(doc, "model.onnx") == ["input_ids", "attention_mask", "position_ids",
+                                               *past]
+    assert _output_names(doc, "model.onnx") == ["logits", *[p.replace(
+        "past_key_values", "present") for p in past]]
+    key = next(i for i in doc["files"][0]["graph"]["inputs"] if i["name"] == past[0])
+    assert key["shape"][0] == "batch_size" and key["shape"][2] == "past_sequence_length"
+    trials = {t["kind"]: t for t in doc["validation"]["trials"]}
+    assert trials["past-empty"]["sizes"]["past_sequence_length"] == 0
+    assert trials["past-nonempty"]["sizes"]["past_sequence_length"] > 0
+    assert all(t["ok"] for t in trials.values())
+    generation = doc["validation"]["generation"]
+    assert generation["steps"] == 20 and len(generation["onnx_tokens"]) == 20
+    assert generation["tokens_equal"] and generation["onnx_tokens"] == generation["torch_tokens"]
+
+
+@pytest.mark.timeout(600)  # a loaded 2-core machine; ~20 s when idle
+def test_gpt2_exports_with_past_and_generates_the_same_tokens(
+        exports: dict[tuple[str, str], Run], hf_folder: Path) -> None:
+    code, doc, err = _export(exports, hf_folder, "gpt2")
+    assert code == 0, err
+    _check_decoder_with_past(doc)
+
+
+@pytest.mark.timeout(600)  # a loaded 2-core machine; ~20 s when idle
+def test_broken_initializer_fails_validation_and_generation(
+        exports: dict[tuple[str, str], Run], hf_folder: Path, tmp_path: Path) -> None:
+    """The check can fail: a file whose weight is patched disagrees with PyTorch (exit 1)."""
+    import numpy as np
+    from onnx import numpy_helper
+
+    from engine.events import Events
+    from engine.source.hf import load_hf
+    from engine.validation.hf_checks import check_generation, check_parts
+
+    code, _, err = _export(exports, hf_folder, "gpt2")
+    assert code == 0, err
+    model = onnx.load(str(hf_folder / "out_gpt2_default" / "model.onnx"))
+    biggest = max(model.graph.initializer, key=lambda t: int(np.prod(t.dims)))
+    patched = numpy_helper.to_array(biggest).copy()
+    patched[...] = 0.5
+    biggest.CopyFrom(numpy_helper.from_array(patched, biggest.name))
+    onnx.save(model, str(tmp_path / "model.onnx"))
+    hf = load_hf(f"hf:{hf_folder / 'gpt2'}", hf_folder)
+    result = check_parts(hf, tmp_path, 1e-3, 1e-5, Events())
+    assert not result["ok"] and "disagrees" in result["message"]
+    generation = check_generation(hf, tmp_path, steps=5)
+    assert not generation["tokens_equal"]
+
+
+@pytest.mark.timeout(600)  # a loaded 2-core machine; ~20 s when idle
+def test_wrong_requests_exit_2(hf_folder: Path, tmp_path: Path) -> None:
+    code, doc, _ = studio_export(f"hf:{tmp_path / 'missing'}", tmp_path / "out")
+    assert code == 2 and doc["error"]["kind"] == "source"
+    assert "does not exist" in doc["error"]["message"]
+    source = build("bert", hf_folder)
+    code, doc, _ = studio_export(f"hf:{source}", tmp_path / "out.onnx")
+    assert code == 2 and "folder" in doc["error"]["message"]
+    code, doc, _ = studio_export(f"hf:{source}", tmp_path / "out", "--task", "translation")
+    assert code == 2 and "Unknown task" in doc["error"]["message"]
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.corpus
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("name", ["llama", "qwen2"])
+def test_llama_and_qwen2_export_with_past(name: str, exports: dict[tuple[str, str], Run],
+                                          hf_folder: Path) -> None:
+    code, doc, err = _export(exports, hf_folder, name)
+    assert code == 0, err
+    _check_decoder_with_past(doc)
+
+
+@pytest.mark.corpus
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("name", ["gpt2", "llama", "qwen2"])
+def test_decoders_export_without_past(name: str, exports: dict[tuple[str, str], Run],
+                                      hf_folder: Path) -> None:
+    code, doc, err = _export(exports, hf_folder, name, "text-generation")
+    assert code == 0, err
+    assert _input_names(doc, "model.onnx") == ["input_ids", "attention_mask"]
+    assert _output_names(doc, "model.onnx") == ["logits"]
+    assert doc["validation"]["generation"]["tokens_equal"]
+
+
+@pytest.mark.corpus
+@pytest.mark.timeout(600)
+def test_vit_exports_image_classification(exports: dict[tuple[str, str], Run],
+                                          hf_folder: Path) -> None:
+    code, doc, err = _export(exports, hf_folder, "vit")
+    assert code == 0, err
+    assert doc["task"] == "image-classification"
+    assert _input_names(doc, "model.onnx") == ["pixel_values"]
+    assert doc["files"][0]["graph"]["inputs"][0]["shape"] == ["batch_size", 3, 32, 32]
+
+
+@pytest.mark.corpus
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("name, task", [("t5", "text2text-generation-with-past"),
+                                        ("whisper", "automatic-speech-recognition-with-past")])
+def test_encoder_decoders_export_three_files(name: str, task: str,
+                                             exports: dict[tuple[str, str], Run],
+                                             hf_folder: Path) -> None:
+    code, doc, err = _export(exports, hf_folder, name)
+    assert code == 0, err
+    assert doc["task"] == task
+    assert [f["name"] for f in doc["files"]] == [
+        "encoder_model.onnx", "decoder_model.onnx", "decoder_with_past_model.onnx"]
+    with_past = _input_names(doc, "decoder_with_past_model.onnx")
+    assert "past_key_values.0.decoder.key" in with_past
+    assert "past_key_values.1.encoder.value" in with_past
+    assert "present.0.encoder.key" in _output_names(doc, "decoder_model.onnx")
+    kinds = {(t["message"], t["kind"]) for t in doc["validation"]["trials"]}
+    assert ("decoder_with_past_model.onnx", "past-nonempty") in kinds
+    generation = doc["validation"]["generation"]
+    assert generation["steps"] == 20 and generation["tokens_equal"], generation

@@ -352,6 +352,9 @@ class MainWindow(QMainWindow):
             width = min(1340, avail.width()) if avail else 1340
             height = min(740, avail.height()) if avail else 740
             self.resize(width, height)
+            if not self.settings.splitter:  # the form as narrow as it fits, up to 640 px
+                form = max(self.form.minimumSizeHint().width(), min(640, int(width * 0.45)))
+                self.splitter.setSizes([form, max(width - form, 1)])
 
     def _save_settings(self) -> None:
         try:

@@ -7,8 +7,8 @@ import html
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, QUrl
-from PySide6.QtGui import QDesktopServices, QFontDatabase
+from PySide6.QtCore import QEvent, Qt, QUrl
+from PySide6.QtGui import QDesktopServices, QFontDatabase, QPalette
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
@@ -242,6 +242,14 @@ class SummaryView(QWidget):
         body = "".join(f"<tr><td style='padding:2px 12px 2px 0'><b>{k}</b></td><td>{v}</td></tr>"
                        for k, v in rows)
         return f"<table>{body}</table>"
+
+    def changeEvent(self, event: QEvent) -> None:
+        """A new palette (the theme changed): the facts again, their links in its colour."""
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange and self._shown is not None:
+            self.facts.document().setDefaultStyleSheet(
+                f"a {{ color: {self.palette().color(QPalette.ColorRole.Link).name()}; }}")
+            self.facts.setHtml(self._facts_html(*self._shown))
 
     def _open_link(self, url: QUrl) -> None:
         QDesktopServices.openUrl(url)

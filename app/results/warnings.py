@@ -87,6 +87,9 @@ class WrapDelegate(QStyledItemDelegate):
         return QSize(size.width(), max(size.height(), rect.height() + 6))
 
 
+SOURCE_WIDTH = 190  # the Source column's width to start with (the user may drag it)
+
+
 class WarningsView(QWidget):
     """Warnings of the last export: category, message, source file:line (opens the file)."""
 
@@ -104,7 +107,10 @@ class WarningsView(QWidget):
         header = self.tree.header()
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
-        header.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
+        # a long source path is cut at its start (file:line stays in view), never the message
+        header.setSectionResizeMode(2, QHeaderView.ResizeMode.Interactive)
+        header.resizeSection(2, SOURCE_WIDTH)
+        self.tree.setTextElideMode(Qt.TextElideMode.ElideLeft)
         header.setStretchLastSection(False)
         # rows as tall as their wrapped message and hint, measured again whenever the column's
         # width changes (a tree's own measure counts only the explicit lines)

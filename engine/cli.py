@@ -507,8 +507,14 @@ def _metric(value: float | None) -> str:
 
 
 def _error_document(err: StudioError, warnings: list[WarningItem]) -> ExportReport:
-    """The document of a command that failed before it had a report: the error, the warnings."""
-    return ExportReport(warnings=list(warnings)).fail(err)
+    """The document of a command that failed before it had a report: the error, the warnings,
+    and the file when a cancel came after it was written (it is there: never claim it is not)."""
+    from engine.job_client import CancelledAfterWrite
+
+    report = ExportReport(warnings=list(warnings)).fail(err)
+    if isinstance(err, CancelledAfterWrite):
+        report.output = err.written
+    return report
 
 
 def _environment_warnings(progress: Progress) -> list[WarningItem]:

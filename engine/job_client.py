@@ -48,6 +48,15 @@ _STDERR_JOIN_S = 2.0  # a child of the model may hold the pipe open: wait no lon
 CANCEL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
 
+class CancelledAfterWrite(StudioError):
+    """A cancel that came after the new file was renamed into place: the export finished, what
+    followed it did not. `written` is the file, so the document can name it as its output."""
+
+    def __init__(self, written: str, message: str, hint: str, exit_code: int) -> None:
+        super().__init__("cancelled", message, hint, exit_code=exit_code)
+        self.written = written
+
+
 class _Interrupted(Exception):
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
@@ -176,13 +185,17 @@ class _Job:
 
     def cancelled_error(self, signum: int) -> StudioError:
         how = signal.Signals(signum).name
+        exit_code = CANCEL_EXIT.get(signal.Signals(signum), 1)
         if self.committed is not None:
-            message = (f"Stopped by {how} after the export had finished: {self.committed} "
-                       "was written; only what came after it (the validation) was cancelled.")
-        else:
-            message = f"The job was cancelled by {how}; no file was written or changed."
-        return StudioError("cancelled", message, "Run the command again to finish the job.",
-                           exit_code=CANCEL_EXIT.get(signal.Signals(signum), 1))
+            return CancelledAfterWrite(
+                self.committed,
+                f"Stopped by {how} after the export had finished: {self.committed} was "
+                "written; only what came after it (the validation) was cancelled.",
+                "Run `onnx-studio validate` on the file to finish the check.",
+                exit_code=exit_code)
+        return StudioError("cancelled", f"The job was cancelled by {how}; no file was written "
+                           "or changed.", "Run the command again to finish the job.",
+                           exit_code=exit_code)
 
     def end(self) -> int:
         """Make sure the worker and every process it started are gone; its exit status."""

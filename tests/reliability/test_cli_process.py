@@ -164,6 +164,7 @@ def test_a_signal_after_the_rename_says_the_export_had_finished(
     assert doc["error"]["kind"] == "cancelled"
     assert "after the export had finished" in doc["error"]["message"]
     assert str(target) in doc["error"]["message"]
+    assert doc["output"] == str(target)  # the document names the file that is now there
     assert target.is_file() and target.stat().st_size > 0
     assert temp_leftovers(target.parent) == []
 

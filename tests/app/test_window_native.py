@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QCoreApplication, QEvent, Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QAbstractScrollArea, QApplication
 
@@ -62,6 +62,8 @@ def test_the_splitter_cannot_hide_the_form(window: MainWindow) -> None:
 
 
 def test_theme_follows_the_system_live_and_an_override_stays(window: MainWindow) -> None:
+    # windows of earlier tests waiting for deletion would be restyled at every switch
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)
     hints = QGuiApplication.styleHints()
     try:
         window.set_theme("system")

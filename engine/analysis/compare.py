@@ -108,9 +108,9 @@ def _runtime(a: ModelFile, b: ModelFile, recipe: Recipe | None, events: Events,
     atol = recipe.validate.atol if recipe else DEFAULT_ATOL
     output_names = [o.name for o in session_a.get_outputs()]
     parity = _parity(output_names, out_a, out_b, rtol, atol)
-    if loaded is not None and feeds.tensors is not None:
+    if loaded is not None and feeds.call is not None:
         events.progress(0.5, "Running the PyTorch model")
-        expected = eager_outputs(loaded.module, feeds.tensors)
+        expected = eager_outputs(loaded.module, feeds.call)
         side_a = _parity(output_names, expected, out_a, rtol, atol)
         side_b = _parity(output_names, expected, out_b, rtol, atol)
         parity["torch"] = {"ok": side_a["ok"] and side_b["ok"],

@@ -26,11 +26,11 @@ DEFAULT_DIM = 2
 @dataclass
 class Feeds:
     """Arrays by ONNX input name, the notes on how they were drawn, and, from a recipe, the
-    torch tensors (in forward() order) that the eager model takes."""
+    (args, kwargs) the eager model is called with (constants and structures included)."""
 
     arrays: dict[str, np.ndarray]
     notes: list[str] = field(default_factory=list)
-    tensors: tuple[Any, ...] | None = None
+    call: tuple[tuple[Any, ...], dict[str, Any]] | None = None
 
 
 def onnx_inputs(path: Path) -> list[tuple[str, str, list[int | str | None]]]:
@@ -102,31 +102,49 @@ def _symbolic_names(path: Path) -> set[str]:
 def feeds_from_recipe(recipe: Recipe, onnx_names: list[str], model: Any = None) -> Feeds:
     """The recipe's export inputs (seeded as in the export), keyed by the ONNX input each one
     feeds: by name, or by position when the names differ and the counts agree."""
+    from engine.source.arguments import call_arguments, tensor_names
     from engine.source.inputs import make_inputs
 
-    tensors = make_inputs(recipe, model=model)
-    ours = [s.name for s in recipe.inputs]
+    values = make_inputs(recipe, model=model)
+    # constants are fixed into the file: only the tensor entries are ONNX inputs, in the
+    # order the exporters flatten (args, kwargs)
+    by_name = {s.name: v for s, v in zip(recipe.inputs, values, strict=True) if s.is_tensor}
+    ours = tensor_names(recipe)
     if set(onnx_names) <= set(ours):
-        arrays = {n: _numpy(t) for n, t in zip(ours, tensors, strict=True) if n in onnx_names}
+        arrays = {n: _numpy(by_name[n]) for n in ours if n in onnx_names}
     elif len(onnx_names) == len(ours):
-        arrays = {n: _numpy(t) for n, t in zip(onnx_names, tensors, strict=True)}
+        arrays = {n: _numpy(by_name[o]) for n, o in zip(onnx_names, ours, strict=True)}
     else:
         raise StudioError(
             "inputs", f"The ONNX file takes {len(onnx_names)} input(s) "
             f"({', '.join(onnx_names)}) but the recipe describes {len(ours)} "
             f"({', '.join(ours)}).", "Give the recipe one [[inputs]] entry per ONNX input.",
             exit_code=2)
-    return Feeds(arrays, [], tensors)
+    return Feeds(arrays, [], call_arguments(recipe, values, model))
 
 
-def eager_outputs(module: Any, tensors: tuple[Any, ...]) -> list[np.ndarray]:
-    """The eager model's outputs on `tensors`, flattened as the exporters flatten them."""
+def eager_outputs(module: Any, call: tuple[tuple[Any, ...], dict[str, Any]]
+                  ) -> list[np.ndarray]:
+    """The eager model's outputs on `call` (args, kwargs; tensors cloned, so a forward that
+    writes into its inputs changes nothing else), flattened as the exporters flatten them."""
     import torch
 
     from engine.validation.validator import flatten_outputs
 
+    args, kwargs = cloned(call)
     with torch.no_grad():
-        return flatten_outputs(module(*(t.clone() for t in tensors)))
+        return flatten_outputs(module(*args, **kwargs))
+
+
+def cloned(value: Any) -> Any:
+    """`value` with every tensor inside (tuples, lists, dicts) cloned."""
+    if hasattr(value, "clone") and hasattr(value, "dtype"):
+        return value.clone()
+    if isinstance(value, tuple | list):
+        return type(value)(cloned(v) for v in value)
+    if isinstance(value, dict):
+        return {k: cloned(v) for k, v in value.items()}
+    return value
 
 
 def _numpy(tensor: Any) -> np.ndarray:

@@ -80,9 +80,9 @@ def profile_file(path: Path, recipe: Recipe | None = None, events: Events | None
     samples = time_calls(lambda: session.run(None, feeds.arrays), runs, warmup)
     latency = percentiles(samples)
     doc: dict[str, Any] = {"ok": True, "latency_ms": latency}
-    if loaded is not None and feeds.tensors is not None:
+    if loaded is not None and feeds.call is not None:
         events.progress(0.35, "Measuring eager PyTorch")
-        doc["torch_latency_ms"] = _torch_latency(loaded.module, feeds.tensors, runs, warmup)
+        doc["torch_latency_ms"] = _torch_latency(loaded.module, feeds.call, runs, warmup)
     events.progress(0.55, "Profiling in ONNX Runtime")
     with tempfile.TemporaryDirectory(prefix="onnx-studio-profile-") as folder:
         profiled, _ = open_session(path, providers=[provider], optimization=optimization,
@@ -110,15 +110,17 @@ def profile_file(path: Path, recipe: Recipe | None = None, events: Events | None
     return doc
 
 
-def _torch_latency(module: Any, tensors: tuple[Any, ...], runs: int, warmup: int
-                   ) -> dict[str, float]:
+def _torch_latency(module: Any, call: tuple[tuple[Any, ...], dict[str, Any]], runs: int,
+                   warmup: int) -> dict[str, float]:
     import torch
 
-    def call() -> None:
-        with torch.no_grad():
-            module(*tensors)
+    args, kwargs = call
 
-    return percentiles(time_calls(call, runs, warmup))
+    def run() -> None:
+        with torch.no_grad():
+            module(*args, **kwargs)
+
+    return percentiles(time_calls(run, runs, warmup))
 
 
 def node_times(trace: list[dict[str, Any]], runs: int

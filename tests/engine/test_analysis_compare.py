@@ -159,3 +159,68 @@ def test_dims_fill_symbolic_sizes(tmp_path: Path) -> None:
     with pytest.raises(StudioError) as err:
         feeds_from_file(path, {"time": 3})
     assert err.value.kind == "inputs" and "'time'" in err.value.message
+
+
+FLAGGED = '''
+import torch
+from torch import nn
+
+
+class Flagged(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x, use_relu: bool = False, *, mode: str = "sum"):
+        y = self.lin(x)
+        if use_relu:
+            y = torch.relu(y)
+        return y.sum(-1) if mode == "sum" else y.mean(-1)
+'''
+
+FLAGGED_RECIPE = '''version = 1
+[model]
+source = "flagged.py:Flagged"
+[[inputs]]
+name = "x"
+shape = [2, 4]
+[[inputs]]
+name = "use_relu"
+kind = "bool"
+const = true
+[[inputs]]
+name = "mode"
+kind = "str"
+const = "mean"
+keyword = true
+[export]
+output = "{output}"
+exporter = "torchscript"
+'''
+
+
+def test_compare_and_profile_feed_only_the_tensor_inputs_of_a_structured_recipe(
+        tmp_path: Path) -> None:
+    """Constants are fixed into the file: ONNX Runtime gets the tensors alone, and the eager
+    model is called with the constants, by keyword where the recipe says so."""
+    (tmp_path / "flagged.py").write_text(FLAGGED)
+    paths = []
+    for name in ("a", "b"):
+        recipe = tmp_path / f"{name}.toml"
+        recipe.write_text(FLAGGED_RECIPE.format(output=f"{name}.onnx"))
+        paths.append(export_recipe(recipe))
+    recipe = load_recipe(tmp_path / "a.toml")
+    doc = compare_files(paths[0], paths[1], recipe, runs=2)
+    assert doc["ok"], doc
+    assert doc["parity"]["ok"] and doc["parity"]["torch"]["a"]["ok"], doc["parity"]
+
+    # the eager side really used the constants: with their defaults it computes another value
+    recipe.inputs[1].const = False
+    recipe.inputs[2].const = "sum"
+    changed = compare_files(paths[0], paths[1], recipe, runs=2)
+    assert not changed["parity"]["torch"]["a"]["ok"]
+
+    from engine.analysis.profile import profile_file
+
+    profile = profile_file(paths[0], load_recipe(tmp_path / "a.toml"), runs=3)
+    assert profile["ok"] and profile["torch_latency_ms"]["p50"] > 0

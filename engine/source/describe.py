@@ -17,6 +17,9 @@ from pathlib import Path
 
 from engine.errors import StudioError
 from engine.recipe import Recipe, builtin_source, python_source_parts
+from engine.source.hf import TASKS, default_task
+from engine.source.hf.loading import is_hf_source, load_config, split_hf_source
+from engine.source.hf.tasks import input_names
 
 KINDS = ("python", "exported_program", "torchscript", "pickle", "example", "torchvision")
 PICKLE_SUFFIXES = (".pt", ".pth", ".pkl", ".bin")
@@ -115,6 +118,8 @@ def must_exist(path: Path, what: str) -> None:
 
 def describe(source: str, base_dir: Path) -> SourceDescription:
     """What a source offers (candidate classes/factories, forward parameters); never raises."""
+    if is_hf_source(source):
+        return _describe_hf(source, base_dir)
     try:
         parsed = parse(source, base_dir)
     except StudioError as exc:
@@ -134,6 +139,20 @@ def describe(source: str, base_dir: Path) -> SourceDescription:
     if parsed.kind == "torchscript_or_pickle":
         return SourceDescription(archive_kind(parsed.path))
     return _describe_python(parsed.path, parsed.name)
+
+
+def _describe_hf(source: str, base_dir: Path) -> SourceDescription:
+    """A Hugging Face folder: one candidate per task (kind "task"), the config's default first,
+    each with its first file's inputs; read from config.json alone."""
+    folder, _ = split_hf_source(source, base_dir)
+    try:
+        config = load_config(folder)
+    except StudioError as exc:
+        return SourceDescription("hf", error=exc.message)
+    first = default_task(config)
+    tasks = [first, *(t for t in TASKS if t != first)]
+    candidates = [Candidate(task, "task", input_names(task, config)) for task in tasks]
+    return SourceDescription("hf", candidates=candidates, forward_params=candidates[0].params)
 
 
 def archive_kind(path: Path) -> str:

@@ -181,3 +181,16 @@ def test_encoder_decoders_export_three_files(name: str, task: str,
     assert ("decoder_with_past_model.onnx", "past-nonempty") in kinds
     generation = doc["validation"]["generation"]
     assert generation["steps"] == 20 and generation["tokens_equal"], generation
+
+
+def test_describe_lists_tasks_with_the_default_first(hf_folder: Path) -> None:
+    from engine.source.describe import describe
+
+    description = describe(f"hf:{build('gpt2', hf_folder)}", hf_folder)
+    assert description.kind == "hf" and description.error is None
+    assert description.candidates[0].name == "text-generation-with-past"
+    assert "past_key_values.1.value" in description.forward_params
+    plain = next(c for c in description.candidates if c.name == "text-generation")
+    assert plain.params == ["input_ids", "attention_mask"]
+    missing = describe(f"hf:{hf_folder / 'nothing'}", hf_folder)
+    assert missing.error is not None and "config.json" in missing.error

@@ -55,3 +55,21 @@ def default_task(config: Any) -> str:
 def with_past(task: str) -> bool:
     """True for the tasks whose files take and return the key/value cache."""
     return task.endswith("-with-past")
+
+
+def input_names(task: str, config: Any) -> list[str]:
+    """The inputs of the task's first file, read from the config alone (no weights loaded)."""
+    if task == "image-classification":
+        return ["pixel_values"]
+    if task in SEQ2SEQ_TASKS:
+        return ["input_features"] if config.model_type in _SPEECH_TYPES else [
+            "input_ids", "attention_mask"]
+    names = ["input_ids", "attention_mask"]
+    if task in ("feature-extraction", "text-classification") and \
+            bool(getattr(config, "type_vocab_size", 0)):
+        names.append("token_type_ids")
+    if with_past(task):
+        layers = int(getattr(config, "num_hidden_layers", 0) or getattr(config, "n_layer", 0))
+        names += ["position_ids"] + [f"past_key_values.{n}.{kv}" for n in range(layers)
+                                     for kv in ("key", "value")]
+    return names

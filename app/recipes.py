@@ -123,6 +123,9 @@ def file_problems(recipe: Recipe) -> list[tuple[str, str]]:
     if recipe.model.checkpoint and not recipe.resolve(recipe.model.checkpoint).is_file():
         found.append(("model.checkpoint", f"{recipe.resolve(recipe.model.checkpoint)} does "
                       "not exist; pick the checkpoint again or clear the field."))
+    if recipe.model.workdir and not recipe.resolve(recipe.model.workdir).is_dir():
+        found.append(("model.workdir", f"{recipe.resolve(recipe.model.workdir)} is not a "
+                      "folder; pick the folder the model imports from, or clear the field."))
     for i, spec in enumerate(recipe.inputs):
         if spec.fill == "file" and spec.file and not recipe.resolve(spec.file).is_file():
             found.append((f"inputs[{i}].file", f"{recipe.resolve(spec.file)} does not exist."))

@@ -35,6 +35,8 @@ def rebase_recipe_paths(recipe: Recipe, new_folder: Path, *, absolute: bool = Fa
         out.model.source = moved(file) + (f":{name}" if name else "")
     if recipe.model.checkpoint:
         out.model.checkpoint = moved(recipe.model.checkpoint)
+    if recipe.model.workdir:
+        out.model.workdir = moved(recipe.model.workdir)
     for spec in out.inputs:
         if spec.file:
             spec.file = moved(spec.file)

@@ -59,6 +59,9 @@ class ModelSpec:
     source: str = ""
     kwargs: dict[str, Any] = field(default_factory=dict)
     checkpoint: str | None = None
+    # a folder (relative to the recipe) on sys.path and the current folder while the model
+    # loads: sources that import siblings, pickled modules saved next to their .py
+    workdir: str | None = None
     trust_pickle: bool = False
     script: bool = False
 

@@ -6,6 +6,8 @@ writes every edit back through the session.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -23,7 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.form import marks
-from app.recipes import ExampleRecipe, format_table, parse_table
+from app.recipes import ExampleRecipe, format_table, parse_table, relative_source
 from app.session import ExportSession
 from engine.protocol import Candidate, SourceDescription
 
@@ -62,6 +64,12 @@ class ModelForm(QGroupBox):
         self.checkpoint = QLineEdit()
         self.checkpoint.setPlaceholderText("optional state_dict (.pt, .pth, .safetensors)")
         self.checkpoint_browse = QPushButton("Browse…")
+        self.workdir = QLineEdit()
+        self.workdir.setPlaceholderText("optional: the folder the model's files import from")
+        self.workdir.setToolTip("On sys.path and the current folder while the model loads: for "
+                                "a .py that imports its siblings, or a pickled module saved "
+                                "next to its .py (relative to the recipe)")
+        self.workdir_browse = QPushButton("Browse…")
         self.trust = QCheckBox("Trust this pickle file (loading it runs its code)")
         self.script = QCheckBox("torch.jit.script the module first")
 
@@ -87,9 +95,16 @@ class ModelForm(QGroupBox):
         row.addWidget(self.checkpoint_browse)
         grid.addWidget(QLabel("Checkpoint"), 6, 0)
         grid.addLayout(row, 6, 1)
+        row = QHBoxLayout()
+        row.addWidget(self.workdir, 1)
+        row.addWidget(self.workdir_browse)
+        workdir_label = QLabel("&Working folder")
+        workdir_label.setBuddy(self.workdir)
+        grid.addWidget(workdir_label, 7, 0)
+        grid.addLayout(row, 7, 1)
         # one per row: side by side they need more width than a 1024-pixel screen leaves
-        grid.addWidget(self.trust, 7, 0, 1, 2)
-        grid.addWidget(self.script, 8, 0, 1, 2)
+        grid.addWidget(self.trust, 8, 0, 1, 2)
+        grid.addWidget(self.script, 9, 0, 1, 2)
 
         self.source.editingFinished.connect(self._source_edited)
         self.browse.clicked.connect(self._browse_source)
@@ -99,6 +114,8 @@ class ModelForm(QGroupBox):
         self.kwargs.editingFinished.connect(self._kwargs_edited)
         self.checkpoint.editingFinished.connect(self._checkpoint_edited)
         self.checkpoint_browse.clicked.connect(self._browse_checkpoint)
+        self.workdir.editingFinished.connect(self._workdir_edited)
+        self.workdir_browse.clicked.connect(self._browse_workdir)
         self.trust.toggled.connect(self._flags_edited)
         self.script.toggled.connect(self._flags_edited)
         self.set_candidates([], [], None)
@@ -125,7 +142,8 @@ class ModelForm(QGroupBox):
 
     def refresh(self) -> None:
         spec = self.session.recipe.model
-        shown = [(self.source, spec.source), (self.checkpoint, spec.checkpoint or "")]
+        shown = [(self.source, spec.source), (self.checkpoint, spec.checkpoint or ""),
+                 (self.workdir, spec.workdir or "")]
         if "model.kwargs" not in self.session.parse_errors:  # the text being fixed stays
             shown.append((self.kwargs, format_table(spec.kwargs)))
         for widget, text in shown:
@@ -220,6 +238,17 @@ class ModelForm(QGroupBox):
             self.checkpoint.setText(path)
             self._checkpoint_edited()
 
+    def _workdir_edited(self) -> None:
+        with self.session.edit("model", self) as recipe:
+            recipe.model.workdir = self.workdir.text().strip() or None
+
+    def _browse_workdir(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Working folder",
+                                                str(self.session.recipe.base_dir))
+        if path:
+            self.workdir.setText(relative_source(Path(path), self.session.recipe.base_dir))
+            self._workdir_edited()
+
     def _flags_edited(self) -> None:
         with self.session.edit("model", self) as recipe:
             recipe.model.trust_pickle = self.trust.isChecked()
@@ -234,5 +263,6 @@ class ModelForm(QGroupBox):
         marks.mark(self.kwargs, marks.problems_under(problems, "model.kwargs"), self.dark)
         marks.mark(self.checkpoint, marks.problems_under(problems, "model.checkpoint"),
                    self.dark)
+        marks.mark(self.workdir, marks.problems_under(problems, "model.workdir"), self.dark)
         marks.mark(self.trust, problems.get("model.trust_pickle"), self.dark,
                    "Loading a pickled module runs code from the file")

@@ -13,6 +13,7 @@ import contextlib
 import importlib.util
 import inspect
 import itertools
+import os
 import re
 import sys
 import traceback
@@ -77,9 +78,10 @@ def load_model(recipe: Recipe, device: str = "cpu") -> LoadedModel:
     spec = recipe.model
     parsed = parse(spec.source, recipe.base_dir)
     if parsed.kind == "exported_program":
-        loaded = _load_exported_program(parsed.path, spec.checkpoint, spec.trust_pickle)
+        with _working_folder(recipe):
+            loaded = _load_exported_program(parsed.path, spec.checkpoint, spec.trust_pickle)
     else:
-        with _seeded(recipe.export.seed):
+        with _seeded(recipe.export.seed), _working_folder(recipe):
             module, source_file, kind = _build(parsed, spec)
         if spec.checkpoint:
             apply_checkpoint(module, recipe.resolve(spec.checkpoint))
@@ -203,6 +205,33 @@ def _user_line(path: Path | None) -> str:
     tb = sys.exc_info()[2]
     frames = [f for f in traceback.extract_tb(tb) if Path(f.filename) == path]
     return f" ({path.name}:{frames[-1].lineno})" if frames else ""
+
+
+@contextlib.contextmanager
+def _working_folder(recipe: Recipe) -> Iterator[None]:
+    """While the model loads: the recipe's model.workdir first on sys.path and the current
+    folder (siblings it imports, pickled modules whose classes live in a .py beside them);
+    what it imported from there is forgotten afterwards, so the next job imports it afresh."""
+    if not recipe.model.workdir:
+        yield
+        return
+    folder = recipe.resolve(recipe.model.workdir).resolve()
+    if not folder.is_dir():
+        raise StudioError("source", f"model.workdir: {folder} is not a folder.",
+                          "Choose the folder the model's files import from, or clear it.")
+    before, cwd = set(sys.modules), os.getcwd()
+    sys.path.insert(0, str(folder))
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(cwd)
+        with contextlib.suppress(ValueError):
+            sys.path.remove(str(folder))
+        for name in set(sys.modules) - before:
+            file = getattr(sys.modules.get(name), "__file__", None) or ""
+            if file and Path(file).resolve().is_relative_to(folder):
+                sys.modules.pop(name, None)
 
 
 def _import_file(path: Path) -> Any:

@@ -173,3 +173,55 @@ def test_an_opened_onnx_is_the_session_s_file(window: MainWindow, qtbot,
     assert outcome.validation is not None and outcome.validation.ok, outcome.message
     assert "Validation passed" in tab.verdict.text()
     assert "kept.onnx" in bar.origin.text() and not bar.stale
+
+
+PICKLED_NET = '''
+import torch
+
+
+class Net(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+'''
+
+
+def test_a_working_folder_loads_a_pickled_module_beside_its_py(
+        window: MainWindow, qtbot, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from engine import recipe as recipes
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "net.py").write_text(PICKLED_NET, encoding="utf-8")
+    subprocess.run([sys.executable, "-c", "import torch, net; torch.save(net.Net(), 'whole.pt')"],
+                   cwd=project, check=True, timeout=120)
+    recipe_file = tmp_path / "recipes" / "whole.toml"
+    recipe_file.parent.mkdir()
+    recipe_file.write_text('version = 1\n[model]\nsource = "../project/whole.pt"\n'
+                           'trust_pickle = true\n[[inputs]]\nname = "x"\nshape = [2, 4]\n'
+                           '[export]\noutput = "whole.onnx"\n', encoding="utf-8")
+    assert window.open_path(recipe_file)
+    message = export_and_wait(window, qtbot)
+    error = message["report"]["error"]
+    assert error is not None and "net" in error["message"], error
+
+    field = window.form.model_form.workdir
+    field.setText("../project")
+    field.editingFinished.emit()
+    assert window.session.recipe.model.workdir == "../project"
+    message = export_and_wait(window, qtbot)
+    assert message["report"]["ok"], message["report"]["error"]
+    assert (recipe_file.parent / "whole.onnx").is_file()
+    # saved with the recipe; a recipe without the field reads as before
+    assert window.save_recipe_to(recipe_file)
+    assert recipes.load(recipe_file).model.workdir == "../project"
+    field.setText("missing")
+    field.editingFinished.emit()
+    assert "model.workdir" in window.session.problems
+    assert not window.form.export_bar.export_button.isEnabled()

@@ -42,7 +42,7 @@ def build(name: str, folder: Path) -> Path:
     elif name == "t5":
         model = T.T5ForConditionalGeneration(T.T5Config(
             d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4, decoder_start_token_id=0,
-            vocab_size=VOCAB, initializer_factor=3.0))
+            vocab_size=VOCAB, initializer_factor=1.0))
     elif name == "whisper":
         model = T.WhisperForConditionalGeneration(T.WhisperConfig(
             d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,

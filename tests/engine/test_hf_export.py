@@ -194,3 +194,23 @@ def test_describe_lists_tasks_with_the_default_first(hf_folder: Path) -> None:
     assert plain.params == ["input_ids", "attention_mask"]
     missing = describe(f"hf:{hf_folder / 'nothing'}", hf_folder)
     assert missing.error is not None and "config.json" in missing.error
+
+
+def test_hf_config_builds_seeded_random_weights(hf_folder: Path, tmp_path: Path) -> None:
+    import shutil
+
+    import torch
+
+    from engine.source.hf import load_hf
+
+    source = build("llama", hf_folder)
+    shutil.copy(source / "config.json", tmp_path / "config.json")  # the config alone
+    first = load_hf(f"hf-config:{tmp_path}", tmp_path, seed=3)
+    again = load_hf(f"hf-config:{tmp_path}", tmp_path, seed=3)
+    other = load_hf(f"hf-config:{tmp_path}", tmp_path, seed=4)
+    trained = load_hf(f"hf:{source}", tmp_path)
+    weight = "model.embed_tokens.weight"
+    a, b, c, d = (m.model.state_dict()[weight] for m in (first, again, other, trained))
+    assert torch.equal(a, b) and not torch.equal(a, c) and not torch.equal(a, d)
+    assert first.task == "text-generation-with-past" and [p.file for p in first.parts] == [
+        "model.onnx"]

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QTabWidget, QWidget
 
 from app.compare import CompareTab
 from app.graph import GraphTab
+from app.graph.colors import Scale
 from app.outcomes import ExportOutcome, JobStart, OpenedFile, ValidationOutcome
 from app.results import LogView, PythonView, SummaryView, WarningsView
 from app.results.provenance import Shown
@@ -21,6 +22,9 @@ from app.session import ExportSession
 from app.validation import ValidationTab
 
 MIN_WIDTH = 380
+# per-node error against its tolerance, coloured the same in every graph: green well inside,
+# the mark at 1.0 (at the tolerance), red from 100 times it
+ERROR_SCALE = Scale(0.01, 100.0, log=True, mark=1.0)
 TABS = ("Summary", "Warnings", "Validation", "Graph", "Python", "Log")
 
 
@@ -126,7 +130,7 @@ class ResultTabs(QTabWidget):
         if onnx is not None and self.graph.loaded_path != onnx and not self.graph.load_file(onnx):
             self.statusMessage.emit(f"The graph of {onnx.name} cannot be shown.")
             return False
-        if not self.graph.set_overlay(values, label):
+        if not self.graph.set_overlay(values, label, scale=ERROR_SCALE):
             return False
         self.setCurrentWidget(self.graph)
         self.graph.select_node(node)

@@ -7,6 +7,7 @@ the chosen node (or the first divergent one) to be centred.
 from __future__ import annotations
 
 import html
+import math
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
@@ -111,16 +112,20 @@ class NodesPanel(QWidget):
         self.table.scrollToTop()
 
     def overlay_values(self) -> dict[str, float]:
-        """max abs diff per node; a node whose shapes differ counts as the worst one."""
-        finite = [float(n["max_abs_diff"]) for n in self.nodes.values()
-                  if n.get("max_abs_diff") is not None]
-        worst = max(finite, default=1.0)
-        return {name: float(n["max_abs_diff"]) if n.get("max_abs_diff") is not None else worst
-                for name, n in self.nodes.items()}
+        """Each node's error against its tolerance (1.0 = at the tolerance), an absolute scale:
+        a graph whose every node is within tolerance shows no red. A node that failed without
+        a ratio (shapes differ, a NaN against a number) is off the scale."""
+        values = {}
+        for name, n in self.nodes.items():
+            ratio = n.get("tolerance_ratio")
+            if ratio is None:
+                ratio = 0.0 if n.get("passed") else math.inf
+            values[name] = float(ratio)
+        return values
 
     def show_on_graph(self) -> None:
         if not self.nodes:
             return
         chosen = self.table.selectedItems()  # the user's pick, else the first divergent node
         node = chosen[0].text(0) if chosen else (self.first or "")
-        self.showOnGraph.emit(self.overlay_values(), "max abs diff", node)
+        self.showOnGraph.emit(self.overlay_values(), "error ÷ tolerance", node)

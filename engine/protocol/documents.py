@@ -189,6 +189,9 @@ class NodeMetrics(Wire):
     # why it could not be compared (the shapes differ)
     message: str | None = field(default=None, metadata=OMIT)
     value: str  # the ONNX value compared
+    # the largest |diff| / (atol + rtol * |expected|): 1.0 is at the tolerance; absent when not
+    # compared or when a NaN/inf stands where the other side has none (then `passed` is false)
+    tolerance_ratio: float | None = field(default=None, metadata=OMIT)
 
 
 @dataclass(kw_only=True)

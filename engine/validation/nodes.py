@@ -201,9 +201,22 @@ def _node_metrics(ref: np.ndarray, cand: np.ndarray, rtol: float, atol: float
     nonfinite_mismatch = int(np.count_nonzero(~finite & ~((r == c) | (np.isnan(r) & np.isnan(c)))))
     max_abs = float(diff.max()) if diff.size else 0.0
     max_rel = float((diff / (scale + REL_EPS)).max()) if diff.size else 0.0
-    outside = int(np.count_nonzero(diff > atol + rtol * scale)) + nonfinite_mismatch
+    allowed = atol + rtol * scale
+    outside = int(np.count_nonzero(diff > allowed)) + nonfinite_mismatch
+    # the error against its tolerance, element by element: <= 1 passes (an absolute scale for
+    # the graph's colours); None (off the scale: not passed) for a NaN or inf where the other
+    # side has none
+    ratio: float | None
+    if nonfinite_mismatch:
+        ratio = None
+    elif not diff.size:
+        ratio = 0.0
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratios = np.where(diff > 0, diff / allowed, 0.0)
+        ratio = float(ratios.max())
     return {"max_abs_diff": max_abs, "max_rel_diff": max_rel, "passed": outside == 0,
-            "mismatched": outside}
+            "mismatched": outside, "tolerance_ratio": ratio}
 
 
 

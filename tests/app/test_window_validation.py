@@ -4,6 +4,7 @@ failing validation, per-node errors on the graph, and cancel."""
 from __future__ import annotations
 
 import html
+import math
 import time
 from pathlib import Path
 
@@ -130,8 +131,13 @@ def test_export_with_validation_fills_the_tab_and_the_graph(window: MainWindow, 
     qtbot.mouseClick(tab.nodes.show_button, Qt.MouseButton.LeftButton)
     assert window.tabs.currentWidget() is window.tabs.graph
     browser = window.tabs.graph.browser
-    assert browser is not None and browser.overlay_label == "max abs diff"
-    assert browser.overlay == {n: e["max_abs_diff"] for n, e in nodes.items()}
+    assert browser is not None and browser.overlay_label == "error ÷ tolerance"
+    # an absolute scale: every node of this passing export is within its tolerance (<= 1),
+    # and 1.0 is the legend's mark whatever the worst node is
+    assert browser.overlay == {n: e["tolerance_ratio"] for n, e in nodes.items()}
+    assert all(0 <= v <= 1 for v in browser.overlay.values())
+    assert browser.overlay_scale is not None and browser.overlay_scale.mark == 1.0
+    assert (browser.overlay_scale.lo, browser.overlay_scale.hi) == (0.01, 100.0)
     index = browser.model.node_by_name(names[0])
     assert index is not None and browser.selected_key is not None, "the node is centred"
     qtbot.mouseClick(tab.nodes.clear_button, Qt.MouseButton.LeftButton)
@@ -273,8 +279,10 @@ def test_first_divergent_node_is_marked_and_missing_plots_said(qtbot, tmp_path: 
                     "message": "export inputs: output 'y': 3 of 4 elements differ",
                     "outputs": [], "seconds": 0.01}],
         "intermediates": {"first_divergent": "node_b", "compared": 3, "nodes": {
-            "node_a": {**node, "max_abs_diff": 1e-7, "max_rel_diff": 1e-6},
-            "node_b": {**node, "passed": False, "max_abs_diff": 0.25, "max_rel_diff": 0.1},
+            "node_a": {**node, "max_abs_diff": 1e-7, "max_rel_diff": 1e-6,
+                       "tolerance_ratio": 0.01},
+            "node_b": {**node, "passed": False, "max_abs_diff": 0.25, "max_rel_diff": 0.1,
+                       "tolerance_ratio": 250.0},
             "node_c": {"passed": False, "max_abs_diff": None, "max_rel_diff": None,
                        "message": "shape [2] in ONNX, [3] in PyTorch"}}},
         "plots": str(tmp_path / "gone.npz"),
@@ -289,10 +297,11 @@ def test_first_divergent_node_is_marked_and_missing_plots_said(qtbot, tmp_path: 
     assert item.text(5) == "✘ first divergent" and item.font(0).bold()
     assert item.background(0).color().name() != tab.nodes.table.topLevelItem(2).background(
         0).color().name(), "the first divergent row is tinted"
-    assert tab.nodes.overlay_values() == {"node_a": 1e-7, "node_b": 0.25, "node_c": 0.25}
+    # error against tolerance; the node whose shapes differ is off the scale
+    assert tab.nodes.overlay_values() == {"node_a": 0.01, "node_b": 250.0, "node_c": math.inf}
     with qtbot.waitSignal(tab.showOnGraph) as blocker:
         tab.nodes.show_button.click()
-    assert blocker.args[1:] == ["max abs diff", "node_b"], "no pick: the first divergent"
+    assert blocker.args[1:] == ["error ÷ tolerance", "node_b"], "no pick: the first divergent"
     assert "gone.npz is missing" in tab.plots.message.text()
 
     tab.show_error({"kind": "validation", "message": "ONNX Runtime cannot load m.onnx",

@@ -450,6 +450,9 @@ def test_weights_that_differ_from_the_file_fail_and_say_why(two_heads, tmp_path:
     assert nodes["node_linear"]["passed"] is True
     assert result["intermediates"]["first_divergent"] == "node_linear_1"
     assert nodes["node_linear_1"]["max_abs_diff"] > 0.01
+    # error against tolerance, element by element: within it <= 1, the tampered node beyond
+    assert 0 <= nodes["node_linear"]["tolerance_ratio"] <= 1
+    assert nodes["node_linear_1"]["tolerance_ratio"] > 1
     assert not result["trials"][0]["ok"] and "'probs'" in result["trials"][0]["message"]
 
 

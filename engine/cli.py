@@ -59,6 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
     gui.add_argument("file", nargs="?", help="a recipe (.toml) or a model (.onnx)")
     gui.add_argument("--exit-after-paint", action="store_true",
                      help="paint once, print timings as JSON and exit (benchmarks, bug reports)")
+    gui.add_argument("--expand-all", action="store_true",
+                     help="with --exit-after-paint: expand every module of the graph before the "
+                     "paint that is timed")
 
     export = sub.add_parser("export", help="export a model to ONNX")
     export.add_argument("source", nargs="?", help="model source, e.g. net.py:Net or example:lstm")
@@ -528,11 +531,12 @@ def _environment_warnings(progress: Progress) -> list[WarningItem]:
     return [item]
 
 
-OpenWindow = Callable[[str | None, bool], int]
+OpenWindow = Callable[[str | None, bool, bool], int]
 
 
 def main(argv: Sequence[str] | None = None, open_window: OpenWindow | None = None) -> int:
-    """Run one `onnx-studio` command; `open_window(file, exit_after_paint)` serves `gui`.
+    """Run one `onnx-studio` command; `open_window(file, exit_after_paint, expand_all)` serves
+    `gui`.
 
     The window lives in `app`, which depends on the engine and not the other way round, so the
     console script (app.launcher) passes it in.
@@ -548,7 +552,8 @@ def main(argv: Sequence[str] | None = None, open_window: OpenWindow | None = Non
             sys.stderr.write("error: the window opens with `onnx-studio` or `python -m app`, "
                              "not from engine.cli\n")
             return 2
-        return open_window(getattr(args, "file", None), getattr(args, "exit_after_paint", False))
+        return open_window(getattr(args, "file", None), getattr(args, "exit_after_paint", False),
+                           getattr(args, "expand_all", False))
     with _stdout_kept_for_results() as out:
         return _run_command(parser, argv, out)
 

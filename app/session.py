@@ -506,9 +506,9 @@ class ExportSession(QObject):
             # One class in the file: pick it, and name the inputs after its forward().
             self.choose_candidate(description.candidates[0])
         elif (name_inputs or not self.recipe.inputs) \
-                and description.forward_params:
+                and (params := _named_params(current, description)):
             # a new model (a .pt2's signature, a named class): its inputs, named as it names them
-            self.name_inputs(list(description.forward_params))
+            self.name_inputs(params)
 
     def _set_description(self, description: SourceDescription | None) -> None:
         self.description = description
@@ -721,3 +721,12 @@ class ExportSession(QObject):
         self.validation_result = outcome
         self.recheck()
         self.validationFinished.emit(outcome)
+
+
+def _named_params(source: str, description: SourceDescription) -> list[str]:
+    """forward()'s parameters of the model `source` names (`net.py:Beta`): the file was
+    described whole, so its description's own parameters are the first class's."""
+    _, _, name = source.rpartition(":") if ".py:" in source else ("", "", "")
+    named = next((c for c in description.candidates if c.name == name and c.kind == "class"),
+                 None)
+    return list(named.params) if named is not None else list(description.forward_params)

@@ -225,3 +225,17 @@ def test_a_working_folder_loads_a_pickled_module_beside_its_py(
     field.editingFinished.emit()
     assert "model.workdir" in window.session.problems
     assert not window.form.export_bar.export_button.isEnabled()
+
+
+def test_a_typed_class_name_names_the_inputs_after_that_class(
+        window: MainWindow, qtbot, tmp_path: Path) -> None:
+    """Typing `file.py:Beta` (not picking it from the list) names the inputs after Beta's
+    forward(a, b), not after the file's first class."""
+    path = two_models(tmp_path)
+    field = window.form.model_form.source
+    field.setFocus()
+    field.setText(f"{path}:Beta")
+    field.editingFinished.emit()
+    qtbot.waitUntil(lambda: [s.name for s in window.session.recipe.inputs] == ["a", "b"],
+                    timeout=EXPORT_TIMEOUT_MS)
+    assert window.session.recipe.model.source.endswith(":Beta")

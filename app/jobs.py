@@ -199,7 +199,8 @@ class JobRunner(QObject):
         committed = {job_id: job for job_id, job in self._jobs.items() if job.committed}
         for job_id, job in committed.items():
             del self._jobs[job_id]
-            job.callback({"id": job_id, "type": "error", "details": "", "error": {
+            job.callback({"id": job_id, "type": "error", "details": "", "written": job.committed,
+                          "error": {
                 "kind": "cancelled", "message": f"The export had already finished: "
                 f"{job.committed} was written before Cancel; only what came after it (the "
                 "validation) was stopped.", "hint": "", "unsupported_ops": []}})

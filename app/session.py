@@ -656,6 +656,11 @@ class ExportSession(QObject):
                               f"{error.message if error else 'Export failed.'}")
         self.recheck()
         self.exportFinished.emit(outcome)
+        written = message.get("written")
+        if isinstance(final, ErrorEvent) and isinstance(written, str):
+            # Cancel came after the new file was renamed into place: it is there, so it is the
+            # session's file (Summary, Graph, Validate), never a "nothing changed"
+            self.open_onnx(Path(written))
 
     # ================================================================= validation
 

@@ -175,6 +175,8 @@ class SummaryView(QWidget):
         kind = error.get("kind", "export")
         title = {"cancelled": "Export cancelled", "worker_crashed": "The worker crashed",
                  "validation": "Validation failed"}.get(kind, "Export failed")
+        if kind == "cancelled" and "had already finished" in error.get("message", ""):
+            title = "Cancelled after the file was written"
         message = html.escape(error.get("message", ""))
         ops = [o for o in error.get("unsupported_ops") or []
                if o not in error.get("message", "")]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from engine import dirs, shipped
 from engine import recipe as recipes
-from engine.recipe import Recipe, split_source
+from engine.recipe import Recipe, is_folder_source, split_source
 from engine.source.describe import PICKLE_SUFFIXES, archive_kind
 
 MODEL_SUFFIXES = (".py", ".pt2", ".pt", ".pth")
@@ -118,6 +118,12 @@ def file_problems(recipe: Recipe) -> list[tuple[str, str]]:
     """(field, sentence) for every file the recipe names that does not exist."""
     found: list[tuple[str, str]] = []
     src = source_file(recipe)
+    if is_folder_source(recipe.model.source):  # hf:DIR names a folder, written into a folder
+        folder = recipe.resolve(recipe.model.source.split(":", 1)[1].strip())
+        if not (folder / "config.json").is_file():
+            found.append(("model.source", f"{folder} has no config.json; pick a folder written "
+                          "by save_pretrained."))
+        return found
     if src is not None and not src.is_file():
         found.append(("model.source", f"{src} does not exist; pick the model file again."))
     if recipe.model.checkpoint and not recipe.resolve(recipe.model.checkpoint).is_file():

@@ -63,7 +63,7 @@ from engine.protocol import (
     WarningEvent,
     WarningItem,
 )
-from engine.recipe import InputSpec, Recipe, split_source
+from engine.recipe import InputSpec, Recipe, is_folder_source, split_source
 from engine.torch_private import untested_torch_sentence
 
 __all__ = ["PARTS", "ExportSession"]
@@ -331,6 +331,12 @@ class ExportSession(QObject):
             recipe.inputs = rebuilt
             self.clear_parse_errors("inputs[")
 
+    def set_task(self, task: str) -> None:
+        """Export a Hugging Face source for `task` (written into the model's kwargs)."""
+        if self.recipe.model.kwargs.get("task") != task:
+            with self.edit("model") as recipe:
+                recipe.model.kwargs = {**recipe.model.kwargs, "task": task}
+
     def choose_candidate(self, candidate: Candidate) -> None:
         """Use a class or factory of the model file, and name the inputs after forward()."""
         source = self.recipe.model.source
@@ -466,10 +472,16 @@ class ExportSession(QObject):
     # ================================================================= describe
 
     def describe(self) -> None:
-        """Describe the model file when the source names a .py (`descriptionChanged`)."""
+        """Describe the model file when the source names a .py, or a Hugging Face folder's
+        tasks (`descriptionChanged`)."""
         text = self.recipe.model.source
         file = text.rpartition(":")[0] if ".py:" in text else text
-        if not file.endswith(".py"):
+        if is_folder_source(text):  # hf:DIR: its tasks, read from config.json by the worker
+            file = text.strip()
+            if not self.use_worker:
+                self._set_description(None)
+                return
+        elif not file.endswith(".py"):
             self._set_description(None)
             return
         if self.use_worker:
@@ -501,6 +513,8 @@ class ExportSession(QObject):
         if not current.startswith(file):
             return  # the source changed meanwhile
         self._set_description(description)
+        if is_folder_source(current):  # its files' inputs come from the task, not the form
+            return
         name_inputs, self._name_after_describe = self._name_after_describe, False
         if ".py:" not in current and len(description.candidates) == 1:
             # One class in the file: pick it, and name the inputs after its forward().

@@ -144,6 +144,7 @@ class MainWindow(QMainWindow):
         bar, session = self.menuBar(), self.session
         file = bar.addMenu("&File")
         self._action(file, "&Open…", self.open_dialog, QKeySequence.StandardKey.Open)
+        self._action(file, "Open &Hugging Face folder…", self.open_hf_dialog)
         self._action(file, "&New recipe",
                      lambda: self.keep_edits_then("starting a new recipe", session.new_recipe),
                      QKeySequence.StandardKey.New)
@@ -243,6 +244,26 @@ class MainWindow(QMainWindow):
         path, _ = QFileDialog.getOpenFileName(self, "Open", start, OPEN_FILTER)
         if path:
             self.open_path(Path(path))
+
+    def open_hf_dialog(self) -> None:
+        start = self.settings.last_folder or str(self.session.recipe.base_dir)
+        path = QFileDialog.getExistingDirectory(self, "Open Hugging Face folder", start)
+        if path:
+            self.open_hf_folder(Path(path))
+
+    def open_hf_folder(self, path: Path) -> bool:
+        """Export the folder `path` (written by save_pretrained) as `hf:PATH` into a folder
+        beside it, NAME_onnx; its tasks are described and offered in the task picker."""
+        if not (path / "config.json").is_file():
+            self.form.banner.show_message(f"{path} has no config.json; open a folder written "
+                                          "by save_pretrained.")
+            return False
+        path = path.resolve()
+        self.session.set_source(f"hf:{path}")
+        self.session.set_output(str(path.with_name(f"{path.name}_onnx")))
+        self.settings.last_folder = str(path.parent)
+        self._save_settings()
+        return True
 
     def open_path(self, path: Path) -> bool:
         """Open a recipe, a model file (as the source) or an .onnx file (in the Graph tab)."""

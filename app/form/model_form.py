@@ -136,6 +136,8 @@ class ModelForm(QGroupBox):
     def _description_changed(self, description: SourceDescription | None) -> None:
         if description is None:
             self.set_candidates([], [], None)
+        elif description.kind == "hf":  # its tasks are picked in the Hugging Face group
+            self.set_candidates([], [], description.error)
         else:
             self.set_candidates(list(description.candidates),
                                 list(description.forward_params), description.error)

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
 
 from app import theme
 from app.form.export_bar import ExportBar
+from app.form.hf_task import HfTaskForm
 from app.form.model_form import ModelForm
 from app.form.options_form import OptionsForm
 from app.form.structured_inputs import ArgumentEditor, DimBoundsTable
@@ -74,6 +75,7 @@ class FormPanel(QWidget):
         super().__init__(parent)
         self.banner = Banner()
         self.model_form = ModelForm(session)
+        self.hf_task = HfTaskForm(session)
         self.inputs_table = InputsTable(session)
         self.argument_editor = ArgumentEditor(session, self.inputs_table)
         self.dim_bounds = DimBoundsTable(session)
@@ -90,6 +92,8 @@ class FormPanel(QWidget):
         column.setSpacing(6)
         for form in self.forms:
             column.addWidget(form)
+            if form is self.model_form:
+                column.addWidget(self.hf_task)
         column.addStretch(1)
         self.form_scroll = scroll = QScrollArea()
         scroll.setWidgetResizable(True)

@@ -202,7 +202,11 @@ class SummaryView(QWidget):
     def _facts_html(self, report: dict[str, Any], extra: dict[str, Any]) -> str:
         rows: list[tuple[str, str]] = []
         output = report.get("output")
-        if output:
+        if output and report.get("files"):  # a folder of files, listed below
+            link = QUrl.fromLocalFile(str(output)).toString()
+            rows.append(("Folder", f"{html.escape(str(output))} "
+                                   f"(<a href='{link}'>open folder</a>)"))
+        elif output:
             path = Path(output)
             link = QUrl.fromLocalFile(str(path.parent)).toString()
             rows.append(("File", f"{html.escape(str(path))} "
@@ -221,6 +225,13 @@ class SummaryView(QWidget):
         rows.append(("Opset", html.escape(str(report.get("opset")))))
         if "nodes" in graph:
             rows.append(("Nodes", str(graph["nodes"])))
+        if report.get("files"):  # a Hugging Face folder: each file it wrote
+            rows.append(("Files", "<br>".join(
+                f"<b>{html.escape(str(f.get('name')))}</b> "
+                f"{(f.get('graph') or {}).get('nodes', '?')} nodes"
+                for f in report["files"])))
+        if report.get("task"):
+            rows.append(("Task", html.escape(str(report["task"]))))
         for key, label in (("inputs", "Inputs"), ("outputs", "Outputs")):
             items = graph.get(key) or []
             if items:

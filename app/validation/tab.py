@@ -45,6 +45,7 @@ from app.validation.common import (
     sort_key,
     verdict_color,
 )
+from app.validation.generation import GenerationPanel
 from app.validation.nodes import NodesPanel
 from app.validation.plots import ParityPlots
 from app.validation.rejudge import rejudge
@@ -208,6 +209,7 @@ class ValidationTab(QWidget):
         self.trials = TrialsPanel()
         self.plots = ParityPlots()
         self.nodes = NodesPanel()
+        self.generation = GenerationPanel()
         self.nodes.showOnGraph.connect(self.showOnGraph)
         self.nodes.clearGraph.connect(self.clearGraph)
         self.warnings = make_table(["Category", "Message"], stretch=1)
@@ -216,8 +218,10 @@ class ValidationTab(QWidget):
         self.sections = QTabWidget()
         self.sections.setDocumentMode(True)
         for widget, name in ((self.plots, "Plots"), (self.trials, "Trials"),
-                             (self.nodes, "Nodes"), (self.warnings, "Warnings")):
+                             (self.nodes, "Nodes"), (self.warnings, "Warnings"),
+                             (self.generation, "Generation")):
             self.sections.addTab(widget, name)
+        self.sections.setTabVisible(self.sections.indexOf(self.generation), False)
         self.outputs.currentItemChanged.connect(self._output_chosen)
         self.outputs.horizontalScrollBar().rangeChanged.connect(self._outputs_range)
 
@@ -405,6 +409,10 @@ class ValidationTab(QWidget):
         self.plots.load(self.plot_path)
         # a failure is explained by its trials; a pass is best seen in the plots
         self.sections.setCurrentWidget(self.trials if not validation.get("ok") else self.plots)
+        generation = validation.get("generation")
+        self.sections.setTabVisible(self.sections.indexOf(self.generation), bool(generation))
+        if generation and not generation.get("tokens_equal"):
+            self.sections.setCurrentWidget(self.generation)
 
     def _fill(self, keep_selection: bool = False) -> None:
         """(Re)build the header and tables from `self.result` with this palette's colours;
@@ -413,6 +421,7 @@ class ValidationTab(QWidget):
         if validation is None:
             return
         dark = is_dark(self)
+        self.generation.set_generation(validation.get("generation"))
         ok = bool(validation.get("ok"))
         trials = list(validation.get("trials") or [])
         passed = sum(1 for t in trials if t.get("ok"))

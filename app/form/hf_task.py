@@ -1,0 +1,110 @@
+"""The Hugging Face group: the task a `hf:` folder is exported for, and its files' inputs.
+
+A view of the session's description of an `hf:` / `hf-config:` source (one candidate per task,
+the config's default first, each with its first file's input names) and of the task in the
+recipe's `model.kwargs`. The inputs are read-only: the task and the config choose them. The
+key/value cache (`past_key_values.N.key/value`) is one row, "past_key_values × 2 × L layers",
+that expands to the tensors.
+"""
+
+from __future__ import annotations
+
+import re
+
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFormLayout,
+    QGroupBox,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QWidget,
+)
+
+from app.session import ExportSession
+from engine.protocol import Candidate, SourceDescription
+
+__all__ = ["CACHE_PREFIX", "HfTaskForm", "group_cache"]
+
+CACHE_PREFIX = "past_key_values"
+_CACHE_NAME = re.compile(rf"^{CACHE_PREFIX}\.(\d+)\.(key|value)$")
+
+
+def group_cache(names: list[str]) -> list[tuple[str, list[str]]]:
+    """(row label, tensor names) per row: a name alone, or the cache's tensors under one
+    label "past_key_values × 2 × L layers" where the first of them stood."""
+    cache = [n for n in names if _CACHE_NAME.match(n)]
+    layers = len({m.group(1) for n in cache if (m := _CACHE_NAME.match(n))})
+    rows: list[tuple[str, list[str]]] = []
+    for name in names:
+        if name not in cache:
+            rows.append((name, [name]))
+        elif name == cache[0]:
+            per_layer = len(cache) // layers
+            rows.append((f"{CACHE_PREFIX} × {per_layer} × {layers} "
+                         f"layer{'s' if layers != 1 else ''}", cache))
+    return rows
+
+
+class HfTaskForm(QGroupBox):
+    """Task picker and read-only inputs of a Hugging Face source; hidden for other sources."""
+
+    def __init__(self, session: ExportSession, parent: QWidget | None = None) -> None:
+        super().__init__("Hugging Face", parent)
+        self.session = session
+        self._candidates: list[Candidate] = []
+        self.task = QComboBox()
+        self.task.setToolTip("The task the model is exported for (Optimum's names); the first "
+                             "is the one its config.json names")
+        self.inputs = QTreeWidget()
+        self.inputs.setHeaderHidden(True)
+        self.inputs.setRootIsDecorated(True)
+        self.inputs.setMaximumHeight(140)
+        self.inputs.setToolTip("The first file's inputs, chosen by the task and the config")
+        layout = QFormLayout(self)
+        layout.addRow("Task", self.task)
+        layout.addRow("Inputs", self.inputs)
+        self.task.activated.connect(self._task_chosen)
+        session.descriptionChanged.connect(self._description_changed)
+        session.recipeEdited.connect(self._recipe_edited)
+        session.recipeChanged.connect(self.refresh)
+        self._description_changed(session.description)
+
+    def _description_changed(self, description: SourceDescription | None) -> None:
+        hf = description is not None and description.kind == "hf" and not description.error
+        self._candidates = list(description.candidates) if hf and description else []
+        self.task.blockSignals(True)
+        self.task.clear()
+        for candidate in self._candidates:
+            self.task.addItem(candidate.name)
+        self.task.blockSignals(False)
+        self.setVisible(hf)
+        self.refresh()
+
+    def _recipe_edited(self, part: str, _origin: object) -> None:
+        if part == "model":
+            self.refresh()
+
+    def _task_chosen(self, index: int) -> None:
+        if 0 <= index < len(self._candidates):
+            self.session.set_task(self._candidates[index].name)
+
+    def current_task(self) -> str:
+        """The task the recipe names, else the config's default (the first); "" for none."""
+        task = self.session.recipe.model.kwargs.get("task")
+        if isinstance(task, str) and task:
+            return task
+        return self._candidates[0].name if self._candidates else ""
+
+    def refresh(self) -> None:
+        """Show the recipe's task and that task's inputs, the cache as one expandable row."""
+        task = self.current_task()
+        index = self.task.findText(task)
+        if index >= 0:
+            self.task.setCurrentIndex(index)
+        candidate = next((c for c in self._candidates if c.name == task), None)
+        self.inputs.clear()
+        for label, names in group_cache(list(candidate.params) if candidate else []):
+            row = QTreeWidgetItem([label])
+            if names != [label]:
+                row.addChildren([QTreeWidgetItem([name]) for name in names])
+            self.inputs.addTopLevelItem(row)

@@ -11,17 +11,16 @@ terminate (SIGTERM on POSIX), then killed after a short grace, which is extended
 worker renames a file into place (its `committing` event; it ends once the renames are done).
 The worker ends its own children on `abort` or SIGTERM (engine.worker.end_now); its descendants
 are also looked up (engine.process_tree, portable) before it is ended and killed once it has
-exited, so a worker killed from outside (the out-of-memory killer) leaves none. POSIX adds,
-guarded, its process group: grandchildren whose parent already exited. The worker watches this
-process (ONNX_STUDIO_CLIENT_PID) and ends itself when the window dies.
+exited, and so is every process carrying the worker's family token in its environment: a
+worker killed from outside (the out-of-memory killer) leaves none, grandchildren whose parent
+already exited included. The worker watches this process (ONNX_STUDIO_CLIENT_PID) and ends
+itself when the window dies.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,7 @@ from engine.worker_process import command as worker_command
 __all__ = ["TERMINATE_GRACE_MS", "WorkerProcess", "exit_description", "worker_command"]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-TERMINATE_GRACE_MS = 500  # terminate -> kill; the worker needs milliseconds to end its group
+TERMINATE_GRACE_MS = 500  # terminate -> kill; the worker needs milliseconds to end its children
 COMMIT_GRACE_S = 60.0  # how long a kill waits for a worker renaming a file into place
 
 
@@ -77,6 +76,9 @@ class WorkerProcess(QObject):
         self._started_pid = 0
         self._ending = False
         self._family: list[Any] = []  # the worker's descendants, looked up as it is ended
+        # inherited by everything the worker starts: what a worker killed from outside (OOM
+        # killer, kill -9) leaves is still found (engine.process_tree.family)
+        self._family_token = process_tree.new_family_token()
         self._committing_since: float | None = None  # a `committing` heard, no answer yet
         self._stdout = bytearray()
         self._stderr = bytearray()
@@ -89,6 +91,7 @@ class WorkerProcess(QObject):
             [str(REPO_ROOT), *filter(None, [env.value("PYTHONPATH")])]))
         env.insert("PYTHONUNBUFFERED", "1")
         env.insert(CLIENT_PID_ENV, str(os.getpid()))  # it ends itself when this process dies
+        env.insert(process_tree.FAMILY_ENV, self._family_token)
         if warm_first:
             env.insert(WARM_FIRST_ENV, "1")
         else:
@@ -227,18 +230,11 @@ class WorkerProcess(QObject):
         self.exited.emit(self, int(code), status == QProcess.ExitStatus.CrashExit)
 
     def _end_orphans(self) -> None:
-        """Kill what a worker that could not end itself left: the descendants looked up before
-        it was ended (engine.process_tree checks each one is still the process it was), and on
-        POSIX its process group, which also holds grandchildren whose parent already exited.
-
-        The worker leads a group of its own (engine.worker), so the group's id is its pid, and
-        the id is not given to another process while the group has members.
-        """
-        process_tree.kill_processes(self._family)
+        """Kill what a worker that could not end itself left: its descendants looked up as it
+        was ended, and every process carrying its family token (children re-parented once the
+        worker was killed from outside). Portable: psutil, no process groups."""
+        process_tree.kill_processes(self._family + process_tree.family(self._family_token))
         self._family = []
-        if self._started_pid and hasattr(os, "killpg") and hasattr(signal, "SIGKILL"):
-            with contextlib.suppress(OSError):  # no such group: the worker ended it
-                os.killpg(self._started_pid, signal.SIGKILL)
 
     def _error(self, error: QProcess.ProcessError) -> None:
         # A crash is reported by `finished`; a process that never started only here.

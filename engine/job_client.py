@@ -72,7 +72,8 @@ def run_job(request: Request, expected: str, on_event: Callable[[Event], None], 
     dies raises `worker_crashed`; a SIGINT or SIGTERM raises `cancelled`. `folder` is where
     the job writes its file: its temporary files are removed there when the job is ended.
     """
-    env = _environment()
+    token = process_tree.new_family_token()
+    env = _environment(token)
     worker = subprocess.Popen(command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, env=env)
     assert worker.stdin is not None and worker.stdout is not None and worker.stderr is not None
@@ -83,7 +84,7 @@ def run_job(request: Request, expected: str, on_event: Callable[[Event], None], 
     stderr = threading.Thread(target=_forward_stderr, args=(worker.stderr, sys.stderr, tail),
                               daemon=True, name="worker-stderr")
     stderr.start()
-    job = _Job(worker, expected, on_event)
+    job = _Job(worker, expected, on_event, token)
     try:
         with _signals_interrupt():
             _send(worker, request)
@@ -112,8 +113,9 @@ class _Job:
     """The worker running one job, and what it has said so far."""
 
     def __init__(self, worker: subprocess.Popen[bytes], expected: str,
-                 on_event: Callable[[Event], None]) -> None:
+                 on_event: Callable[[Event], None], token: str) -> None:
         self.worker = worker
+        self.token = token  # in the worker's environment: engine.process_tree.family
         self.expected = expected
         self.on_event = on_event
         self.committed: str | None = None  # the file renamed into place, once announced
@@ -203,8 +205,7 @@ class _Job:
             self.family = process_tree.descendants(self.worker.pid) or self.family
             process_tree.kill_tree(self.worker.pid)
         code = self.worker.wait()
-        process_tree.kill_processes(self.family)
-        _kill_group(self.worker.pid)
+        process_tree.kill_processes(self.family + process_tree.family(self.token))
         for stream in (self.worker.stdin, self.worker.stdout):
             with contextlib.suppress(OSError):
                 if stream is not None:
@@ -221,11 +222,12 @@ class _Job:
         self.end()
 
 
-def _environment() -> dict[str, str]:
+def _environment(token: str) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_REPO_ROOT), env.get("PYTHONPATH")]))
     env["PYTHONUNBUFFERED"] = "1"
     env[CLIENT_PID_ENV] = str(os.getpid())
+    env[process_tree.FAMILY_ENV] = token
     env[QUIET_ENV] = "1"  # the CLI itself says what the worker would (an untested torch)
     env.pop(WARM_FIRST_ENV, None)
     return env
@@ -273,14 +275,6 @@ def _crashed(code: int, tail: collections.deque[str]) -> StudioError:
         "out of memory.",
         details="The worker's last lines on standard error:\n" + "\n".join(tail)
         if tail else f"The worker ended with {how} and wrote nothing on standard error.")
-
-
-def _kill_group(pid: int) -> None:
-    """POSIX belt: the worker led a process group; end what is left in it (grandchildren
-    whose parent already exited, which no walk of the tree finds)."""
-    if hasattr(os, "killpg"):
-        with contextlib.suppress(OSError):
-            os.killpg(pid, signal.SIGKILL)
 
 
 def _clean_after(pid: int, folder: Path | None) -> None:

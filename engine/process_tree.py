@@ -10,8 +10,11 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import uuid
 
 import psutil
+
+FAMILY_ENV = "ONNX_STUDIO_FAMILY"  # inherited by a worker's every descendant
 
 _SIGNAL_CAUSES = {
     "SIGKILL": "killed from outside, often because the machine ran out of memory",
@@ -34,6 +37,25 @@ def descendants(pid: int) -> list[psutil.Process]:
         return psutil.Process(pid).children(recursive=True)
     except psutil.Error:
         return []
+
+
+def new_family_token() -> str:
+    """A token to put in a worker's environment under FAMILY_ENV: every process it starts
+    inherits it, so `family` finds them even after the worker is gone."""
+    return uuid.uuid4().hex
+
+
+def family(token: str) -> list[psutil.Process]:
+    """Every live process whose environment carries FAMILY_ENV=`token`: a worker's children
+    and grandchildren, found even once re-parented (their parent killed), where a walk of the
+    tree no longer reaches. Portable (psutil reads the environment on Linux, macOS and
+    Windows); a process whose environment cannot be read is passed over."""
+    found = []
+    for process in psutil.process_iter():
+        with contextlib.suppress(psutil.Error, OSError):
+            if process.pid != os.getpid() and process.environ().get(FAMILY_ENV) == token:
+                found.append(process)
+    return found
 
 
 def kill_processes(processes: list[psutil.Process]) -> None:

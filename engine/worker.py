@@ -332,10 +332,9 @@ _WARM_UP = threading.Thread(target=_warm_up_imports, name="warm-up", daemon=True
 
 
 class _Process:
-    """What `main` set up for ending the worker: its pid and whether it leads its group."""
+    """What `main` set up for ending the worker: its pid."""
 
     pid = 0  # a process forked by a job (multiprocessing) is not the worker
-    leads_group = False
 
 
 def end_now() -> NoReturn:
@@ -343,17 +342,12 @@ def end_now() -> NoReturn:
 
     A rename into place under way finishes first (engine.files.COMMIT; its `committing` event
     has told the client). Then every descendant is killed (engine.process_tree: portable), and
-    the worker itself. POSIX adds SIGKILL to the worker's own process group (set up by `main`):
-    it also reaches grandchildren whose parent has already exited, which no walk of the tree
-    finds any more.
+    the worker itself.
     """
     if os.getpid() != _Process.pid:
         os._exit(1)  # a forked copy of the worker: end only itself
     files.COMMIT.close(_COMMIT_WAIT_S)
     process_tree.kill_tree(os.getpid(), include_self=False)
-    if _Process.leads_group and hasattr(os, "killpg"):
-        with contextlib.suppress(OSError):
-            os.killpg(os.getpgrp(), signal.SIGKILL)
     os._exit(1)
 
 
@@ -385,15 +379,6 @@ def _watch_client() -> None:
                 end_now()
 
     threading.Thread(target=watch, name="client-watch", daemon=True).start()
-
-
-def _lead_process_group() -> bool:
-    """POSIX: give the worker a process group of its own, which the jobs' children inherit."""
-    if hasattr(os, "setpgid"):
-        with contextlib.suppress(OSError):
-            os.setpgid(0, 0)
-        return os.getpgrp() == os.getpid()
-    return False
 
 
 def _end_on_sigterm() -> None:
@@ -534,7 +519,6 @@ def _ran_extensions() -> bool:
 
 def main() -> int:
     _Process.pid = os.getpid()
-    _Process.leads_group = _lead_process_group()
     _end_on_sigterm()
     _watch_client()
     # The protocol owns the original stdout; everything else (prints from user models,

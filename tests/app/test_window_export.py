@@ -138,7 +138,7 @@ def test_killed_worker_is_reported_and_replaced(window: MainWindow, qtbot,
     runner = window.session.runner
     assert runner.worker_pid == spare and runner.ready_info is not None, \
         "the warm spare took over at once"
-    # the killed worker could not end its children; the runner ended its process group
+    # the killed worker could not end its children; the runner ended the ones it had seen
     qtbot.waitUntil(lambda: not pid_alive(child), timeout=2000)
     child_file = tmp_path / "slow_net.child"
     child_file.unlink()

@@ -120,3 +120,28 @@ def test_remove_abandoned_keeps_live_owners_and_other_files(tmp_path: Path) -> N
     assert other.exists()
     assert files.remove_abandoned(tmp_path, process_tree.alive) == [other]
     assert mine.is_dir() and plain.is_file()
+
+
+def test_family_finds_a_grandchild_whose_parent_is_gone(tmp_path: Path) -> None:
+    """What a walk of the tree cannot reach: a child re-parented because the process that
+    started it was killed. The family token in its environment still names it."""
+    token = process_tree.new_family_token()
+    env = {**os.environ, process_tree.FAMILY_ENV: token}
+    pid_file = tmp_path / "orphan.pid"
+    starter = subprocess.run(
+        [sys.executable, "-c",
+         "import subprocess, sys; "
+         "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+         f"open({str(pid_file)!r}, 'w').write(str(p.pid))"],
+        env=env, timeout=30)
+    assert starter.returncode == 0  # the starter has exited: its child is an orphan now
+    orphan = int(pid_file.read_text())
+    try:
+        assert orphan not in [p.pid for p in process_tree.descendants(os.getpid())]
+        found = process_tree.family(token)
+        assert [p.pid for p in found] == [orphan]
+        process_tree.kill_processes(found)
+        assert wait_gone([orphan]) == []
+    finally:
+        if process_tree.alive(orphan):
+            os.kill(orphan, 9)

@@ -8,7 +8,6 @@ the settings (recent files, geometry).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -39,10 +38,11 @@ from app import settings as settings_mod
 from app.form import FormPanel
 from app.graph import preload_graph_modules
 from app.recipes import MODEL_SUFFIXES, OPENABLE_SUFFIXES, list_examples, relative_source
-from app.recovery import Autosave, find_orphans
+from app.recovery import Autosave
 from app.results.provenance import ProvenanceBar
 from app.session import ExportSession
 from app.tabs import TABS, ResultTabs
+from app.unsaved import UnsavedGuard
 from engine.protocol import Ready
 
 TITLE = "ONNX Export Studio"
@@ -79,10 +79,9 @@ class MainWindow(QMainWindow):
         self.form = FormPanel(self.session)
         self.form.model_form.exampleChosen.connect(self._load_example)
         self.autosave = Autosave(self.session)
+        self.guard = UnsavedGuard(self, self.session, self.autosave, self.save_recipe, TITLE)
         self.log_file = logs.attach(self.session)
         self._torch: str | None = None  # the worker's torch version, once it is ready
-        self.unsaved_prompt: QMessageBox | None = None  # asks Save / Discard / Cancel
-        self.busy_prompt: QMessageBox | None = None  # asks before quitting during a job
         self._closing = False
         self._system_dark: bool | None = None  # the OS scheme as last announced; None: ask Qt
         self.tabs = ResultTabs(self.session)
@@ -232,7 +231,7 @@ class MainWindow(QMainWindow):
             self.load_default_recipe()
         if path is not None:
             self.open_path(path)
-        self._offer_recovery()
+        self.guard.offer_recovery(self.form.banner)
 
     def load_default_recipe(self) -> None:
         examples = list_examples()
@@ -385,77 +384,23 @@ class MainWindow(QMainWindow):
 
     # ================================================================= unsaved edits
 
-    def keep_edits_then(self, what: str, proceed: Callable[[], object]) -> None:
-        """Run `proceed` (which replaces the recipe) now when nothing is unsaved; else once the
-        user answered Save (and the save worked) or Discard in `unsaved_prompt`; never after
-        Cancel. The prompt is window-modal and does not block the caller."""
-        if not self.session.dirty:
-            proceed()
-            return
-        path = self.session.recipe_path
-        box = QMessageBox(QMessageBox.Icon.Warning, TITLE,
-                          f"Save the changes to {path.name if path else 'the recipe'} before "
-                          f"{what}?", QMessageBox.StandardButton.Save
-                          | QMessageBox.StandardButton.Discard
-                          | QMessageBox.StandardButton.Cancel, self)
-        box.setInformativeText("The changes are lost if you do not save them.")
-        box.setDefaultButton(QMessageBox.StandardButton.Save)
-        box.setWindowModality(Qt.WindowModality.WindowModal)
-        box.finished.connect(lambda _code: self._answered(box, proceed))
-        self.unsaved_prompt = box
-        box.open()
+    @property
+    def unsaved_prompt(self) -> QMessageBox | None:
+        """The Save / Discard / Cancel question on screen, if any (app.unsaved)."""
+        return self.guard.unsaved_prompt
 
-    def _answered(self, box: QMessageBox, proceed: Callable[[], object]) -> None:
-        self.unsaved_prompt = None
-        button = box.standardButton(box.clickedButton())
-        box.deleteLater()
-        if button == QMessageBox.StandardButton.Save and self.save_recipe():
-            proceed()
-        elif button == QMessageBox.StandardButton.Discard:
-            self.autosave.remove()
-            proceed()
+    @property
+    def busy_prompt(self) -> QMessageBox | None:
+        """The "a job is running, quit?" question on screen, if any (app.unsaved)."""
+        return self.guard.busy_prompt
+
+    def keep_edits_then(self, what: str, proceed: Callable[[], object]) -> None:
+        """Run `proceed` once unsaved edits are saved or discarded (app.unsaved)."""
+        self.guard.keep_edits_then(what, proceed)
 
     def _load_example(self, path: Path) -> None:
         self.keep_edits_then(f"loading the example {path.parent.name or path.stem}",
                              lambda: self.session.load_example(path))
-
-    def _offer_recovery(self) -> None:
-        orphans = find_orphans()
-        if not orphans:
-            return
-        orphan = orphans[0]
-        name = orphan.recipe_path.name if orphan.recipe_path else "an unsaved recipe"
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(orphan.saved_at))
-
-        def restore() -> None:
-            self.session.restore(orphan.recipe, orphan.recipe_path)
-            orphan.discard()
-            self.autosave.write_now()  # ours now, until saved
-
-        self.form.banner.show_message(
-            f"Unsaved edits to {name} from {when} were kept when the window last ended "
-            "without closing. Restore them?", [("Restore", restore), ("Discard", orphan.discard)])
-
-    def _ask_before_closing(self) -> None:
-        if not self.session.busy:
-            self.keep_edits_then("quitting", self._close_now)
-            return
-        box = QMessageBox(QMessageBox.Icon.Question, TITLE,
-                          "A job is running. Cancel it and quit?",
-                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel, self)
-        box.button(QMessageBox.StandardButton.Yes).setText("Cancel the job and quit")
-        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
-        box.setWindowModality(Qt.WindowModality.WindowModal)
-
-        def answered(_code: int) -> None:
-            self.busy_prompt = None
-            if box.standardButton(box.clickedButton()) == QMessageBox.StandardButton.Yes:
-                self.session.cancel()
-                self.keep_edits_then("quitting", self._close_now)
-
-        box.finished.connect(answered)
-        self.busy_prompt = box
-        box.open()
 
     def _close_now(self) -> None:
         self._closing = True
@@ -464,7 +409,7 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:
         if not self._closing and (self.session.busy or self.session.dirty):
             event.ignore()  # asked first: the answer closes the window, or does not
-            QTimer.singleShot(0, self, self._ask_before_closing)
+            QTimer.singleShot(0, self, lambda: self.guard.ask_before_quitting(self._close_now))
             return
         self._closing = True
         self.autosave.remove()  # closed on purpose: nothing to recover

@@ -331,6 +331,16 @@ class ExportSession(QObject):
             recipe.inputs = rebuilt
             self.clear_parse_errors("inputs[")
 
+    def open_hf_folder(self, path: Path) -> str | None:
+        """Export the folder `path` (written by save_pretrained) as `hf:PATH` into a folder
+        beside it, NAME_onnx; its tasks are described for the task picker. Why not, or None."""
+        if not (path / "config.json").is_file():
+            return f"{path} has no config.json; open a folder written by save_pretrained."
+        path = path.resolve()
+        self.set_source(f"hf:{path}")
+        self.set_output(str(path.with_name(f"{path.name}_onnx")))
+        return None
+
     def set_task(self, task: str) -> None:
         """Export a Hugging Face source for `task` (written into the model's kwargs)."""
         if self.recipe.model.kwargs.get("task") != task:

@@ -251,16 +251,12 @@ class MainWindow(QMainWindow):
             self.open_hf_folder(Path(path))
 
     def open_hf_folder(self, path: Path) -> bool:
-        """Export the folder `path` (written by save_pretrained) as `hf:PATH` into a folder
-        beside it, NAME_onnx; its tasks are described and offered in the task picker."""
-        if not (path / "config.json").is_file():
-            self.form.banner.show_message(f"{path} has no config.json; open a folder written "
-                                          "by save_pretrained.")
+        """Open a save_pretrained folder as the model (ExportSession.open_hf_folder)."""
+        problem = self.session.open_hf_folder(path)
+        if problem is not None:
+            self.form.banner.show_message(problem)
             return False
-        path = path.resolve()
-        self.session.set_source(f"hf:{path}")
-        self.session.set_output(str(path.with_name(f"{path.name}_onnx")))
-        self.settings.last_folder = str(path.parent)
+        self.settings.last_folder = str(path.resolve().parent)
         self._save_settings()
         return True
 

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from engine.errors import StudioError, one_line
+from engine.graph.summary import all_nodes
 
 
 @dataclass
@@ -62,7 +63,7 @@ class ModelFile:
         """Operator -> count over the graph and its subgraphs ("domain::Op" outside ai.onnx),
         most frequent first."""
         counts: Counter[str] = Counter()
-        for node in _walk(self.proto.graph):
+        for node in all_nodes(self.proto.graph):
             counts[f"{node.domain}::{node.op_type}" if node.domain not in ("", "ai.onnx")
                    else node.op_type] += 1
         return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
@@ -96,16 +97,6 @@ class ModelFile:
         from onnx import numpy_helper
 
         return numpy_helper.to_array(tensor, base_dir=str(self.path.parent))
-
-
-def _walk(graph: Any) -> Any:
-    for node in graph.node:
-        yield node
-        for attr in node.attribute:
-            if attr.HasField("g"):
-                yield from _walk(attr.g)
-            for sub in attr.graphs:
-                yield from _walk(sub)
 
 
 def initializer_diff(a: ModelFile, b: ModelFile) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,3 +48,14 @@ def summarize(path: str | Path) -> dict[str, Any]:
         "outputs": [_value_info(v) for v in model.graph.output],
         "opset_imports": {o.domain: o.version for o in model.opset_import},
     }
+
+
+def all_nodes(graph: Any) -> Iterator[Any]:
+    """The nodes of an ONNX graph and of its subgraphs (If/Loop/Scan bodies), depth first."""
+    for node in graph.node:
+        yield node
+        for attr in node.attribute:
+            if attr.HasField("g"):
+                yield from all_nodes(attr.g)
+            for sub in attr.graphs:
+                yield from all_nodes(sub)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import StudioError, one_line
+from engine.graph.summary import all_nodes
 from engine.recipe import Recipe
 from engine.validation.metrics import validation_warning as _warning
 
@@ -91,7 +92,7 @@ def preflight(proto: Any, recipe: Recipe) -> list[dict[str, Any]]:
             f"{ort_max_opset()} or upgrade onnxruntime."))
     known = STANDARD_DOMAINS | ort_domains() | {f.domain for f in proto.functions}
     unknown: dict[str, set[str]] = {}
-    for node in _all_nodes(proto.graph):
+    for node in all_nodes(proto.graph):
         if node.domain not in known:
             unknown.setdefault(node.domain, set()).add(node.op_type)
     for domain, ops in sorted(unknown.items()):
@@ -116,17 +117,6 @@ def preflight(proto: Any, recipe: Recipe) -> list[dict[str, Any]]:
             found.append(_warning(f"Output {i} is named {name!r} in the ONNX file but "
                                   f"{wanted.name!r} in the recipe."))
     return found
-
-
-def _all_nodes(graph: Any) -> Any:
-    """Nodes of a graph and of its If/Loop/Scan bodies."""
-    for node in graph.node:
-        yield node
-        for attr in node.attribute:
-            if attr.HasField("g"):
-                yield from _all_nodes(attr.g)
-            for sub in attr.graphs:
-                yield from _all_nodes(sub)
 
 
 def session_settings(providers: list[str], optimization: str) -> tuple[Any, list[str]]:

@@ -46,9 +46,19 @@ class SmallTransformer(nn.Module):
         return self.head(self.encoder(self.embed(tokens)))
 '''
 
+GPT2_4 = '''
+
+class GPT2Four(GPT2):
+    """Issue 16's anchor: bench_graph's GPT-2, 4 layers."""
+
+    def __init__(self):
+        super().__init__(n_layer=4)
+'''
+
 CASES = {
-    "cnn": ("SmallCNN", "x", [1, 3, 64, 64], "float32", "randn"),
-    "transformer": ("SmallTransformer", "tokens", [2, 16], "int64", "randint"),
+    "cnn": ("SmallCNN", "x", [1, 3, 64, 64], "float32", "randn", 1000),
+    "transformer": ("SmallTransformer", "tokens", [2, 16], "int64", "randint", 1000),
+    "gpt2 4 layers": ("GPT2Four", "input_ids", [2, 16], "int64", "randint", 64),
 }
 
 HAND_WRITTEN = '''
@@ -58,7 +68,7 @@ import models
 torch.manual_seed(0)
 model = models.{cls}().eval()
 if {dtype!r} == "int64":
-    x = torch.randint(0, 1000, {shape!r})
+    x = torch.randint(0, {high}, {shape!r})
 else:
     x = torch.randn({shape!r})
 batch = torch.export.Dim("batch")
@@ -97,19 +107,26 @@ def timed(cmd: list[str]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--only", choices=list(CASES), action="append")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="bench_export_"))
-    (folder / "models.py").write_text(MODELS)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from tests.benchmarks.bench_graph import GPT2_SOURCE
+
+    (folder / "models.py").write_text(MODELS + GPT2_SOURCE + GPT2_4)
     rows = []
-    for case, (cls, name, shape, dtype, fill) in CASES.items():
-        script = folder / f"hand_{case}.py"
+    for case, (cls, name, shape, dtype, fill, high) in CASES.items():
+        if args.only and case not in args.only:
+            continue
+        script = folder / f"hand_{case.replace(' ', '_')}.py"
         script.write_text(HAND_WRITTEN.format(folder=str(folder), cls=cls, dtype=dtype,
-                                              shape=shape, name=name,
-                                              out=str(folder / f"hand_{case}.onnx")))
-        recipe = folder / f"{case}.toml"
+                                              shape=shape, name=name, high=high,
+                                              out=str(folder / f"hand_{cls}.onnx")))
+        recipe = folder / f"{cls}.toml"
+        bounds = f"low = 0\nhigh = {high}" if fill == "randint" else ""
         recipe.write_text(RECIPE.format(cls=cls, name=name, shape=shape, dtype=dtype, fill=fill,
-                                        extra="low = 0\nhigh = 1000" if fill == "randint" else "",
-                                        out=f"studio_{case}.onnx"))
+                                        extra=bounds,
+                                        out=f"studio_{cls}.onnx"))
         hand, studio = [], []
         for _ in range(args.runs):  # interleaved so machine noise hits both sides alike
             hand.append(timed([sys.executable, str(script)]))

@@ -34,6 +34,8 @@ from engine.protocol import (
     ExportRequest,
     ExportResult,
     InspectDocument,
+    Request,
+    Result,
     ValidateFileRequest,
     WarningItem,
     encode,
@@ -381,7 +383,7 @@ def _cmd_export(args: argparse.Namespace, progress: Progress) -> ExportReport:
     recipe = recipe_from_args(args)
     if args.save_recipe:
         check_recipe_path(Path(args.save_recipe))
-    result = _run_in_worker(
+    result = _export_in_worker(
         ExportRequest(recipe=recipe.to_toml(), base_dir=str(recipe.base_dir),
                       validate=True if args.validate else None, plots_beside_onnx=True),
         progress, recipe.output_path.parent)
@@ -418,15 +420,21 @@ def _cmd_validate(args: argparse.Namespace, progress: Progress) -> ExportReport:
         recipe.validate.atol = args.atol
     recipe.check()
     model = Path(args.model).resolve()
-    result = _run_in_worker(
+    result = _export_in_worker(
         ValidateFileRequest(recipe=recipe.to_toml(), base_dir=str(recipe.base_dir),
                             onnx=str(model)),
         progress, model.parent)
     return _report_of(result)
 
 
-def _run_in_worker(request: ExportRequest | ValidateFileRequest, progress: Progress,
-                   folder: Path) -> ExportResult:
+def _export_in_worker(request: ExportRequest | ValidateFileRequest, progress: Progress,
+                      folder: Path) -> ExportResult:
+    result = _run_in_worker(request, progress, folder)
+    assert isinstance(result, ExportResult)
+    return result
+
+
+def _run_in_worker(request: Request, progress: Progress, folder: Path) -> Result:
     """Run the job in a worker process of its own (engine.job_client), its events shown as
     the in-process export would show them; a crash or a signal is a StudioError."""
     from engine.job_client import remove_job_folder, run_job
@@ -442,8 +450,8 @@ def _run_in_worker(request: ExportRequest | ValidateFileRequest, progress: Progr
 
     remove_abandoned_temps([folder, Path.cwd()])  # what killed runs left in these folders
     result = run_job(request, request.TAG, show, folder=folder)
-    assert isinstance(result, ExportResult)
-    remove_job_folder(result.job_dir)
+    if isinstance(result, ExportResult):
+        remove_job_folder(result.job_dir)
     return result
 
 
@@ -606,7 +614,8 @@ def _run_command(parser: argparse.ArgumentParser, argv: list[str], out: TextIO) 
             if not want_json:
                 _print_inspect(doc, out)
         elif args.command in analysis.COMMANDS:
-            doc = analysis.run(args, progress.events())
+            doc = analysis.run(args, progress.events(),
+                               lambda request, folder: _run_in_worker(request, progress, folder))
             progress.done()
             if not want_json:
                 analysis.print_text(doc, out)

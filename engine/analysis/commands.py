@@ -4,8 +4,10 @@ and their text output. engine.cli adds these parsers and hands the parsed argume
 Each command prints one typed document with --json (engine.protocol: `CompareDocument`,
 `ProfileDocument`, `VariantReport`), on every outcome: a failure is the same document with
 `ok` false and its `error`. Exit status as everywhere: 2 a wrong request, 1 a failed check
-(files that disagree, a variant outside its tolerance), 0 otherwise. These commands run in
-the CLI's own process.
+(files that disagree, a variant outside its tolerance), 0 otherwise. The flags and the recipe
+are checked here; the work runs in a worker process of its own (engine.job_client, through
+engine.cli), so a model that crashes, a signal or the out-of-memory killer still ends in the
+document (`worker_crashed`, `cancelled`).
 """
 
 from __future__ import annotations
@@ -20,8 +22,15 @@ from engine.errors import StudioError
 from engine.events import Events
 from engine.protocol import (
     CompareDocument,
+    CompareRequest,
+    CompareResult,
     ProfileDocument,
+    ProfileRequest,
+    ProfileResult,
+    Result,
     VariantReport,
+    VariantRequest,
+    VariantResult,
     WarningItem,
 )
 from engine.recipe import Recipe
@@ -95,78 +104,94 @@ def _recipe(path: str | None) -> Recipe | None:
     return recipe
 
 
-def run(args: argparse.Namespace, events: Events) -> AnalysisDocument:
-    """Run one analysis command; every failure comes back inside the document."""
+def _file(name: str) -> str:
+    """A file named on the command line, absolute (the worker resolves against the recipe)."""
+    return str(Path(name).expanduser().resolve())
+
+
+AnalysisRequest = CompareRequest | ProfileRequest | VariantRequest
+RunJob = Callable[[AnalysisRequest, Path], Result]
+
+
+def run(args: argparse.Namespace, events: Events, run_job: RunJob) -> AnalysisDocument:
+    """Run one analysis command in a worker (`run_job(request, folder)`, engine.cli's): every
+    failure comes back inside the document, a worker that crashed or was cancelled included."""
     empty: AnalysisDocument = {"compare": CompareDocument, "profile": ProfileDocument,
                                "variant": VariantReport}[args.command]()
+    found = _collect(events)
     try:
-        if args.command == "compare":
-            return _compare(args, events)
-        if args.command == "profile":
-            return _profile(args, events)
-        return _variant(args, events)
+        request, folder = request_of(args)
+        doc = document_of(run_job(request, folder))
+        doc.warnings = found + list(doc.warnings)
+        if isinstance(doc, CompareDocument):
+            _judge_comparison(doc)
+        return doc
     except StudioError as err:
         empty.fail(err)
     except Exception as exc:  # our own bug: still one sentence and the document
         empty.fail(StudioError(
             "export", f"onnx-studio {args.command} failed unexpectedly: {exc}.",
             "Run with --verbose and report the traceback.", details=traceback.format_exc()))
+    empty.warnings = found
     return empty
 
 
-def _compare(args: argparse.Namespace, events: Events) -> CompareDocument:
-    from engine.analysis.compare import compare_files
-
-    found = _collect(events)
-    doc = CompareDocument.from_dict(compare_files(
-        Path(args.a), Path(args.b), _recipe(args.recipe), events, dims=parse_dims(args.dim),
-        runs=_runs(args.runs)))
-    doc.warnings = found
-    if not doc.ok and doc.parity is not None:
-        worst = doc.parity.max_abs_diff
-        if not doc.parity.ok:
-            failed = [o.name for o in doc.parity.outputs if not o.passed]
-            message = (f"The two files disagree: output {', '.join(failed) or '?'} differs by "
-                       f"up to {worst:.3g}." if worst is not None else
-                       "The two files disagree on their outputs.")
-        else:
-            message = "The files agree with each other but not with PyTorch."
-        hint = ("See `initializers.changed` for weights that differ, and the operator "
-                "histograms for what else changed.")
-        if doc.initializers.changed:
-            hint = f"Initializer {doc.initializers.changed[0].name!r} differs first; " + hint
-        doc.fail(StudioError("validation", message, hint))
-    return doc
-
-
-def _profile(args: argparse.Namespace, events: Events) -> ProfileDocument:
-    from engine.analysis.profile import profile_file
-
-    found = _collect(events)
-    doc = ProfileDocument.from_dict(profile_file(
-        Path(args.model), _recipe(args.recipe), events, runs=_runs(args.runs),
-        warmup=args.warmup, provider=args.provider, threads=args.threads,
-        optimization=args.optimization, dims=parse_dims(args.dim)))
-    doc.warnings = found
-    return doc
-
-
-def _variant(args: argparse.Namespace, events: Events) -> VariantReport:
-    from engine.analysis.variants import make_variant
-
+def request_of(args: argparse.Namespace) -> tuple[AnalysisRequest, Path]:
+    """The worker request for the command line, checked first (a wrong flag or recipe is exit
+    status 2 before any worker starts), and the folder where the job writes (for the clean-up
+    of a killed job)."""
     recipe = _recipe(args.recipe)
-    assert recipe is not None  # --recipe is required
+    text = recipe.to_toml() if recipe is not None else None
+    base = str(recipe.base_dir) if recipe is not None else None
+    if args.command == "compare":
+        return CompareRequest(a=_file(args.a), b=_file(args.b), recipe=text, base_dir=base,
+                              dims=parse_dims(args.dim), runs=_runs(args.runs)), Path.cwd()
+    if args.command == "profile":
+        return ProfileRequest(onnx=_file(args.model), recipe=text, base_dir=base,
+                              runs=_runs(args.runs), warmup=args.warmup,
+                              provider=args.provider, threads=args.threads,
+                              optimization=args.optimization,
+                              dims=parse_dims(args.dim)), Path.cwd()
+    assert text is not None  # --recipe is required
     for name in ("rtol", "atol"):
         value = getattr(args, name)
         if value is not None and not (value >= 0 and value != float("inf")):
             raise StudioError("recipe", f"--{name} must be a finite number of at least 0.",
                               exit_code=2)
-    report = make_variant(Path(args.model), recipe, args.kind, Path(args.output), events,
-                          rtol=args.rtol, atol=args.atol,
+    output = _file(args.output)
+    return VariantRequest(onnx=_file(args.model), recipe=text, base_dir=base, kind=args.kind,
+                          output=output, rtol=args.rtol, atol=args.atol,
                           keep_io_types=not args.no_keep_io_types,
-                          optimization=args.optimization)
-    assert isinstance(report, VariantReport)
-    return report
+                          optimization=args.optimization), Path(output).parent
+
+
+def document_of(result: Result) -> AnalysisDocument:
+    """The document a worker's analysis result carries."""
+    if isinstance(result, CompareResult):
+        return result.comparison
+    if isinstance(result, ProfileResult):
+        return result.profile
+    assert isinstance(result, VariantResult)
+    return result.variant_report
+
+
+def _judge_comparison(doc: CompareDocument) -> None:
+    """Files that disagree fail the command (exit status 1), with the first cause named."""
+    if doc.ok or doc.parity is None or doc.error is not None:
+        return
+    worst = doc.parity.max_abs_diff
+    if not doc.parity.ok:
+        failed = [o.name for o in doc.parity.outputs if not o.passed]
+        message = (f"The two files disagree: output {', '.join(failed) or '?'} differs by "
+                   f"up to {worst:.3g}." if worst is not None else
+                   "The two files disagree on their outputs.")
+    else:
+        message = "The files agree with each other but not with PyTorch."
+    hint = ("See `initializers.changed` for weights that differ, and the operator "
+            "histograms for what else changed.")
+    if doc.initializers.changed:
+        hint = f"Initializer {doc.initializers.changed[0].name!r} differs first; " + hint
+    doc.fail(StudioError("validation", message, hint))
 
 
 def _runs(runs: int) -> int:

@@ -54,8 +54,8 @@ def profile(request: ProfileRequest, events: Events) -> ProfileResult:
 
     doc = ProfileDocument.from_dict(profile_file(
         _path(request.onnx, request.base_dir), _recipe(request.recipe, request.base_dir),
-        events, runs=request.runs, provider=request.provider, threads=request.threads,
-        dims=request.dims))
+        events, runs=request.runs, warmup=request.warmup, provider=request.provider,
+        threads=request.threads, optimization=request.optimization, dims=request.dims))
     return ProfileResult(id=request.id, profile=doc)
 
 
@@ -66,6 +66,9 @@ def variant(request: VariantRequest, events: Events) -> VariantResult:
     recipe = _recipe(request.recipe, request.base_dir)
     assert recipe is not None
     report = make_variant(_path(request.onnx, request.base_dir), recipe, request.kind,
-                          _path(request.output, request.base_dir), events)
+                          _path(request.output, request.base_dir), events,
+                          rtol=request.rtol, atol=request.atol,
+                          keep_io_types=request.keep_io_types,
+                          optimization=request.optimization)
     assert isinstance(report, VariantReport)
     return VariantResult(id=request.id, variant_report=report)

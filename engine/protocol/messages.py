@@ -385,6 +385,8 @@ class ProfileRequest(Request):
     provider: str = "CPUExecutionProvider"
     threads: int | None = field(default=None, metadata=OMIT)
     dims: dict[str, int] = field(default_factory=dict)
+    warmup: int = 3
+    optimization: str = "all"  # onnxruntime's graph optimization level for the session
 
 
 @dataclass(kw_only=True)
@@ -399,6 +401,10 @@ class VariantRequest(Request):
     base_dir: str | None = field(default=None, metadata=OMIT)
     kind: str
     output: str
+    rtol: float | None = field(default=None, metadata=OMIT)  # None: the kind's tolerance
+    atol: float | None = field(default=None, metadata=OMIT)
+    keep_io_types: bool = True  # fp16: inputs and outputs stay float32
+    optimization: str = "extended"  # optimized: the onnxruntime level
 
 
 @dataclass(kw_only=True)

@@ -183,3 +183,33 @@ def test_the_cli_process_never_imports_torch(models: Path, previous: bytes) -> N
                           capture_output=True, text=True, timeout=TIMEOUT_S)
     facts = json.loads(done.stderr.strip().splitlines()[-1])
     assert facts == {"rc": 0, "loaded": []}, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("command", ["compare", "profile"])
+def test_a_model_that_dies_in_an_analysis_is_worker_crashed(
+        models: Path, previous: bytes, tmp_path: Path, command: str) -> None:
+    """compare and profile run the recipe's eager model in a worker too: its death is the
+    command's document with `worker_crashed`, not a CLI that vanished without its JSON line."""
+    good = tmp_path / "good.onnx"
+    good.write_bytes(previous)
+    recipe = tmp_path / "dies.toml"
+    recipe.write_text(f'''version = 1
+[model]
+source = "{(models / 'process_models.py').as_posix()}:ExitsHard"
+[[inputs]]
+name = "x"
+shape = [2, 4]
+[export]
+output = "unused.onnx"
+''', encoding="utf-8")
+    files = [str(good), str(good)] if command == "compare" else [str(good)]
+    done = subprocess.run(cli(command, *files, "--recipe", str(recipe), "--runs", "1", "--json"),
+                          env=env(tmp_path), cwd=tmp_path, capture_output=True, text=True,
+                          timeout=TIMEOUT_S)
+    assert done.returncode == 1, done.stderr
+    doc = last_json(done.stdout)
+    assert doc["ok"] is False
+    assert doc["error"]["kind"] == "worker_crashed", doc
+    assert "exit status 3" in doc["error"]["message"]
+    assert f"error: {doc['error']['message']}" in done.stderr
+    assert good.read_bytes() == previous

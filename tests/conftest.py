@@ -10,6 +10,8 @@ import os
 import queue
 import signal
 import subprocess
+import sys
+import tempfile
 import threading
 import time
 import weakref
@@ -37,14 +39,25 @@ def _isolated_config(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyte
     monkeypatch.setenv("ONNX_STUDIO_DATA_DIR", str(home / "data" / "onnx-studio"))
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests that run Qt's event loop time out by pytest-timeout's thread method.
+MYPY = pytest.StashKey[tuple[subprocess.Popen[bytes], IO[bytes]]]()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """mypy starts at once when its test is among those to run, and tests that run Qt's
+    event loop time out by pytest-timeout's thread method.
+
+    mypy checks a fresh checkout in about 50 s of one core, mostly while the suite waits on
+    a child process or on the other core; its test (tests/test_quality.py) collects the result.
 
     The default (signal) method fails only the test that hung, but its SIGALRM handler is Python
     code, which never runs while Qt waits inside its C++ event loop (a qtbot wait for a signal
     that never comes). The thread method ends the run instead, after printing every thread's
     stack: a hung window test stops the suite with the place it hung, never stalls it.
     """
+    if any(item.name == "test_mypy_is_clean" for item in items):
+        output = tempfile.TemporaryFile()  # noqa: SIM115 (read by the test, at the end)
+        config.stash[MYPY] = (subprocess.Popen([sys.executable, "-m", "mypy"], cwd=REPO,
+                                               stdout=output, stderr=subprocess.STDOUT), output)
     for item in items:
         if "qapp" not in getattr(item, "fixturenames", ()):  # qtbot and the windows need qapp
             continue

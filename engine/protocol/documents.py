@@ -202,6 +202,9 @@ class Intermediates(Wire):
     first_divergent: str | None
     compared: int
     message: str | None = field(default=None, metadata=OMIT)  # why nothing was compared
+    # ONNX Runtime runs it took: 1, or more when the values were streamed in chunks that fit
+    # engine.validation.nodes.BUDGET
+    onnxruntime_runs: int | None = field(default=None, metadata=OMIT)
 
 
 @dataclass(kw_only=True)
@@ -354,6 +357,11 @@ class ForwardParam(Wire):
     kind: str  # positional | keyword | var_positional | var_keyword
     default: str | None = None  # the default's source text; None: no default
     annotation: str = ""
+    # what the file says of a tensor's example (a guess from a .py's first layer; a .pt2's own)
+    shape: list[int] | None = None
+    dtype: str = ""
+    dynamic: dict[str, str] = field(default_factory=dict)  # axis (as text) -> dimension name
+    high: int | None = None  # a randint fill's bound (an embedding's vocabulary)
 
 
 @dataclass(kw_only=True)

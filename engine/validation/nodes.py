@@ -3,8 +3,9 @@
 The dynamo exporter names each ONNX value after the FX node it came from and records that node
 in the ONNX node's `pkg.torch.onnx.fx_node` metadata. So the values of the exported program's
 FX graph (captured again here, decomposed with the exporter's own table) can be compared with
-the ONNX values of the same name. ONNX Runtime computes them all in one run: every matched
-value is added as an extra graph output. (torch.onnx.verification's interpreter does the same
+the ONNX values of the same name. ONNX Runtime computes them with the matched values as the
+graph's outputs, in one run, or in a few when they would not fit the memory budget: the values
+are compared as they come and dropped. (torch.onnx.verification's interpreter does the same
 but builds a fresh session per node, and needs the in-memory ONNXProgram that a file lacks.)
 """
 
@@ -26,6 +27,8 @@ from engine.recipe import Recipe
 from engine.validation.metrics import REL_EPS
 from engine.validation.metrics import validation_warning as _warning
 
+# bytes of intermediate values held at once on each side (PyTorch's, ONNX Runtime's)
+BUDGET = 256 << 20
 _FX_NODE = re.compile(r"^%(\S+) : .*?call_function\[target=([^\]]+)\]")
 
 
@@ -39,11 +42,13 @@ def compare_nodes(
     *,
     session_options: tuple[Any, list[str]],
     warn: Callable[[dict[str, Any]], None],
+    budget: int | None = None,
 ) -> dict[str, Any]:
     """{"nodes": {onnx node name: {max_abs_diff, max_rel_diff, ...}}, "first_divergent": name}.
 
     Nodes are listed in graph order; `first_divergent` is the first whose values are outside
-    atol + rtol * |reference| (None when all agree or nothing could be compared).
+    atol + rtol * |reference| (None when all agree or nothing could be compared). The values
+    are streamed (`_Streamed`): about `budget` bytes of them are held at a time.
     """
     empty: dict[str, Any] = {"nodes": {}, "first_divergent": None, "compared": 0}
     from engine.source.arguments import is_structured
@@ -57,43 +62,38 @@ def compare_nodes(
         warn(_warning("Intermediate values can only be compared for dynamo exports (their "
                       "nodes name the FX node they come from); this file has no such names."))
         return {**empty, "message": "no FX node names in the ONNX file"}
+    graph_outputs = {o.name for o in proto.graph.output}
+    # the values both sides name alike: value name -> (ONNX node name, FX target)
+    candidates = {value: (node, target) for value, (node, fx_name, target) in producers.items()
+                  if value == fx_name and value not in graph_outputs}
+    streamed = _Streamed(onnx_path, inputs, feed_names, session_options,
+                         recipe.validate.rtol, recipe.validate.atol, budget or BUDGET)
     try:
-        fx_values, fx_targets = _fx_values(recipe, loaded, inputs)
+        _capture(recipe, loaded, inputs, candidates, streamed.add)
+        streamed.flush()
+    except _OnnxRuntimeFailed as exc:
+        warn(_warning(f"Intermediate values were not compared: ONNX Runtime could not compute "
+                      f"them ({one_line(exc.__cause__)})."))
+        return {**empty, "message": f"onnxruntime failed: {one_line(exc.__cause__)}"}
     except Exception as exc:
         warn(_warning(f"Intermediate values were not compared: capturing the model again "
                       f"failed ({one_line(exc)})."))
         return {**empty, "message": f"capture failed: {one_line(exc)}"}
-
-    graph_outputs = {o.name for o in proto.graph.output}
-    matched = []  # (value name, onnx node name, fx name) in graph order
-    for value_name, (node_name, fx_name, target) in producers.items():
-        if fx_name not in fx_values or value_name != fx_name or value_name in graph_outputs:
-            continue
-        if target and fx_targets.get(fx_name) not in (None, target):
-            continue  # same name, different op: the capture here differs from the export's
-        matched.append((value_name, node_name, fx_name))
-    if not matched:
+    if not streamed.metrics:
         warn(_warning("No intermediate value of the ONNX file matches the model captured "
                       "again here; per-node numbers are not available."))
         return {**empty, "message": "no values matched"}
-
-    try:
-        got = _ort_values(onnx_path, [m[0] for m in matched], inputs, feed_names,
-                          session_options)
-    except Exception as exc:
-        warn(_warning(f"Intermediate values were not compared: ONNX Runtime could not compute "
-                      f"them ({one_line(exc)})."))
-        return {**empty, "message": f"onnxruntime failed: {one_line(exc)}"}
-    rtol, atol = recipe.validate.rtol, recipe.validate.atol
     nodes: dict[str, dict[str, Any]] = {}
     first = None
-    for (value_name, node_name, fx_name), cand in zip(matched, got, strict=True):
-        entry = _node_metrics(fx_values[fx_name], np.asarray(cand), rtol, atol)
-        entry["value"] = value_name
-        nodes[node_name] = entry
+    for value_name, (node_name, _target) in candidates.items():  # in graph order
+        entry = streamed.metrics.get(value_name)
+        if entry is None:
+            continue
+        nodes[node_name] = {**entry, "value": value_name}
         if first is None and not entry["passed"]:
             first = node_name
-    return {"nodes": nodes, "first_divergent": first, "compared": len(nodes)}
+    return {"nodes": nodes, "first_divergent": first, "compared": len(nodes),
+            "onnxruntime_runs": streamed.runs}
 
 
 def _fx_producers(proto: Any) -> dict[str, tuple[str, str, str]]:
@@ -110,9 +110,11 @@ def _fx_producers(proto: Any) -> dict[str, tuple[str, str, str]]:
     return out
 
 
-def _fx_values(recipe: Recipe, loaded: Any, inputs: tuple[Any, ...]
-               ) -> tuple[dict[str, np.ndarray], dict[str, str]]:
-    """Run the decomposed exported program node by node; keep every tensor it computes."""
+def _capture(recipe: Recipe, loaded: Any, inputs: tuple[Any, ...],
+             candidates: dict[str, tuple[str, str]],
+             sink: Callable[[str, np.ndarray], None]) -> None:
+    """Run the decomposed exported program node by node and hand each value that the ONNX
+    file names alike (same name, same op) to `sink` as it is computed: none is kept here."""
     import torch
 
     from engine.source.inputs import dynamic_shapes
@@ -122,25 +124,23 @@ def _fx_values(recipe: Recipe, loaded: Any, inputs: tuple[Any, ...]
         program = torch.export.export(loaded.module, tuple(inputs),
                                       dynamic_shapes=dynamic_shapes(recipe), strict=False)
     program = _decompose_like_the_exporter(program)
-    values: dict[str, np.ndarray] = {}
-    targets: dict[str, str] = {}
 
     class Recorder(torch.fx.Interpreter):
         def run_node(self, n: torch.fx.Node) -> Any:
             result = super().run_node(n)
-            if n.op == "call_function" and isinstance(result, torch.Tensor):
+            wanted = candidates.get(n.name)
+            if (n.op == "call_function" and isinstance(result, torch.Tensor)
+                    and wanted is not None and wanted[1] in ("", str(n.target))):
                 tensor = result.detach().cpu()
                 if tensor.is_complex():
                     tensor = torch.view_as_real(tensor)
                 if tensor.dtype == torch.bfloat16:
                     tensor = tensor.float()
-                values[n.name] = tensor.numpy().copy()
-                targets[n.name] = str(n.target)
+                sink(n.name, tensor.numpy().copy())
             return result
 
     with torch.no_grad():
         Recorder(program.module()).run(*[t.clone() for t in inputs])
-    return values, targets
 
 
 def _decompose_like_the_exporter(program: Any) -> Any:
@@ -155,37 +155,77 @@ def _decompose_like_the_exporter(program: Any) -> Any:
         return program.run_decompositions()
 
 
-def _ort_values(onnx_path: Path, names: list[str], inputs: tuple[Any, ...],
-                feed_names: list[str | None], session_options: tuple[Any, list[str]]
-                ) -> list[Any]:
-    """ONNX Runtime's values of the tensors `names`: the graph, without its weights, gets them
-    as extra outputs and is written beside the original, so external data is read from the
-    same files by ONNX Runtime and never copied into this process's memory."""
-    import onnx
-    import onnxruntime as ort
+class _OnnxRuntimeFailed(Exception):
+    """ONNX Runtime could not compute the values asked for (the cause is chained)."""
 
-    graph_only = onnx.load(str(onnx_path), load_external_data=False)
-    known = {v.name: v for v in graph_only.graph.value_info}
-    del graph_only.graph.output[:]
-    for name in names:
-        graph_only.graph.output.append(known.get(name) or onnx.ValueInfoProto(name=name))
-    options, providers = session_options
-    if not uses_external_data(graph_only):  # the weights are in the proto: hand it over
-        session = ort.InferenceSession(graph_only.SerializeToString(), options,
-                                       providers=providers)
-    else:
-        fd, temp = tempfile.mkstemp(prefix=f".{onnx_path.name}.nodes.", suffix=".onnx",
-                                    dir=onnx_path.parent)
+
+class _Streamed:
+    """The capture's values, compared with ONNX Runtime's a chunk at a time: once the values
+    waiting reach `budget` bytes, one ONNX Runtime run computes exactly those (the graph,
+    without its weights, gets them as its outputs), each pair is reduced to its metrics and
+    both are dropped. A model whose intermediates fit the budget takes one run, as before;
+    a larger one takes more runs and never holds more than about a budget on each side."""
+
+    def __init__(self, onnx_path: Path, inputs: tuple[Any, ...],
+                 feed_names: list[str | None], session_options: tuple[Any, list[str]],
+                 rtol: float, atol: float, budget: int) -> None:
+        import onnx
+
+        self.onnx_path, self.session_options = onnx_path, session_options
+        self.rtol, self.atol, self.budget = rtol, atol, budget
+        self.graph_only = onnx.load(str(onnx_path), load_external_data=False)
+        self.value_info = {v.name: v for v in self.graph_only.graph.value_info}
+        self.feeds = {name: t.detach().cpu().numpy().copy()
+                      for name, t in zip(feed_names, inputs, strict=True) if name}
+        self.pending: dict[str, np.ndarray] = {}
+        self.held = 0
+        self.metrics: dict[str, dict[str, Any]] = {}
+        self.runs = 0
+
+    def add(self, name: str, value: np.ndarray) -> None:
+        self.pending[name] = value
+        self.held += value.nbytes
+        if self.held >= self.budget:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        names = list(self.pending)
         try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(graph_only.SerializeToString())
-            session = ort.InferenceSession(temp, options, providers=providers)
-        finally:
-            os.unlink(temp)
-    del graph_only
-    feeds = {name: t.detach().cpu().numpy().copy()
-             for name, t in zip(feed_names, inputs, strict=True) if name}
-    return list(session.run(names, feeds))
+            got = self._ort_values(names)
+        except Exception as exc:
+            raise _OnnxRuntimeFailed() from exc
+        self.runs += 1
+        for name, cand in zip(names, got, strict=True):
+            self.metrics[name] = _node_metrics(self.pending.pop(name), np.asarray(cand),
+                                               self.rtol, self.atol)
+        self.held = 0
+
+    def _ort_values(self, names: list[str]) -> list[Any]:
+        """ONNX Runtime's values of `names`. A graph with external data is written beside the
+        original, so its weights are read from the same files and never copied in here."""
+        import onnx
+        import onnxruntime as ort
+
+        graph = self.graph_only.graph
+        del graph.output[:]
+        for name in names:
+            graph.output.append(self.value_info.get(name) or onnx.ValueInfoProto(name=name))
+        options, providers = self.session_options
+        if not uses_external_data(self.graph_only):  # the weights are in the proto
+            session = ort.InferenceSession(self.graph_only.SerializeToString(), options,
+                                           providers=providers)
+        else:
+            fd, temp = tempfile.mkstemp(prefix=f".{self.onnx_path.name}.nodes.",
+                                        suffix=".onnx", dir=self.onnx_path.parent)
+            try:
+                with os.fdopen(fd, "wb") as out:
+                    out.write(self.graph_only.SerializeToString())
+                session = ort.InferenceSession(temp, options, providers=providers)
+            finally:
+                os.unlink(temp)
+        return list(session.run(names, self.feeds))
 
 
 def _node_metrics(ref: np.ndarray, cand: np.ndarray, rtol: float, atol: float

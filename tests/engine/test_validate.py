@@ -468,6 +468,22 @@ def test_intermediates_keyed_by_onnx_node_name(two_heads) -> None:
     assert all(v["max_abs_diff"] < 1e-5 for v in inter["nodes"].values())
 
 
+def test_intermediates_are_streamed_within_the_memory_budget(two_heads, monkeypatch) -> None:
+    """With a budget smaller than any value, every value gets an ONNX Runtime run of its own
+    and is dropped once compared: the numbers are those of the one-run comparison."""
+    from engine.validation import nodes
+
+    recipe, path = two_heads
+    recipe = _variant(recipe, intermediates=True, random_trials=0, dynamic_sizes=False)
+    whole = validate(recipe, path)["intermediates"]
+    assert whole["onnxruntime_runs"] == 1
+    monkeypatch.setattr(nodes, "BUDGET", 1)
+    streamed = validate(recipe, path)["intermediates"]
+    assert streamed["onnxruntime_runs"] == streamed["compared"] == whole["compared"] >= 2
+    assert streamed["nodes"] == whole["nodes"]
+    assert list(streamed["nodes"]) == list(whole["nodes"])  # graph order kept
+
+
 def test_intermediates_of_a_torchscript_export_say_they_need_dynamo(ws: Workspace) -> None:
     recipe = ws.recipe("kinds_inter", '''Kinds"
 

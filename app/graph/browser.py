@@ -179,7 +179,7 @@ class GraphBrowser(QWidget):
     def load_file(self, path: str | Path) -> bool:
         """Open an ``.onnx`` file; on failure show why (and emit loadFailed) and return False."""
         try:
-            with no_gc():
+            with no_gc(freeze=True):
                 model = GraphModel.load(path)
         except FileNotFoundError:
             return self._fail(f"{Path(path).name} does not exist.")
@@ -217,7 +217,7 @@ class GraphBrowser(QWidget):
         self.model = model
         lay = self._layouts.get(id(model))
         if lay is None:
-            with no_gc():
+            with no_gc(freeze=True):
                 lay = GraphLayout(model, measure=self.fonts.measure, fold=self.fold_shape_ops,
                                   left_to_right=self.left_to_right)
             self._layouts[id(model)] = lay
@@ -278,7 +278,8 @@ class GraphBrowser(QWidget):
             if i is not None:
                 b = self.canvas.scene_data.boxes[i]
                 before = self.view.mapFromScene(QPointF(b.x, b.y))
-        with no_gc():  # 100k boxes: collections triggered by allocations would cost seconds
+        # 100k boxes: collections triggered by allocations would cost seconds
+        with no_gc(freeze=True):
             scene = lay.scene()
             self.canvas.overlay = self.overlay
             if self.overlay is not None:

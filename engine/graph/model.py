@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.graph.file_check import Problem, check_file, problem_nodes
+from engine.graph.file_check import Problem, attribute_payload, check_file, problem_nodes
 
 # The graph view runs the ONNX checker on files up to this size (the checker parses the whole
 # file, inline weights included: about 10 s for 300 MB here, on top of the view's own read).
@@ -41,16 +41,24 @@ Shape = list[int | str | None]
 
 
 @contextmanager
-def no_gc() -> Iterator[None]:
+def no_gc(freeze: bool = False) -> Iterator[None]:
     """Pause the cyclic garbage collector while building many small objects: the objects
     built here hold no cycles worth collecting, and collections triggered by the sheer number
-    of allocations cost a third of the build time on a 20k-node graph."""
+    of allocations cost a third of the build time on a 20k-node graph.
+
+    ``freeze``: what was built is long-lived (a shown graph: millions of objects at 100k
+    nodes); move it out of the collector's sight (`gc.freeze`) so that no later collection
+    walks it again — a full collection over a 100k-node graph stalls the window for seconds,
+    in the middle of a zoom. Frozen objects are still freed when their last reference goes.
+    """
     was = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was:
+            if freeze:
+                gc.freeze()
             gc.enable()
 
 
@@ -104,8 +112,8 @@ class Group:
 class Node:
     """One ONNX node; the protobuf stays behind it for details read on demand."""
 
-    __slots__ = ("_attrs", "_meta", "domain", "group", "index", "inputs", "name", "op_type",
-                 "outputs", "proto")
+    __slots__ = ("_attrs", "_meta", "_payload", "domain", "group", "index", "inputs", "name",
+                 "op_type", "outputs", "proto")
 
     def __init__(self, index: int, proto: Any) -> None:
         self.index = index
@@ -113,16 +121,27 @@ class Node:
         self.name: str = proto.name
         self.op_type: str = proto.op_type
         self.domain: str = proto.domain
-        self.inputs: list[str] = list(proto.input)
-        self.outputs: list[str] = list(proto.output)
+        self.inputs: list[str] = proto.input[:]
+        self.outputs: list[str] = proto.output[:]
         self.group = ""
         self._attrs: dict[str, str] | None = None
         self._meta: dict[str, str] | None = None
+        self._payload: tuple[list[Any], list[Any]] | None = None
 
     @property
     def label(self) -> str:
         """The name shown for the node: its ONNX name, or op type and index when unnamed."""
         return self.name or f"{self.op_type}_{self.index}"
+
+    @property
+    def subgraphs(self) -> list[Any]:
+        """The GraphProtos in the node's attributes (what engine.graph.file_check reads)."""
+        return attribute_payload(self)[0]
+
+    @property
+    def tensors(self) -> list[Any]:
+        """The TensorProtos in the node's attributes (a Constant's value)."""
+        return attribute_payload(self)[1]
 
     @property
     def metadata(self) -> dict[str, str]:
@@ -323,7 +342,7 @@ class GraphModel:
         # cycles, dangling inputs, missing data, unknown operators; the ONNX checker too,
         # except on files whose weights are inline and large, where it would read them all
         # again (`inspect` and `validate` run it on any file)
-        graph.problems = check_file(p, model=model,
+        graph.problems = check_file(p, model=model, nodes=graph.nodes,
                                     checker=p.stat().st_size <= VIEW_CHECKER_LIMIT)
         return graph
 

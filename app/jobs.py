@@ -175,7 +175,8 @@ class JobRunner(QObject):
 
     def validate(self, recipe_toml: str, base_dir: Path, onnx: Path, callback: JobCallback
                  ) -> int:
-        """Validate an existing .onnx file against the recipe's model with its [validate]."""
+        """Validate an existing .onnx file (a Hugging Face recipe: the folder its export
+        wrote) against the recipe's model with its [validate]."""
         return self.submit({"job": "validate", "recipe": recipe_toml, "base_dir": str(base_dir),
                             "onnx": str(onnx)}, callback)
 

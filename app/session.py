@@ -574,12 +574,14 @@ class ExportSession(QObject):
         inputs), else the recipe's output file if it exists; None and why when there is none."""
         if self.opened is not None and self.opened.path.is_file():
             return self.opened.path, ""
+        # a Hugging Face recipe exports (and validates) a folder of files
+        written = Path.is_dir if is_folder_source(self.recipe.model.source) else Path.is_file
         if self._last_written is not None:
             path, model = self._last_written
-            if model == self.model_key() and path.is_file():
+            if model == self.model_key() and written(path):
                 return path, ""
         output = self.recipe.output_path
-        if output.is_file():
+        if written(output):
             return output, ""
         return None, f"there is no ONNX file to validate yet ({output.name}); export first."
 

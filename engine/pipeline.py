@@ -20,7 +20,7 @@ from engine.export.onnx_file import check_output_path
 from engine.graph.summary import summarize
 from engine.protocol import ExportedFile, ExportReport, Graph, Validation
 from engine.recipe import AUTO_FILL, Recipe
-from engine.source.hf import is_hf_source
+from engine.source.hf import HfModel, is_hf_source
 from engine.source.inputs import ResolvedFill, resolve_fills
 from engine.validation.validator import failure_hint
 from engine.validation.validator import validate as run_validation
@@ -62,13 +62,26 @@ def export(recipe: Recipe, events: Events | None = None, *, validate: bool | Non
 
 def validate_file(recipe: Recipe, model: Path, events: Events | None = None, *,
                   plot_dir: Path | None = None) -> ExportReport:
-    """Validate an existing .onnx file against the recipe's model, as an export document."""
+    """Validate an existing .onnx file (a Hugging Face recipe: the folder of its export)
+    against the recipe's model, as an export document."""
+    if is_hf_source(recipe.model.source):
+        return validate_hf_report(recipe, model, events or Events())
     summary = summarize(model)
     report = ExportReport(ok=True, output=str(model), exporter=None,
                           opset=summary["opset_imports"].get(""),
                           graph=Graph.from_summary(summary))
     _validate_into(report, recipe, model, None, events or Events(), plot_dir)
     return report
+
+
+def validate_existing(recipe: Recipe, onnx: Path, events: Events, *,
+                      plot_dir: Path | None = None) -> dict[str, Any]:
+    """The validation dict of an existing .onnx file against the recipe's model (the window's
+    Validate); for a Hugging Face recipe, `onnx` is the folder its export wrote. A request
+    that cannot run at all raises StudioError."""
+    if is_hf_source(recipe.model.source):
+        return validate_hf_folder(recipe, onnx, events)
+    return run_validation(recipe, onnx, events, plot_dir=plot_dir)
 
 
 def _validate_into(report: ExportReport, recipe: Recipe, model: Path, loaded: Any,
@@ -103,7 +116,6 @@ def export_hf(recipe: Recipe, events: Events | None = None, *,
     with `validate`, each file against eager PyTorch and greedy generation over the files."""
     from engine.export.hf_files import check_output_folder, export_part
     from engine.source.hf import load_hf
-    from engine.validation.hf_checks import check_generation, check_parts
 
     events = events or Events()
     folder = recipe.output_path
@@ -125,37 +137,104 @@ def export_hf(recipe: Recipe, events: Events | None = None, *,
         report.seconds["export"] = time.perf_counter() - started
     except StudioError as err:
         return report.fail(err)
-    report.files = [ExportedFile(name=part.file, path=str(folder / part.file),
-                                 graph=Graph.from_summary(summarize(folder / part.file)))
-                    for part in hf.parts]
+    report.files = _exported_files(folder, hf)
     report.graph = report.files[0].graph
     report.opset = summarize(folder / hf.parts[0].file)["opset_imports"].get("")
     report.ok = True
     if validate:
-        started = time.perf_counter()
-        events.progress(0.7, "Validating in ONNX Runtime")
-        try:
-            result = check_parts(hf, folder, recipe.validate.rtol, recipe.validate.atol,
-                                 events.part(0.7, 0.9))
-            if hf.generates:
-                events.progress(0.9, "Generating greedy tokens")
-                result["generation"] = check_generation(hf, folder)
-        except Exception as exc:
-            report.seconds["validate"] = time.perf_counter() - started
-            return report.fail(StudioError(
-                "validation", f"Validation failed unexpectedly: {one_line(exc)}.",
-                "Open the details for the full traceback.", details=traceback.format_exc()))
-        report.seconds["validate"] = time.perf_counter() - started
-        report.validation = Validation.from_dict(result)
-        generation = report.validation.generation
-        if generation is not None and not generation.tokens_equal and report.validation.ok:
-            report.validation.ok = False
-            report.validation.message = (f"Greedy generation over the ONNX files differs from "
-                                         f"transformers' generate within {generation.steps} "
-                                         "steps.")
-        if not report.validation.ok:
-            report.fail(StudioError("validation", report.validation.message or
-                                    "ONNX Runtime disagrees with PyTorch.",
-                                    "Compare the outputs per trial in the validation."))
+        _validate_hf_into(report, hf, folder, recipe, events.part(0.7, 1.0))
     events.progress(1.0, "Done")
+    return report
+
+
+def _exported_files(folder: Path, hf: HfModel) -> list[ExportedFile]:
+    return [ExportedFile(name=part.file, path=str(folder / part.file),
+                         graph=Graph.from_summary(summarize(folder / part.file)))
+            for part in hf.parts]
+
+
+def _hf_validation(hf: HfModel, folder: Path, recipe: Recipe, events: Events) -> dict[str, Any]:
+    """Each file of `folder` against eager PyTorch, then (generation tasks) greedy tokens over
+    the files against transformers' generate: the validation dict, failed when either fails."""
+    from engine.validation.hf_checks import check_generation, check_parts
+
+    events.progress(0.0, "Validating in ONNX Runtime")
+    result = check_parts(hf, folder, recipe.validate.rtol, recipe.validate.atol,
+                         events.part(0.0, 0.7))
+    if hf.generates:
+        events.progress(0.7, "Generating greedy tokens")
+        generation = result["generation"] = check_generation(hf, folder)
+        if not generation["tokens_equal"] and result["ok"]:
+            result["ok"] = False
+            result["message"] = (f"Greedy generation over the ONNX files differs from "
+                                 f"transformers' generate within {generation['steps']} steps.")
+    return result
+
+
+def _validate_hf_into(report: ExportReport, hf: HfModel, folder: Path, recipe: Recipe,
+                      events: Events) -> None:
+    started = time.perf_counter()
+    try:
+        result = _hf_validation(hf, folder, recipe, events)
+    except StudioError as err:
+        report.fail(err)
+        return
+    except Exception as exc:
+        report.fail(StudioError(
+            "validation", f"Validation failed unexpectedly: {one_line(exc)}.",
+            "Open the details for the full traceback.", details=traceback.format_exc()))
+        return
+    finally:
+        report.seconds["validate"] = time.perf_counter() - started
+    report.validation = Validation.from_dict(result)
+    if not report.validation.ok:
+        report.fail(StudioError("validation", report.validation.message or
+                                "ONNX Runtime disagrees with PyTorch.",
+                                "Compare the outputs per trial in the validation."))
+
+
+def _load_for_folder(recipe: Recipe, folder: Path) -> HfModel:
+    """The recipe's Hugging Face model, and a `validation` error (exit 2) when `folder` lacks
+    a file its task exports (another task's export, or no export yet)."""
+    from engine.source.hf import load_hf
+
+    task = recipe.model.kwargs.get("task")
+    hf = load_hf(recipe.model.source, recipe.base_dir, str(task) if task else None,
+                 seed=recipe.export.seed)
+    missing = [part.file for part in hf.parts if not (folder / part.file).is_file()]
+    if missing:
+        raise StudioError(
+            "validation", f"{folder} has no {', '.join(missing)} for the task {hf.task}.",
+            "Export first, or choose the task the folder was exported for; name the folder "
+            "the export wrote.", exit_code=2)
+    return hf
+
+
+def validate_hf_folder(recipe: Recipe, folder: Path, events: Events) -> dict[str, Any]:
+    """The validation dict of the files a Hugging Face export wrote into `folder`, as
+    export_hf validates them after an export (each file, then greedy generation)."""
+    events.progress(0.0, "Loading the model")
+    hf = _load_for_folder(recipe, folder)
+    return _hf_validation(hf, folder, recipe, events.part(0.1, 1.0))
+
+
+def validate_hf_report(recipe: Recipe, folder: Path, events: Events) -> ExportReport:
+    """`onnx-studio validate FOLDER --recipe R` of a Hugging Face recipe: the export document
+    of validating the folder's files (files, task, validation with generation)."""
+    report = ExportReport(output=str(folder), exporter=None)
+    started = time.perf_counter()
+    try:
+        events.progress(0.0, "Loading the model")
+        hf = _load_for_folder(recipe, folder)
+    except StudioError as err:
+        return report.fail(err)
+    report.seconds["load"] = time.perf_counter() - started
+    report.task = hf.task
+    report.files = _exported_files(folder, hf)
+    report.graph = report.files[0].graph
+    report.opset = summarize(folder / hf.parts[0].file)["opset_imports"].get("")
+    report.ok = True
+    _validate_hf_into(report, hf, folder, recipe, events.part(0.1, 1.0))
+    if report.ok:
+        events.progress(1.0, "Done")
     return report

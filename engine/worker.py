@@ -194,7 +194,7 @@ def job_validate(request: ValidateRequest, send: Send) -> ValidateResult:
     be run at all (no file, unreadable recipe, missing provider) is a StudioError -> `error`.
     """
     from engine import recipe as recipes
-    from engine.validation.validator import validate  # lazy: imports torch and onnxruntime inside
+    from engine.pipeline import validate_existing  # lazy: imports torch and onnxruntime inside
 
     base_dir = Path(request.base_dir or Path.cwd())
     recipe = recipes.loads(request.recipe, base_dir=base_dir, name="recipe")
@@ -202,7 +202,7 @@ def job_validate(request: ValidateRequest, send: Send) -> ValidateResult:
     job_dir = _job_dir(request.id)
     events = _events(request.id, send)
     events.progress(0.0, "Starting")
-    result = validate(recipe, onnx, events, plot_dir=job_dir)
+    result = validate_existing(recipe, onnx, events, plot_dir=job_dir)  # hf: a folder
     return ValidateResult(id=request.id, validation=Validation.from_dict(result), onnx=str(onnx),
                           job_dir=str(job_dir))
 

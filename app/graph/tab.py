@@ -3,7 +3,9 @@
 The browser pulls in onnx and pyqtgraph, which would slow the window's first paint, so the tab
 starts as a placeholder and builds the browser after the window is up (or on first use);
 `preload_graph_modules` imports them on a background thread meanwhile. A view of the session:
-it shows the graph of the file the last export wrote or the last validation checked.
+it shows the graph of the file the last export wrote or the last validation checked. An export
+that wrote a folder of files (a Hugging Face encoder and decoders) gets a row to pick the file
+and to show two of them side by side, each in a browser of its own (app.graph.files).
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout, QWidget
 
+from app.graph.files import FileBar, export_files
 from app.outcomes import ExportOutcome, ValidationOutcome
 from app.session import ExportSession
 
@@ -50,11 +53,20 @@ _EMPTY = ("The graph of the exported file appears here after an export, or open 
 
 
 class GraphTab(QWidget):
-    """The GraphBrowser of one .onnx file, or a placeholder that says why there is none."""
+    """The GraphBrowser of one .onnx file (of a folder's files: the one picked, and another
+    beside it when side by side), or a placeholder that says why there is none."""
 
     def __init__(self, session: ExportSession, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.browser: GraphBrowser | None = None
+        self.second: GraphBrowser | None = None  # side by side: the file beside the first
+        self.shown: list[Path | None] = [None, None]  # the file each browser shows
+        self.files = FileBar()
+        self.files.fileChosen.connect(self.show_file)
+        self.files.sideBySide.connect(self.set_side_by_side)
+        self.graphs = QSplitter(Qt.Orientation.Horizontal)
+        self.graphs.setChildrenCollapsible(False)
+        self.graphs.hide()
         self.placeholder = QLabel(_EMPTY)
         self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.placeholder.setWordWrap(True)
@@ -67,7 +79,9 @@ class GraphTab(QWidget):
         self._layout = QVBoxLayout(self)
         self._layout.setContentsMargins(0, 0, 0, 0)
         self._layout.addWidget(self.problems)
+        self._layout.addWidget(self.files)
         self._layout.addWidget(self.placeholder)
+        self._layout.addWidget(self.graphs, 1)
         self.loaded_path: Path | None = None
         session.exportFinished.connect(self._export_finished)
         session.validationFinished.connect(self._validation_finished)
@@ -89,21 +103,68 @@ class GraphTab(QWidget):
         if self.browser is None:
             from app.graph.browser import GraphBrowser
 
-            self.browser = GraphBrowser(self)
+            self.browser = GraphBrowser()
             self.browser.loadFailed.connect(self._show_failure)
-            self.browser.hide()
-            self._layout.addWidget(self.browser)
+            self.graphs.insertWidget(0, self.browser)
         return self.browser
 
     def load_file(self, path: Path) -> bool:
-        """Show the graph of `path`; False (and the reason in the tab) when it cannot."""
+        """Show the graph of `path`; a folder (a multi-file export): its first file, the
+        others one pick away; False (and the reason in the tab) when it cannot."""
         self.loaded_path = path
+        self.shown = [None, None]
+        files = export_files(path) if path.is_dir() else [path]
+        self.files.set_files(files if path.is_dir() else [])
+        if len(files) < 2:
+            self.files.toggle.setChecked(False)
+        if not files:
+            self._show_problems(None)
+            self._show_failure("the folder has no .onnx file")
+            return False
+        if not self.show_file(0, files[0]):
+            return False
+        if self.files.toggle.isChecked():
+            right = self.files.chosen(1)
+            return right is None or self.show_file(1, right)
+        return True
+
+    def show_file(self, side: int, path: Path) -> bool:
+        """Show `path` in the first browser (side 0) or the one beside it (side 1); False (and
+        why in the tab) when it cannot."""
+        self.shown[side] = path
+        if side == 1:
+            return self._ensure_second().load_file(str(path))
         self._show_problems(None)
         if not self.ensure_browser().load_file(str(path)):
             return False
         self._show_browser()
         self._show_problems(self.browser.root if self.browser is not None else None)
         return True
+
+    def set_side_by_side(self, on: bool) -> None:
+        """Show the file chosen on the right beside the first one (or hide it)."""
+        if self.files.toggle.isChecked() != on:
+            self.files.toggle.setChecked(on)  # emits sideBySide: back here once
+            return
+        if not on:
+            if self.second is not None:
+                self.second.hide()
+            return
+        second = self._ensure_second()
+        second.show()
+        right = self.files.chosen(1)
+        if right is not None and right != self.shown[1]:
+            self.show_file(1, right)
+        self.graphs.setSizes([1, 1])
+
+    def _ensure_second(self) -> GraphBrowser:
+        if self.second is None:
+            from app.graph.browser import GraphBrowser
+
+            self.ensure_browser()
+            self.second = GraphBrowser()
+            self.graphs.addWidget(self.second)
+        return self.second
 
     def _show_problems(self, model: GraphModel | None) -> None:
         """The file's errors and warnings above the graph, their nodes outlined."""
@@ -134,6 +195,7 @@ class GraphTab(QWidget):
         from app.graph.timing import time_first_paint
 
         self.loaded_path = path
+        self.shown[0] = path
         browser = self.ensure_browser()
         self._show_browser()
         return time_first_paint(browser, path, expand_all=expand_all)
@@ -174,20 +236,21 @@ class GraphTab(QWidget):
 
     def clear(self) -> None:
         self.loaded_path = None
+        self.shown = [None, None]
         self._show_problems(None)
-        if self.browser is not None:
-            self.browser.hide()
+        self.files.set_files([])
+        self.graphs.hide()
         self.placeholder.setText(_EMPTY)
         self.placeholder.show()
 
     def _show_browser(self) -> None:
         assert self.browser is not None
-        self.browser.show()
+        self.graphs.show()
         self.placeholder.hide()
 
     def _show_failure(self, reason: str) -> None:
-        name = self.loaded_path.name if self.loaded_path else "the file"
+        shown = self.shown[0] or self.loaded_path
+        name = shown.name if shown else "the file"
         self.placeholder.setText(f"Could not show the graph of {name}: {reason}")
         self.placeholder.show()
-        if self.browser is not None:
-            self.browser.hide()
+        self.graphs.hide()

@@ -51,7 +51,10 @@ class BoxFonts:
         self._fm_label = QFontMetricsF(self.label)
         self._fm_sub = QFontMetricsF(self.sub)
         self._widths: dict[tuple[bool, str], float] = {}
-        self._chars: dict[tuple[bool, str], float] = {}
+        # per character, in each font (printable ASCII measured up front)
+        ascii_chars = [chr(i) for i in range(32, 127)]
+        self._chars_label = {c: self._fm_label.horizontalAdvance(c) for c in ascii_chars}
+        self._chars_sub = {c: self._fm_sub.horizontalAdvance(c) for c in ascii_chars}
 
     def _advance(self, sub: bool, text: str) -> float:
         """Width of a line of text, kept per string; a string seen once (a node's unique
@@ -61,14 +64,15 @@ class BoxFonts:
         w = self._widths.get(key)
         if w is not None:
             return w
-        fm = self._fm_sub if sub else self._fm_label
-        chars = self._chars
-        w = 0.0
-        for c in text:
-            cw = chars.get((sub, c))
-            if cw is None:
-                cw = chars[(sub, c)] = fm.horizontalAdvance(c)
-            w += cw
+        table = self._chars_sub if sub else self._chars_label
+        try:  # one C-level pass over the characters: 100k names in a tenth of a second
+            w = sum(map(table.__getitem__, text))
+        except KeyError:  # a character not measured yet
+            fm = self._fm_sub if sub else self._fm_label
+            for c in text:
+                if c not in table:
+                    table[c] = fm.horizontalAdvance(c)
+            w = sum(map(table.__getitem__, text))
         if len(self._widths) < 200_000:
             self._widths[key] = w
         return w
@@ -153,23 +157,50 @@ class GraphCanvas(QGraphicsItem):
             return
         dark = colors.is_dark(self.palette)
         fills: list[QColor] = []
+        # One QColor per kind of box (op type, group depth), not one per box; each box gets
+        # the code of its colour, so the buckets below are numpy selections.
+        made: dict[tuple[str, str, int, bool], int] = {}
+        by_rgba: dict[int, int] = {}
+        distinct: list[QColor] = []
+        codes: list[int] = []
         for b in sc.boxes:
+            kind = b.kind
             if self.overlay is not None and not b.expanded:
-                fills.append(self._overlay_fill(b.key))
-            elif b.kind in ("group", "section"):
-                fills.append(colors.group_color(b.depth, dark, b.expanded))
-            elif b.kind in ("input", "output"):
-                fills.append(colors.category_color("io", dark))
+                key = ("overlay", b.key, 0, False)
+            elif kind in ("group", "section"):
+                key = (kind, "", b.depth, b.expanded)
+            elif kind in ("input", "output"):
+                key = ("io", "", 0, False)
             else:
-                fills.append(colors.category_color(colors.category(b.label), dark))
+                key = (kind, b.label, 0, False)
+            code = made.get(key)
+            if code is None:
+                if key[0] == "overlay":
+                    color = self._overlay_fill(b.key)
+                elif kind in ("group", "section"):
+                    color = colors.group_color(b.depth, dark, b.expanded)
+                elif kind in ("input", "output"):
+                    color = colors.category_color("io", dark)
+                else:
+                    color = colors.category_color(colors.category(b.label), dark)
+                code = by_rgba.get(color.rgba())
+                if code is None:
+                    code = by_rgba[color.rgba()] = len(distinct)
+                    distinct.append(color)
+                made[key] = code
+            codes.append(code)
+            fills.append(distinct[code])
         self._fills = fills
-        buckets: dict[int, list[int]] = {}
-        for i in np.nonzero(self.leaf_mask)[0]:
-            buckets.setdefault(fills[i].rgba(), []).append(int(i))
-        self._buckets = {k: np.array(v, dtype=int) for k, v in buckets.items()}
+        code_of = np.array(codes, dtype=np.int64)
+        rgba_of = [c.rgba() for c in distinct]
+        leaves = np.nonzero(self.leaf_mask)[0]
+        leaf_codes = code_of[leaves]
+        self._buckets = {rgba_of[c]: leaves[leaf_codes == c]
+                         for c in np.flatnonzero(np.bincount(leaf_codes)).tolist()}
+        buckets = self._buckets
         cbuckets: dict[tuple[int, int], list[int]] = {}
         for i in self.container_order.tolist():
-            cbuckets.setdefault((int(self.depth[i]), fills[i].rgba()), []).append(i)
+            cbuckets.setdefault((int(self.depth[i]), rgba_of[codes[i]]), []).append(i)
         self._container_buckets = [(rgba, np.array(v, dtype=int))
                                    for (_d, rgba), v in sorted(cbuckets.items())]
         self._text_colors = {k: colors.text_color_on(QColor.fromRgba(k)) for k in buckets}
@@ -507,9 +538,19 @@ class GraphCanvas(QGraphicsItem):
         Y1 = np.maximum(Y0 + 1, np.ceil((self.y1 - top) * sy + oy).astype(np.int64))
         groups = [(rgba, idx) for rgba, idx in self._container_buckets]
         groups += list(self._buckets.items())
+        # One 48-bit key per pixel rectangle (12 bits a coordinate; the minimap is a few
+        # hundred pixels), de-duplicated by a sort: np.unique over rows costs 0.4 s at 100k
+        # boxes, and its first call imports numpy.ma (another 0.3 s).
+        key = np.clip(X0, 0, 4095)
+        for c in (Y0, X1, Y1):
+            key = (key << 12) | np.clip(c, 0, 4095)
         for rgba, idx in groups:
             if not len(idx):
                 continue
-            rects = np.unique(np.stack([X0[idx], Y0[idx], X1[idx], Y1[idx]], axis=1), axis=0)
+            k = np.sort(key[idx])
+            k = k[np.concatenate(([True], k[1:] != k[:-1]))]
+            a, b, c, d = (k >> 36) & 4095, (k >> 24) & 4095, (k >> 12) & 4095, k & 4095
             painter.setBrush(QBrush(QColor.fromRgba(rgba)))
-            painter.drawRects([QRect(a, b, c - a, d - b) for a, b, c, d in rects.tolist()])
+            painter.drawRects([QRect(*r) for r in zip(a.tolist(), b.tolist(),
+                                                      (c - a).tolist(), (d - b).tolist(),
+                                                      strict=True)])

@@ -308,15 +308,17 @@ class GraphModel:
             self.initializers = {t.name: t for t in graph.initializer}
             self.inputs = [v.name for v in graph.input if v.name not in self.initializers]
             self.outputs = [v.name for v in graph.output]
-            self._value_info = {v.name: v for v in graph.value_info}
-            for v in graph.input:
-                self._value_info[v.name] = v
+            # graph inputs and outputs now; value_info (one per value: 100k) when first asked
+            self._value_info = {v.name: v for v in graph.input}
             for v in graph.output:
                 self._value_info[v.name] = v
+        self._all_value_info = is_function  # a function's values carry no types
         # Values used here but made nowhere in this graph come from an enclosing graph.
         known = set(self.producer) | set(self.initializers) | set(self.inputs)
         self.outer_inputs = [n for n in self.consumers if n not in known]
         self._subgraphs: dict[tuple[int, str], GraphModel] = {}
+        self._search_ops: dict[str, list[int]] | None = None  # lowercase op type -> nodes
+        self._search_text: list[str] | None = None  # per node, what a query may match
         self.groups: dict[str, Group] = {}
         self._build_groups()
 
@@ -500,8 +502,8 @@ class GraphModel:
         shape: Shape | None
         if init is not None:
             dtype, shape = dtype_name(init.data_type), list(init.dims)
-        elif name in self._value_info:
-            dtype, shape = _shape_of(self._value_info[name])
+        elif (vi := self._value(name)) is not None:
+            dtype, shape = _shape_of(vi)
         elif name in self.producer or name in self.consumers:
             dtype, shape = "?", None
         else:
@@ -526,8 +528,20 @@ class GraphModel:
         init = self.initializers.get(name)
         if init is not None:
             return list(init.dims)
-        vi = self._value_info.get(name)
+        vi = self._value(name)
         return _shape_of(vi)[1] if vi is not None else None
+
+    def _value(self, name: str) -> Any:
+        """The ValueInfoProto of a value, or None; the graph's value_info is indexed on the
+        first look-up past the graph's inputs and outputs."""
+        vi = self._value_info.get(name)
+        if vi is None and not self._all_value_info:
+            self._all_value_info = True
+            index = {v.name: v for v in self.proto.value_info}
+            index.update(self._value_info)  # inputs and outputs win, as before
+            self._value_info = index
+            vi = index.get(name)
+        return vi
 
     def initializer_array(self, name: str) -> Any:
         """The values of an initializer as a numpy array. Values in external data are memory
@@ -595,15 +609,20 @@ class GraphModel:
         q = text.strip().lower()
         if not q:
             return []
-        exact, other = [], []
-        for n in self.nodes:
-            if n.op_type.lower() == q:
-                exact.append(n.index)
-            elif (q in n.name.lower() or q in n.op_type.lower()
-                  or any(q in t.lower() for t in n.outputs)
-                  or any(q in t.lower() for t in n.inputs)):
-                other.append(n.index)
-        return exact or other
+        if self._search_ops is None:  # indexed on the first search, a few ms per 10k nodes
+            ops: dict[str, list[int]] = {}
+            for n in self.nodes:
+                ops.setdefault(n.op_type.lower(), []).append(n.index)
+            self._search_ops = ops
+        exact = self._search_ops.get(q)
+        if exact:
+            return list(exact)
+        if self._search_text is None:
+            # name, op type, outputs, inputs of each node in one lowercase line; the NUL
+            # between them keeps a query from matching across two fields
+            self._search_text = ["\0".join((n.name, n.op_type, *n.outputs, *n.inputs)).lower()
+                                 for n in self.nodes]
+        return [i for i, line in enumerate(self._search_text) if q in line]
 
     def node_by_name(self, name: str) -> int | None:
         """Index of the node with this ONNX name."""

@@ -18,7 +18,7 @@ import contextlib
 import dataclasses
 import functools
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +54,7 @@ from engine.protocol import (
     DevicesResult,
     ErrorEvent,
     ExportResult,
+    ForwardParam,
     LogLine,
     Progress,
     ProtocolError,
@@ -63,7 +64,9 @@ from engine.protocol import (
     WarningEvent,
     WarningItem,
 )
-from engine.recipe import InputSpec, Recipe, is_folder_source, split_source
+from engine.recipe import Recipe, is_folder_source, split_source
+from engine.source.arguments import follow_signature
+from engine.source.describe import PICKLE_SUFFIXES
 from engine.torch_private import untested_torch_sentence
 
 __all__ = ["PARTS", "ExportSession"]
@@ -316,19 +319,13 @@ class ExportSession(QObject):
                 recipe.outputs = []
                 self.clear_parse_errors("outputs[")
 
-    def name_inputs(self, names: list[str]) -> None:
-        """The inputs of a forward(`names`): an input of that name keeps its shape, dtype and
-        fill; the others are taken by position (renamed) or added; inputs forward() does not
-        have are dropped."""
+    def name_inputs(self, names: list[str], signature: Sequence[ForwardParam] = ()) -> None:
+        """The inputs of a forward(`names`) read from the file as `signature`
+        (engine.source.arguments.follow_signature: an input of the same name keeps what the
+        user set, tensors from the file's shapes, constants from defaults, optional ones left
+        out)."""
         with self.edit("inputs") as recipe:
-            by_name = {spec.name: spec for spec in recipe.inputs}
-            spare = [spec for spec in recipe.inputs if spec.name not in names]
-            rebuilt = []
-            for name in names:
-                spec = by_name.get(name) or (spare.pop(0) if spare else InputSpec(shape=[1]))
-                spec.name = name
-                rebuilt.append(spec)
-            recipe.inputs = rebuilt
+            recipe.inputs = follow_signature(recipe.inputs, names, signature)
             self.clear_parse_errors("inputs[")
 
     def open_hf_folder(self, path: Path) -> str | None:
@@ -370,7 +367,7 @@ class ExportSession(QObject):
             self._set_description(dataclasses.replace(
                 self.description, forward_params=list(candidate.params), error=None))
         if candidate.params:
-            self.name_inputs(list(candidate.params))
+            self.name_inputs(list(candidate.params), candidate.signature)
 
     def recheck(self) -> None:
         """Check the recipe again (parse errors, its problems, files that are missing) and
@@ -491,8 +488,8 @@ class ExportSession(QObject):
             if not self.use_worker:
                 self._set_description(None)
                 return
-        elif not file.endswith(".py"):
-            self._set_description(None)
+        elif not file.endswith((".py", ".pt2", *PICKLE_SUFFIXES)):
+            self._set_description(None)  # a .pt2 and a TorchScript archive record forward()
             return
         if self.use_worker:
             request = {"job": "describe", "source": file, "base_dir": str(self.recipe.base_dir)}
@@ -530,9 +527,9 @@ class ExportSession(QObject):
             # One class in the file: pick it, and name the inputs after its forward().
             self.choose_candidate(description.candidates[0])
         elif (name_inputs or not self.recipe.inputs) \
-                and (params := _named_params(current, description)):
+                and (params := _named_params(current, description))[0]:
             # a new model (a .pt2's signature, a named class): its inputs, named as it names them
-            self.name_inputs(params)
+            self.name_inputs(*params)
 
     def _set_description(self, description: SourceDescription | None) -> None:
         self.description = description
@@ -754,10 +751,14 @@ class ExportSession(QObject):
         self.validationFinished.emit(outcome)
 
 
-def _named_params(source: str, description: SourceDescription) -> list[str]:
-    """forward()'s parameters of the model `source` names (`net.py:Beta`): the file was
-    described whole, so its description's own parameters are the first class's."""
+def _named_params(source: str, description: SourceDescription
+                  ) -> tuple[list[str], list[ForwardParam]]:
+    """forward()'s parameters of the model `source` names (`net.py:Beta`), and as the file
+    writes them: the file was described whole, so its description's own are the first
+    class's."""
     _, _, name = source.rpartition(":") if ".py:" in source else ("", "", "")
     named = next((c for c in description.candidates if c.name == name and c.kind == "class"),
                  None)
-    return list(named.params) if named is not None else list(description.forward_params)
+    if named is not None:
+        return list(named.params), list(named.signature)
+    return list(description.forward_params), list(description.forward_signature)

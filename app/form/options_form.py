@@ -180,7 +180,8 @@ class OptionsForm(QGroupBox):
     # ----------------------------------------------------------------- session -> form
 
     def _recipe_edited(self, part: str, origin: object) -> None:
-        if part == "options" and origin is not self:
+        if (part == "options" and origin is not self) or (
+                part == "model" and self._drop_what_no_longer_applies()):
             self.refresh()
         elif part == "model" and self.session.recipe.export.exporter == "auto":
             # another source or `script` may imply the other exporter: its opsets and options
@@ -193,6 +194,32 @@ class OptionsForm(QGroupBox):
 
     def _readiness_changed(self) -> None:
         self.mark(self.session.problems)
+
+    def _drop_what_no_longer_applies(self) -> bool:
+        """After the model changed: when its source forces the TorchScript exporter (a
+        TorchScript archive, model.script), the user's dynamo-only choices are let go (an
+        explicit dynamo exporter goes back to auto, the per-node comparison off, an opset the
+        TorchScript exporter does not write back to its default). True when one was."""
+        recipe = self.session.recipe
+        probe = recipe.copy()
+        probe.export.exporter, probe.export.operator_export_type = "auto", "ONNX"
+        if implied_exporter(probe)[0] != "torchscript":
+            return False
+        low, high = self.capabilities["opsets"].get("torchscript", [7, 20])
+        opset = recipe.export.opset
+        stale = {"exporter": recipe.export.exporter == "dynamo",
+                 "intermediates": recipe.validate.intermediates,
+                 "opset": opset is not None and not low <= opset <= high}
+        if not any(stale.values()):
+            return False
+        with self.session.edit("options", self) as edited:
+            if stale["exporter"]:
+                edited.export.exporter = "auto"
+            if stale["intermediates"]:
+                edited.validate.intermediates = False
+            if stale["opset"]:
+                edited.export.opset = None
+        return True
 
     def _capabilities_changed(self, result: DevicesResult) -> None:
         self.set_capabilities({"devices": result.devices, "opsets": result.opsets,

@@ -9,7 +9,6 @@ bounds; validation stays inside them). Both are views of the session's recipe, l
 
 from __future__ import annotations
 
-import ast
 from typing import Any
 
 from PySide6.QtWidgets import (
@@ -34,6 +33,7 @@ from app.form import marks
 from app.form.tensor_tables import InputsTable
 from app.session import ExportSession
 from engine.recipe import INPUT_KINDS, DimSpec, InputSpec, split_source
+from engine.source.arguments import constant_for
 
 KIND_LABELS = {"tensor": "tensor", "bool": "bool constant", "int": "int constant",
                "float": "float constant", "str": "string constant", "none": "None"}
@@ -42,27 +42,6 @@ UNBOUNDED = "none"
 INT_RANGE = (-(2**31), 2**31 - 1)
 FRESH_VALUES: dict[str, bool | int | float | str] = {"bool": False, "int": 0, "float": 0.0,
                                                    "str": ""}
-
-
-def default_for(param: Any) -> tuple[str, bool | int | float | str | None]:
-    """(kind, value) forward()'s parameter suggests: its default's literal, else its
-    annotation; ("tensor", None) when neither says it is a plain Python value."""
-    literal: Any = ...
-    if param.default is not None:
-        try:
-            literal = ast.literal_eval(param.default)
-        except (ValueError, SyntaxError):
-            literal = ...
-    if literal is None:
-        return "none", None
-    for kind, python_type in (("bool", bool), ("int", int), ("float", float), ("str", str)):
-        if literal is not ... and type(literal) is python_type:
-            return kind, literal
-    annotation = param.annotation.replace(" ", "")
-    for kind, empty in (("bool", False), ("int", 0), ("float", 0.0), ("str", "")):
-        if annotation in (kind, f"{kind}|None", f"Optional[{kind}]"):
-            return kind, empty
-    return "tensor", None
 
 
 class ArgumentEditor(QGroupBox):
@@ -211,7 +190,7 @@ class ArgumentEditor(QGroupBox):
         spec, param = self.spec(), self.forward_param()
         if spec is None or param is None:
             return
-        kind, value = default_for(param)
+        kind, value = constant_for(param)
         row = self.row()
         with self.session.edit("inputs", self):
             spec.kind, spec.const = kind, value
@@ -328,4 +307,4 @@ class DimBoundsTable(QGroupBox):
                     marks.mark(widget, sentence, self.dark, "")
 
 
-__all__ = ["ArgumentEditor", "DimBoundsTable", "default_for"]
+__all__ = ["ArgumentEditor", "DimBoundsTable"]

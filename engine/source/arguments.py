@@ -10,12 +10,18 @@ it takes the tensor leaves positionally and returns its output's tensors as a fl
 the TorchScript exporter, which takes neither keywords nor constants nor dicts.
 
 Numbered parts make a tuple, or a list when forward()'s annotation of that argument says list.
+
+`follow_signature` goes the other way: the [[inputs]] a forward() read from the model file
+(engine.source.signatures) asks for, keeping what the user set where it still applies.
 """
 
 from __future__ import annotations
 
+import ast
+import copy
 import inspect
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from engine.errors import StudioError
 from engine.recipe import InputSpec, Recipe
@@ -100,6 +106,93 @@ def flat_tensors(recipe: Recipe, values: tuple[Any, ...]) -> tuple[Any, ...]:
     """The tensor entries' values in `tensor_names` order (what `flat_module` takes)."""
     by_name = {spec.name: value for spec, value in zip(recipe.inputs, values, strict=True)}
     return tuple(by_name[name] for name in tensor_names(recipe))
+
+
+# ---------------------------------------------------------------------------- from forward()
+
+
+class Param(Protocol):
+    """A forward() parameter read from the file (engine.source.signatures.ForwardParam, or
+    the protocol's copy of it)."""
+
+    name: str
+    kind: str
+    default: str | None
+    annotation: str
+    shape: list[int] | None
+    dtype: str
+    dynamic: dict[str, str]
+    high: int | None
+
+
+CONSTANT_KINDS: tuple[tuple[str, type, bool | int | float | str], ...] = (
+    ("bool", bool, False), ("int", int, 0), ("float", float, 0.0), ("str", str, ""))
+
+
+def constant_for(param: Param) -> tuple[str, bool | int | float | str | None]:
+    """(kind, value) forward()'s parameter suggests: its default's literal, else its
+    annotation; ("tensor", None) when neither says it is a plain Python value."""
+    literal: Any = ...
+    if param.default is not None:
+        try:
+            literal = ast.literal_eval(param.default)
+        except (ValueError, SyntaxError):
+            literal = ...
+    if literal is None:
+        return "none", None
+    for kind, python_type, _ in CONSTANT_KINDS:
+        if literal is not ... and type(literal) is python_type:
+            return kind, literal  # type: ignore[return-value]
+    annotation = param.annotation.replace(" ", "")
+    for kind, _, empty in CONSTANT_KINDS:
+        if annotation in (kind, f"{kind}|None", f"Optional[{kind}]"):
+            return kind, empty
+    return "tensor", None
+
+
+def spec_for(param: Param) -> InputSpec | None:
+    """The [[inputs]] entry forward()'s parameter asks for: a tensor (with the shape, dtype
+    and dynamic axes the file gives, else [1]), a constant with its default, or None when
+    forward() does without it (a default of None, a default that is no plain value, *args)."""
+    if param.kind not in ("positional", "keyword"):
+        return None
+    keyword = param.kind == "keyword"
+    kind, value = constant_for(param)
+    if kind == "none" or (kind == "tensor" and param.default is not None):
+        return None
+    if kind != "tensor":
+        return InputSpec(name=param.name, kind=kind, const=value, keyword=keyword)
+    spec = InputSpec(name=param.name, shape=list(param.shape or [1]),
+                     dtype=param.dtype or "float32", keyword=keyword)
+    spec.dynamic = {int(axis): name for axis, name in param.dynamic.items()}
+    if param.high is not None:
+        spec.fill, spec.low, spec.high = "randint", 0, param.high
+    return spec
+
+
+def follow_signature(previous: list[InputSpec], names: Sequence[str],
+                     signature: Sequence[Param] = ()) -> list[InputSpec]:
+    """The inputs of a forward(`names`) whose parameters the file describes as `signature`
+    (may be empty): an input of the same name keeps what the user set; a tensor without one
+    takes a previous tensor the new forward() does not name (by position: it keeps its shape,
+    dtype and fill) or else what the file says (spec_for); a parameter forward() can do
+    without is left out. Without a signature every name is a tensor, [1] when new."""
+    by_name = {spec.name: spec for spec in previous}
+    wanted: list[InputSpec] = []
+    if signature:
+        wanted = [spec for spec in map(spec_for, signature) if spec is not None]
+    else:
+        wanted = [InputSpec(name=name, shape=[1]) for name in names]
+    taken = {spec.name for spec in wanted}
+    spare = [spec for spec in previous if spec.name not in taken and spec.is_tensor]
+    out = []
+    for fresh in wanted:
+        kept = by_name.get(fresh.name)
+        if kept is None and fresh.is_tensor and spare:
+            kept = copy.deepcopy(spare.pop(0))
+            kept.name, kept.keyword = fresh.name, fresh.keyword
+        out.append(kept if kept is not None else fresh)
+    return out
 
 
 # ---------------------------------------------------------------------------- arranging

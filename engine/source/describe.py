@@ -1,16 +1,15 @@
 """Describe a model source without running it: what kind it is, its classes and factories.
 
 `parse` classifies a source string (file.py:Name, .pt2, .pt/.pth, example:, torchvision:);
-`describe` reads the file only (ast for .py, the zip directory for .pt/.pt2), so the window
-can call it without importing torch and without running anything the user has not asked to
-run. Loading the model is engine.source.load' job.
+`describe` reads the file only (ast for .py, the zip's entries for .pt/.pt2, through
+engine.source.signatures), so the window can call it without importing torch and without
+running anything the user has not asked to run. Loading the model is engine.source.load's job.
 """
 
 from __future__ import annotations
 
 import ast
 import importlib.util
-import json
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,21 +19,17 @@ from engine.recipe import Recipe, builtin_source, python_source_parts
 from engine.source.hf import TASKS, default_task
 from engine.source.hf.loading import is_hf_source, load_config, split_hf_source
 from engine.source.hf.tasks import input_names
+from engine.source.signatures import (
+    ForwardParam,
+    base_name,
+    forward_signature,
+    pt2_signature,
+    torchscript_signature,
+)
 
 KINDS = ("python", "exported_program", "torchscript", "pickle", "example", "torchvision")
 PICKLE_SUFFIXES = (".pt", ".pth", ".pkl", ".bin")
 NO_TORCHVISION = "torchvision is not installed, so torchvision: models cannot be loaded."
-
-@dataclass
-class ForwardParam:
-    """One parameter of forward() as written: how it is passed, its default and annotation
-    as source text ("" when absent), so the form can offer keyword inputs and constants."""
-
-    name: str
-    kind: str  # positional | keyword (keyword-only) | var_positional | var_keyword
-    default: str | None = None  # the default's source text; None: no default
-    annotation: str = ""
-
 
 @dataclass
 class Candidate:
@@ -135,10 +130,20 @@ def describe(source: str, base_dir: Path) -> SourceDescription:
         return SourceDescription(parsed.kind if parsed.kind != "torchscript_or_pickle"
                                  else "torchscript", error=f"{parsed.path} does not exist.")
     if parsed.kind == "exported_program":
-        return SourceDescription("exported_program", forward_params=_pt2_params(parsed.path))
+        signature = pt2_signature(parsed.path)
+        return SourceDescription("exported_program", forward_params=_roots(signature),
+                                 forward_signature=signature)
     if parsed.kind == "torchscript_or_pickle":
-        return SourceDescription(archive_kind(parsed.path))
+        kind = archive_kind(parsed.path)
+        signature = torchscript_signature(parsed.path) if kind == "torchscript" else []
+        return SourceDescription(kind, forward_params=_roots(signature),
+                                 forward_signature=signature)
     return _describe_python(parsed.path, parsed.name)
+
+
+def _roots(signature: list[ForwardParam]) -> list[str]:
+    """forward()'s argument names, once each (a .pt2 lists the leaves of nested ones)."""
+    return list(dict.fromkeys(p.name.split(".", 1)[0] for p in signature))
 
 
 def _describe_hf(source: str, base_dir: Path) -> SourceDescription:
@@ -164,24 +169,6 @@ def archive_kind(path: Path) -> str:
         return "pickle"  # legacy (pre-1.6) torch.save format is a bare pickle
     return "torchscript" if any(n.endswith("/constants.pkl") or "/code/" in n
                                 for n in names) else "pickle"
-
-
-def _pt2_params(path: Path) -> list[str]:
-    """User input names from a .pt2's serialized signature (models/model.json); best effort."""
-    try:
-        with zipfile.ZipFile(path) as archive:
-            name = next(n for n in archive.namelist() if n.endswith("/models/model.json"))
-            data = json.loads(archive.read(name))
-        specs = data["graph_module"]["signature"]["input_specs"]
-        names = []
-        for spec in specs:
-            if "user_input" in spec:
-                arg = spec["user_input"]["arg"]
-                names.append(next(iter(arg.values()))["name"])
-        return names
-    except (zipfile.BadZipFile, OSError, StopIteration, KeyError, TypeError, ValueError,
-            AttributeError):
-        return []
 
 
 def _describe_example(name: str) -> SourceDescription:
@@ -224,54 +211,6 @@ def _describe_python(path: Path, name: str) -> SourceDescription:
     return desc
 
 
-def forward_signature(tree: ast.Module, class_name: str) -> list[ForwardParam]:
-    """The parameters of `class_name`'s forward (inherited from a base in the same file),
-    without self; [] when the file does not define one."""
-    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
-    seen: set[str] = set()
-    current: str | None = class_name
-    while current in classes and current not in seen:
-        seen.add(current)
-        cls = classes[current]
-        fwd = next((f for f in cls.body if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
-                    and f.name == "forward"), None)
-        if fwd is not None:
-            return _signature_of(fwd)
-        current = next((b for b in map(_base_name, cls.bases) if b in classes), None)
-    return []
-
-
-def _signature_of(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ForwardParam]:
-    args = func.args
-
-    def text(node: ast.expr | None) -> str:
-        return ast.unparse(node) if node is not None else ""
-
-    positional = [*args.posonlyargs, *args.args][1:]  # without self
-    defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
-    out = [ForwardParam(a.arg, "positional", text(d) if d is not None else None,
-                        text(a.annotation)) for a, d in zip(positional, defaults, strict=True)]
-    if args.vararg is not None:
-        out.append(ForwardParam(args.vararg.arg, "var_positional", None,
-                                text(args.vararg.annotation)))
-    for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True):
-        out.append(ForwardParam(a.arg, "keyword", text(d) if d is not None else None,
-                                text(a.annotation)))
-    if args.kwarg is not None:
-        out.append(ForwardParam(args.kwarg.arg, "var_keyword", None, text(args.kwarg.annotation)))
-    return out
-
-
-def _base_name(node: ast.expr) -> str:
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Subscript):  # Generic[...] style bases
-        return _base_name(node.value)
-    return ""
-
-
 def _params(func: ast.FunctionDef | ast.AsyncFunctionDef, skip_self: bool) -> list[str]:
     args = func.args
     names = [a.arg for a in [*args.posonlyargs, *args.args]]
@@ -292,14 +231,14 @@ def find_candidates(tree: ast.Module) -> tuple[list[Candidate], dict[str, list[s
     module_like = {
         name for name, cls in classes.items()
         if forward_of[name] is not None
-        or any(_base_name(b).endswith("Module") for b in cls.bases)
+        or any(base_name(b).endswith("Module") for b in cls.bases)
     }
     # A subclass of a model class defined in the same file is a model too (fixpoint).
     changed = True
     while changed:
         changed = False
         for name, cls in classes.items():
-            if name not in module_like and any(_base_name(b) in module_like for b in cls.bases):
+            if name not in module_like and any(base_name(b) in module_like for b in cls.bases):
                 module_like.add(name)
                 changed = True
     for name in module_like:  # inherit forward from a base in the same file
@@ -307,7 +246,7 @@ def find_candidates(tree: ast.Module) -> tuple[list[Candidate], dict[str, list[s
         current = name
         while forward_of.get(current) is None and current not in seen:
             seen.add(current)
-            bases = [_base_name(b) for b in classes[current].bases]
+            bases = [base_name(b) for b in classes[current].bases]
             parent = next((b for b in bases if b in classes), None)
             if parent is None:
                 break
@@ -353,10 +292,10 @@ def _factory_class(tree: ast.Module, name: str,
     func = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
     names = []
     if func.returns is not None:
-        names.append(_base_name(func.returns))
+        names.append(base_name(func.returns))
     for node in ast.walk(func):
         if isinstance(node, ast.Return) and isinstance(node.value, ast.Call):
-            names.append(_base_name(node.value.func))
+            names.append(base_name(node.value.func))
     for cls in names:
         if forward_of.get(cls) is not None:
             return cls

@@ -60,7 +60,9 @@ def click_candidate(window: MainWindow, qtbot, name: str) -> None:
 
 
 def set_shape(window: MainWindow, row: int, text: str) -> None:
-    window.form.inputs_table.table.item(row, 1).setText(text)
+    item = window.form.inputs_table.table.item(row, 1)
+    assert item is not None
+    item.setText(text)
 
 
 def two_models(folder: Path) -> Path:
@@ -76,8 +78,9 @@ def test_picking_another_model_rebuilds_the_form_and_marks_results_stale(
     qtbot.waitUntil(lambda: window.form.model_form.candidates.count() == 2,
                     timeout=EXPORT_TIMEOUT_MS)
     # another file: the previous model's inputs (image) and output names (logits) are gone;
-    # the inputs are named after the first class's forward() until one is picked
-    assert [(s.name, s.shape) for s in session.recipe.inputs] == [("x", [1])]
+    # the inputs are named after the first class's forward() until one is picked, the
+    # shape guessed from its first layer, Linear(4, 3)
+    assert [(s.name, s.shape) for s in session.recipe.inputs] == [("x", [1, 4])]
     assert session.recipe.outputs == []
 
     click_candidate(window, qtbot, "Alpha")
@@ -239,3 +242,136 @@ def test_a_typed_class_name_names_the_inputs_after_that_class(
     qtbot.waitUntil(lambda: [s.name for s in window.session.recipe.inputs] == ["a", "b"],
                     timeout=EXPORT_TIMEOUT_MS)
     assert window.session.recipe.model.source.endswith(":Beta")
+
+
+# ---------------------------------------------------------------------------- inputs from forward()
+
+SIGNATURE_MODEL = '''
+import torch
+from torch import nn
+
+
+class Gate(nn.Module):
+    def __init__(self, channels: int = 3) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(channels, 4, 3, padding=1)
+
+    def forward(self, image: torch.Tensor, scale: float = 0.5, flip: bool = False,
+                mask: torch.Tensor | None = None, *, steps: int = 2) -> torch.Tensor:
+        out = self.conv(image) * scale
+        if flip:
+            out = out.flip(-1)
+        return out * steps
+'''
+
+# a .pt2 with a dynamic batch shared by two inputs, and a scripted TorchScript archive
+ARCHIVES = '''
+import sys
+import torch
+
+
+class Mixer(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 3)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, scale: float = 2.0) -> torch.Tensor:
+        return self.fc(x) * scale + mask.sum(1, keepdim=True)
+
+
+batch = torch.export.Dim("batch")
+program = torch.export.export(Mixer(), (torch.randn(2, 4), torch.ones(2, 5, dtype=torch.int64)),
+                              dynamic_shapes=({0: batch}, {0: batch}))
+torch.export.save(program, sys.argv[1] + "/mixer.pt2")
+
+
+class Scripted(Mixer):
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return self.fc(x) + mask.sum(1, keepdim=True)
+
+
+torch.jit.script(Scripted()).save(sys.argv[1] + "/mixer_scripted.pt")
+'''
+
+
+@pytest.fixture(scope="module")
+def archives(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """mixer.pt2 and mixer_scripted.pt, written by torch in a child process."""
+    import subprocess
+    import sys
+
+    folder = tmp_path_factory.mktemp("archives")
+    script = folder / "make_archives.py"  # torch.jit.script reads the class's source file
+    script.write_text(ARCHIVES, encoding="utf-8")
+    subprocess.run([sys.executable, str(script), str(folder)], check=True, timeout=120)
+    return folder
+
+
+def rows(window: MainWindow) -> list[tuple]:
+    return [(s.name, s.kind, s.shape if s.is_tensor else s.const, s.dtype if s.is_tensor else "",
+             s.keyword) for s in window.session.recipe.inputs]
+
+
+def test_a_py_class_s_inputs_come_from_forward_s_annotations_and_defaults(
+        window: MainWindow, qtbot, tmp_path: Path) -> None:
+    """A Tensor parameter is a tensor shaped for the first layer (Conv2d(3, ...)); float,
+    bool and int parameters with defaults are constants (a keyword-only one by keyword);
+    `Optional[Tensor] = None` is left out; the export runs with them."""
+    path = tmp_path / "gate.py"
+    path.write_text(SIGNATURE_MODEL, encoding="utf-8")
+    assert window.open_path(path)
+    qtbot.waitUntil(lambda: bool(window.session.recipe.inputs), timeout=EXPORT_TIMEOUT_MS)
+    assert window.session.recipe.model.source.endswith("gate.py:Gate")
+    assert rows(window) == [("image", "tensor", [1, 3, 32, 32], "float32", False),
+                            ("scale", "float", 0.5, "", False),
+                            ("flip", "bool", False, "", False),
+                            ("steps", "int", 2, "", True)]
+    table = window.form.inputs_table.table
+    shape = table.item(0, 1)
+    assert table.rowCount() == 4 and shape is not None and shape.text() == "1x3x32x32"
+    message = export_and_wait(window, qtbot)
+    assert message["report"]["ok"], message["report"]["error"]
+    inputs = message["report"]["graph"]["inputs"]
+    assert [(i["name"], i["shape"]) for i in inputs] == [("image", [1, 3, 32, 32])]
+
+
+def test_a_pt2_fills_shapes_dtypes_and_dynamic_axes_from_its_program(
+        window: MainWindow, qtbot, archives: Path) -> None:
+    """Read from the archive's JSON, never by loading it: each input's shape, dtype and
+    dynamic axes (the same symbol on both: one dimension, "batch"); the export keeps it."""
+    assert window.open_path(archives / "mixer.pt2")
+    qtbot.waitUntil(lambda: [s.name for s in window.session.recipe.inputs] == ["x", "mask"],
+                    timeout=EXPORT_TIMEOUT_MS)
+    assert rows(window) == [("x", "tensor", [2, 4], "float32", False),
+                            ("mask", "tensor", [2, 5], "int64", False)]
+    assert [s.dynamic for s in window.session.recipe.inputs] == [{0: "batch"}, {0: "batch"}]
+    assert window.form.model_form.forward_label.text() == "forward(x, mask)"
+    assert Path(window.form.export_bar.output.text()).name == "mixer.onnx"
+    message = export_and_wait(window, qtbot)
+    assert message["report"]["ok"], message["report"]["error"]
+    shapes = [i["shape"] for i in message["report"]["graph"]["inputs"]]
+    assert shapes == [["batch", 4], ["batch", 5]]
+
+
+def test_a_torchscript_archive_fills_its_recorded_types_and_drops_dynamo_choices(
+        window: MainWindow, qtbot, archives: Path) -> None:
+    """A scripted module records forward()'s types (and Linear's in_features): two tensors
+    shaped for Linear(4, 3). It forces the TorchScript exporter, so an
+    explicit dynamo and the per-node comparison (dynamo only) are let go; the export runs."""
+    options = window.form.options_form
+    options.exporter.setCurrentIndex(options.exporter.findData("dynamo"))
+    options.intermediates.setChecked(True)
+    assert window.session.recipe.export.exporter == "dynamo"
+    assert window.session.recipe.validate.intermediates
+
+    assert window.open_path(archives / "mixer_scripted.pt")
+    qtbot.waitUntil(lambda: [s.name for s in window.session.recipe.inputs] == ["x", "mask"],
+                    timeout=EXPORT_TIMEOUT_MS)
+    assert rows(window) == [("x", "tensor", [1, 4], "float32", False),
+                            ("mask", "tensor", [1, 4], "float32", False)]
+    recipe = window.session.recipe
+    assert recipe.export.exporter == "auto" and not recipe.validate.intermediates
+    assert options.exporter.currentData() == "auto" and not options.intermediates.isChecked()
+    message = export_and_wait(window, qtbot)
+    assert message["report"]["ok"], message["report"]["error"]
+    assert message["report"]["exporter"] == "torchscript"

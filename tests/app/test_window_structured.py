@@ -12,6 +12,7 @@ from PySide6.QtCore import Qt
 
 from app.window import MainWindow
 from engine import recipe as recipes
+from engine.source.arguments import spec_for
 from tests.app.conftest import export_and_wait
 from tests.engine.test_structured_inputs import MODELS
 
@@ -41,7 +42,7 @@ def open_model(window: MainWindow, qtbot, folder: Path, name: str) -> None:
         description = window.session.description
         chosen = [c for c in description.candidates if c.name == name] if description else []
         return bool(chosen) and [s.name for s in window.session.recipe.inputs] == [
-            p.name for p in chosen[0].signature]
+            p.name for p in chosen[0].signature if spec_for(p) is not None]
 
     qtbot.waitUntil(named, timeout=30_000)
 
@@ -97,15 +98,19 @@ def test_kwargs_only_model_from_the_form(window: MainWindow, qtbot, tmp_path: Pa
 def test_bool_flag_and_bounds_from_the_form(window: MainWindow, qtbot, tmp_path: Path) -> None:
     open_model(window, qtbot, tmp_path, "Flagged")
     recipe = window.session.recipe
-    assert [s.name for s in recipe.inputs] == ["x", "use_relu", "mode", "eps", "mask"]
+    # constants from forward()'s defaults; `mask=None` left out (forward() does without it)
+    assert [(s.name, s.kind, s.const) for s in recipe.inputs] == [
+        ("x", "tensor", None), ("use_relu", "bool", False), ("mode", "str", "sum"),
+        ("eps", "float", 0.0)]
     set_cell(window, 0, 1, "4x4")
     set_cell(window, 0, 5, "0=batch")
     editor = window.form.argument_editor
-    for row in (1, 2, 3, 4):  # forward()'s defaults: False, 'sum', 0.0, None
-        select(window, row)
-        qtbot.mouseClick(editor.from_forward, Qt.MouseButton.LeftButton)
+    select(window, 2)
+    editor.kind.setCurrentIndex(editor.kind.findData("int"))  # changed, then back to forward()'s
+    assert (recipe.inputs[2].kind, recipe.inputs[2].const) == ("int", 0)
+    qtbot.mouseClick(editor.from_forward, Qt.MouseButton.LeftButton)
     assert [(s.kind, s.const) for s in recipe.inputs[1:]] == [
-        ("bool", False), ("str", "sum"), ("float", 0.0), ("none", None)]
+        ("bool", False), ("str", "sum"), ("float", 0.0)]
     table = window.form.inputs_table.table
     shape_cell = table.item(1, 1)
     assert shape_cell is not None and not shape_cell.flags() & Qt.ItemFlag.ItemIsEditable

@@ -26,7 +26,7 @@ SECTION = 500  # items per section when a group is split
 MAX_CHILDREN = 1000
 
 
-@dataclass
+@dataclass(slots=True)
 class Item:
     """Something that takes a box in a group: a node, a group, a graph input or output."""
 
@@ -37,7 +37,7 @@ class Item:
     rank: float  # position in graph order, used for layering and cycle breaking
 
 
-@dataclass
+@dataclass(slots=True)
 class ViewGroup:
     """A group as the view sees it: a module, the whole graph, or a section of a big group."""
 
@@ -50,7 +50,7 @@ class ViewGroup:
     count: int = 0  # visible nodes inside, subgroups included
 
 
-@dataclass
+@dataclass(slots=True)
 class Box:
     """A laid-out box in scene coordinates (top-left x, y)."""
 
@@ -162,6 +162,9 @@ class GraphLayout:
         self._cores: dict[tuple[object, ...], LayeredLayout] = {}
         self._placed: dict[tuple[object, ...], Placement] = {}
         self._sizes: dict[str, tuple[float, float]] = {}
+        # per expanded group: the placement its frame was measured for, and the frame
+        self._frames: dict[str, tuple[Placement, tuple[float, float, float | None,
+                                                       float | None]]] = {}
         self._scene: Scene | None = None
 
     # ------------------------------------------------------------------ tree
@@ -172,37 +175,45 @@ class GraphLayout:
             cls = g.class_name.rsplit(".", 1)[-1]
             self.groups[gid] = ViewGroup(id=gid, label=label, sublabel=cls, parent=g.parent,
                                          depth=g.depth)
-        # Children in graph order, so the layering starts from a topological order.
+        # Children in graph order, so the layering starts from a topological order: a node is
+        # appended to its group, a group to its parent when its first node comes, so every
+        # list is in graph order without sorting.
         first: dict[str, int] = {}
+        folded = self.folded
+        parent_of = self.parent_of
+        vgroups = self.groups
+        mgroups = m.groups
+        items = self.items
         for node in m.nodes:
-            if node.index in self.folded:
+            i = node.index
+            if i in folded:
                 continue
-            key = f"n{node.index}"
-            self._attach(key, node.group)  # its Item is made when first asked for
+            key = f"n{i}"  # its Item is made when first asked for
             gid = node.group
+            vgroups[gid].items.append(key)
+            parent_of[key] = gid
             while gid not in first:
-                first[gid] = node.index
+                first[gid] = i
                 if not gid:
                     break
-                gid = m.groups[gid].parent or ""
-        for gid in m.groups:
-            if not gid:
-                continue
-            if gid not in first:  # a module whose nodes were all folded away
-                continue
-            key = "g:" + gid
-            vg = self.groups[gid]
-            self.items[key] = Item(key, "group", vg.label, vg.sublabel, float(first[gid]))
-            self._attach(key, m.groups[gid].parent or "")
-        for gid in m.groups:
-            self.groups[gid].items.sort(key=self.rank)
+                parent = mgroups[gid].parent or ""
+                gkey = "g:" + gid
+                vg = vgroups[gid]
+                items[gkey] = Item(gkey, "group", vg.label, vg.sublabel, float(i))
+                vgroups[parent].items.append(gkey)
+                parent_of[gkey] = parent
+                gid = parent
+        # (a module whose nodes were all folded away has no item)
         extra_inputs = [n for n in m.outer_inputs if not self._only_folded(n)]
+        inputs = []
         for i, name in enumerate(m.inputs + extra_inputs):
             key = "i:" + name
             kind = "input" if i < len(m.inputs) else "outer input"
             self.items[key] = Item(key, "input", name, f"{kind} {format_shape(m.shape(name))}",
                                    -1.0 - len(m.inputs) + i)
-            self._attach(key, "", front=True)
+            inputs.append(key)
+            self.parent_of[key] = ""
+        vgroups[""].items[:0] = inputs  # in front, in order
         for name in m.outputs:
             key = "o:" + name
             self.items[key] = Item(key, "output", name, f"output {format_shape(m.shape(name))}",
@@ -219,12 +230,8 @@ class GraphLayout:
     def _only_folded(self, tensor: str) -> bool:
         return all(c in self.folded for c in self.model.consumers.get(tensor, ()))
 
-    def _attach(self, key: str, gid: str, front: bool = False) -> None:
-        items = self.groups[gid].items
-        if front:
-            items.insert(0, key)
-        else:
-            items.append(key)
+    def _attach(self, key: str, gid: str) -> None:
+        self.groups[gid].items.append(key)
         self.parent_of[key] = gid
 
     def _split(self, gid: str, max_children: int) -> None:
@@ -321,19 +328,33 @@ class GraphLayout:
             for j in range(k, len(cv)):
                 add(cv[j], IN, "g:" + cv[j + 1] if j + 1 < len(cv) else dst, tensor)
 
+        folded = self.folded
+        producer = m.producer
+        items = self.items
         for node in m.nodes:
-            if node.index in self.folded:
+            i = node.index
+            if i in folded:
                 continue
-            dst = f"n{node.index}"
+            dst = f"n{i}"
+            gd = parent_of[dst]
             for t in node.inputs:
                 if not t:
                     continue
-                p = m.producer.get(t)
+                p = producer.get(t)
                 if p is not None:
-                    if p not in self.folded:
-                        connect(f"n{p}", dst, t)
-                elif "i:" + t in self.items:
-                    connect("i:" + t, dst, t)
+                    if p in folded:
+                        continue
+                    src = f"n{p}"
+                elif "i:" + t in items:
+                    src = "i:" + t
+                else:
+                    continue
+                if parent_of[src] == gd:  # most edges stay inside one module
+                    lst = edges.setdefault(gd, {}).setdefault((src, dst), [])
+                    if t not in lst:
+                        lst.append(t)
+                else:
+                    connect(src, dst, t)
         for t in m.outputs:
             p = m.producer.get(t)
             if p is not None and p not in self.folded:
@@ -470,8 +491,13 @@ class GraphLayout:
         sizes: list[tuple[float, float]] = []
         in_port: list[float | None] = []
         out_port: list[float | None] = []
+        known = self._sizes
         for k in keys:
-            if k in (IN, OUT):
+            if k[0] == "n":  # a node: the most common child
+                sizes.append(known.get(k) or self._size(k))
+                in_port.append(None)
+                out_port.append(None)
+            elif k in (IN, OUT):
                 sizes.append((0.0, 0.0))
                 in_port.append(None)
                 out_port.append(None)
@@ -501,6 +527,9 @@ class GraphLayout:
 
     def _expanded_box(self, gid: str, pl: Placement) -> tuple[float, float, float | None,
                                                                float | None]:
+        done = self._frames.get(gid)
+        if done is not None and done[0] is pl:  # asked by _place, then again by _emit
+            return done[1]
         _core, keys, _pairs = self._structure_of(gid)
         vg = self.groups[gid]
         title_w = self._sizes.get("t:" + gid, (0.0, 0.0))[0]
@@ -515,6 +544,7 @@ class GraphLayout:
         axis, off = (1, HEADER + PAD) if self.left_to_right else (0, dx)
         ip = off + pl.pos[0][axis] if keys and keys[0] == IN else None
         op = off + pl.pos[-1][axis] if keys and keys[-1] == OUT else None
+        self._frames[gid] = (pl, (w, h, ip, op))
         return w, h, ip, op
 
     def scene(self) -> Scene:
@@ -536,27 +566,35 @@ class GraphLayout:
               edges: list[Edge], bounds: list[tuple[float, float, float, float]],
               frame: tuple[float, float] | None) -> None:
         core, keys, pairs = self._structure_of(gid)
-        depth = self.groups[gid].depth
+        depth = self.groups[gid].depth + 1
+        items, expanded, sizes, pos = self.items, self.expanded, self._sizes, pl.pos
         for i, k in enumerate(keys):
+            if k[0] == "n":  # a node (the most common box), measured by _place already
+                x, y = pos[i]
+                w, h = sizes.get(k) or self._size(k)
+                item = items[k]
+                boxes.append(Box(k, "node", x + ox, y + oy, w, h, item.label, item.sublabel,
+                                 False, depth))
+                continue
             if k in (IN, OUT):
                 continue
-            x, y = pl.pos[i]
+            x, y = pos[i]
             x += ox
             y += oy
-            item = self.items[k]
-            if k.startswith("g:") and k[2:] in self.expanded:
+            item = items[k]
+            if k.startswith("g:") and k[2:] in expanded:
                 sub = self._place(k[2:])
                 w, h, _ip, _op = self._expanded_box(k[2:], sub)
                 vg = self.groups[k[2:]]
                 boxes.append(Box(k, item.kind, x, y, w, h, vg.label, item.sublabel, True,
-                                 depth + 1))
+                                 depth))
                 dx = PAD + (w - 2 * PAD - sub.width) / 2
                 self._emit(k[2:], sub, x + dx, y + HEADER + PAD, boxes, edges, bounds,
                            (x, x + w) if self.left_to_right else (y, y + h))
             else:
                 w, h = self._size(k)
                 boxes.append(Box(k, item.kind, x, y, w, h, item.label, item.sublabel, False,
-                                 depth + 1))
+                                 depth))
         gedges = self._edges.get(gid, {})
         rb = pl.route_bounds()
         flipped = core.flipped

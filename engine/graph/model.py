@@ -675,11 +675,13 @@ def auxiliary_nodes(model: GraphModel) -> dict[int, int]:
     graph_outputs = set(model.outputs)
     aux: list[int] = []
     for node in model.nodes:
+        op = node.op_type
+        if op not in _SHAPE_OPS and op not in _WEIGHT_OPS:  # most nodes: one look-up
+            continue
         if node.domain not in ("", "ai.onnx"):
             continue
         if any(o in graph_outputs for o in node.outputs):
             continue
-        op = node.op_type
         if op in _SHAPE_OPS and (op in ("Shape", "Size")
                                  or all(i in static for i in node.inputs if i)):
             aux.append(node.index)

@@ -67,6 +67,8 @@ class GraphBrowser(QWidget):
         self.view.boxClicked.connect(self._clicked)
         self.view.edgeClicked.connect(self._edge_clicked)
         self.view.boxDoubleClicked.connect(self._double_clicked)
+        self._unindexed: GraphModel | None = None  # shown, its indexes not built yet
+        self.view.painted.connect(self._painted)
         self.properties.linkActivated.connect(self._link)
 
     # ------------------------------------------------------------------ ui
@@ -235,7 +237,15 @@ class GraphBrowser(QWidget):
         self._update_crumbs()
         if self.search.text():
             self._run_search()
+        self._unindexed = model
         self.graphShown.emit()
+
+    def _painted(self) -> None:
+        # Once the new graph is on screen, build its search index and value types when the
+        # window is next idle, not in the first search or click.
+        model, self._unindexed = self._unindexed, None
+        if model is not None:
+            QTimer.singleShot(0, self, model.build_indexes)
 
     def _user_moved(self) -> None:
         self._auto_view = False

@@ -157,6 +157,7 @@ class GraphLayout:
             self._build_tree(max_children)
             self._build_edges()
         self.expanded: set[str] = {""}
+        self._shown: dict[str, str] = {}  # view group -> the collapsed box showing it, or ""
         self._structure: dict[str, tuple[LayeredLayout, list[str], list[tuple[str, str]]]] = {}
         self._placement: dict[str, Placement] = {}
         self._cores: dict[tuple[object, ...], LayeredLayout] = {}
@@ -391,12 +392,14 @@ class GraphLayout:
         """Expand every group."""
         self.expanded = set(self.groups)
         self._placement.clear()
+        self._shown.clear()
         self._scene = None
 
     def collapse_to_depth(self, depth: int) -> None:
         """Expand the groups ``depth`` levels deep (0: every top-level module is one box)."""
         self.expanded = {g for g in self.groups if len(self._lineage(g)) <= depth}
         self._placement.clear()
+        self._shown.clear()
         self._scene = None
 
     def max_depth(self) -> int:
@@ -407,6 +410,7 @@ class GraphLayout:
         """A group's placement depends on what is expanded below it: drop it and its
         ancestors' placements, keep every other group's."""
         self._scene = None
+        self._shown.clear()
         self._placement.pop(gid, None)
         for g in self._lineage(gid):
             self._placement.pop(g, None)
@@ -429,10 +433,12 @@ class GraphLayout:
 
     def visible_key(self, key: str) -> str:
         """The box that shows ``key`` now: itself, or its outermost collapsed group."""
-        for gid in self.chain(key):
-            if gid not in self.expanded:
-                return "g:" + gid
-        return key
+        gid = self.parent_of[key]
+        shown = self._shown.get(gid)
+        if shown is None:  # once per group and expansion state (search marks 1000s of hits)
+            shown = next(("g:" + g for g in self.chain(key) if g not in self.expanded), "")
+            self._shown[gid] = shown
+        return shown or key
 
     def nodes_in(self, gid: str) -> list[int]:
         """Model node indices inside a view group (folded nodes included)."""

@@ -1,12 +1,14 @@
 """Two graphs side by side, A and B, each in the Graph tab's own browser (app.graph): nodes
 without a match outlined, and a click on a matched node selecting its match on the other
-side (engine.analysis.matching's pairs)."""
+side (engine.analysis.matching's pairs). Side by side when the tab is wide enough for both,
+one above the other when it is not (beside the form on a 1024-pixel screen)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QSplitter, QWidget
 
 from app.graph.browser import GraphBrowser
@@ -26,6 +28,20 @@ class SideBySideGraphs(QSplitter):
         self.b_to_a: dict[int, int] = {}
         self.a.view.boxClicked.connect(lambda _i: self._follow(self.a, self.b, self.a_to_b))
         self.b.view.boxClicked.connect(lambda _i: self._follow(self.b, self.a, self.b_to_a))
+
+    def minimumSizeHint(self) -> QSize:
+        """As narrow as one graph: narrower than two, the graphs stack (resizeEvent)."""
+        hints = [w.minimumSizeHint() for w in (self.a, self.b)]
+        return QSize(max(h.width() for h in hints),
+                     sum(h.height() for h in hints) + self.handleWidth())
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        both = sum(w.minimumSizeHint().width() for w in (self.a, self.b)) + self.handleWidth()
+        wanted = (Qt.Orientation.Horizontal if event.size().width() >= both
+                  else Qt.Orientation.Vertical)
+        if self.orientation() != wanted:
+            self.setOrientation(wanted)
+        super().resizeEvent(event)
 
     def show_files(self, a: Path, b: Path, matching: NodeMatching) -> bool:
         """Load both files and outline what has no match; False when one cannot be shown."""

@@ -80,9 +80,10 @@ class CompareTab(QWidget):
         self.previous_button = QPushButton("Previous and latest export")
         self.previous_button.setToolTip("A: the export before the latest one, B: the latest")
         self.previous_button.clicked.connect(self.use_exports)
-        self.torch_check = QCheckBox("Against PyTorch (the form's recipe)")
-        self.torch_check.setToolTip("Run the form's inputs, and its eager model as a third "
-                                    "reference; otherwise inputs come from file A's shapes")
+        self.torch_check = QCheckBox("Against PyTorch")
+        self.torch_check.setToolTip("Run the form's recipe: its inputs, and its eager model as "
+                                    "a third reference; otherwise inputs come from file A's "
+                                    "shapes")
         self.both_button = QPushButton("Both exporters")
         self.both_button.setToolTip("Export the form's recipe with dynamo and with TorchScript, "
                                     "then compare the two files and PyTorch")
@@ -112,11 +113,15 @@ class CompareTab(QWidget):
         grid.addWidget(QLabel("B"), 1, 0)
         grid.addWidget(self.b_edit, 1, 1)
         grid.addWidget(browse_b, 1, 2)
-        actions = QHBoxLayout()
-        for w in (self.previous_button, self.both_button, self.torch_check, self.compare_button,
-                  self.profile_button, self.overlay_check):
-            actions.addWidget(w)
-        actions.addStretch(1)
+        # two rows, what to compare then what to run: one row needs ~900 px, more than the
+        # tab gets beside the form on a 1024-pixel screen
+        choose, run = QHBoxLayout(), QHBoxLayout()
+        for row, widgets in ((choose, (self.previous_button, self.both_button, self.torch_check)),
+                             (run, (self.compare_button, self.profile_button,
+                                    self.overlay_check))):
+            for w in widgets:
+                row.addWidget(w)
+            row.addStretch(1)
         running = QHBoxLayout()
         running.addWidget(self.progress, 1)
         running.addWidget(self.cancel_button)
@@ -141,7 +146,8 @@ class CompareTab(QWidget):
 
         layout = QVBoxLayout(self)
         layout.addLayout(grid)
-        layout.addLayout(actions)
+        layout.addLayout(choose)
+        layout.addLayout(run)
         layout.addLayout(running)
         layout.addWidget(self.status)
         layout.addWidget(self.views, 1)

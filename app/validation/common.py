@@ -60,12 +60,13 @@ def cosine(value: Any) -> str:
     return "—" if value is None else f"{float(value):.6f}"
 
 
-def mismatched(count: Any, fraction: Any) -> str:
+def mismatched(count: Any, fraction: Any, estimated: Any = False) -> str:
+    """'—' unknown, '0', or the count and its share ('≈' first when estimated from a sample)."""
     if count is None:
         return "—"
     if not count:
         return "0"
-    return f"{count:,} ({float(fraction or 0):.1%})"
+    return f"{'≈' if estimated else ''}{count:,} ({float(fraction or 0):.1%})"
 
 
 def nan_inf(entry: dict[str, Any]) -> str:

@@ -3,7 +3,9 @@
 The data is the `.npz` the validation wrote (engine.validation.metrics.load_plots: per output,
 evenly sampled reference/candidate pairs of its worst trial and a histogram of the error).
 pyqtgraph and numpy are imported when a plot is first drawn, never at window start, and a
-plot is drawn only once the panel is on screen.
+plot is drawn only once the panel is on screen. The two plots stand side by side when the
+panel is wide enough for both, one above the other when it is not (beside the form on a
+1024-pixel screen).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ MAX_DRAWN_POINTS = 20_000
 SCATTER = {False: (31, 119, 180, 150), True: (116, 180, 255, 160)}
 IDENTITY = {False: (214, 95, 0), True: (255, 176, 92)}
 HISTOGRAM = {False: (70, 120, 190, 170), True: (116, 180, 255, 150)}
+SIDE_BY_SIDE = 640  # narrower than this, the plots stack
 
 
 class ParityPlots(QWidget):
@@ -99,6 +102,13 @@ class ParityPlots(QWidget):
 
     # ----------------------------------------------------------------- drawing
 
+    def resizeEvent(self, event: Any) -> None:
+        super().resizeEvent(event)
+        wanted = (Qt.Orientation.Horizontal if event.size().width() >= SIDE_BY_SIDE
+                  else Qt.Orientation.Vertical)
+        if self.split.orientation() != wanted:
+            self.split.setOrientation(wanted)
+
     def _mark_dirty(self) -> None:
         self._dirty = True
         if self.isVisible():
@@ -124,7 +134,7 @@ class ParityPlots(QWidget):
         self.scatter = pg.PlotWidget()
         self.histogram = pg.PlotWidget()
         for plot in (self.scatter, self.histogram):
-            plot.setMinimumSize(220, 180)
+            plot.setMinimumSize(220, 150)
             plot.showGrid(x=True, y=True, alpha=0.25)
             plot.getPlotItem().setMenuEnabled(False)
             self.split.addWidget(plot)
@@ -185,9 +195,9 @@ class ParityPlots(QWidget):
         palette = self.palette()
         base = palette.color(QPalette.ColorRole.Base)
         text = palette.color(QPalette.ColorRole.Text)
-        titles = ((self.scatter, "ONNX Runtime against PyTorch", "PyTorch (reference)",
+        titles = ((self.scatter, "ONNX Runtime vs PyTorch", "PyTorch (reference)",
                    "ONNX Runtime"),
-                  (self.histogram, "Error: ONNX Runtime − PyTorch", "error", "elements"))
+                  (self.histogram, "Error (ONNX Runtime − PyTorch)", "error", "elements"))
         for plot, title, bottom, left in titles:
             plot.setBackground(base)
             item = plot.getPlotItem()

@@ -157,7 +157,8 @@ class TrialsPanel(QWidget):
                 [str(out.get("name")), shape, number(out.get("max_abs_diff")),
                  number(out.get("max_rel_diff")), number(out.get("mean_abs_diff")),
                  cosine(out.get("cosine_similarity")),
-                 mismatched(out.get("mismatched"), out.get("mismatched_fraction")),
+                 mismatched(out.get("mismatched"), out.get("mismatched_fraction"),
+                            out.get("mismatched_estimated")),
                  nan_inf(out), "✔ pass" if passed else "✘ fail"],
                 tooltip=str(out.get("message") or ""))
             paint_verdict(row, 8, passed, self.dark)
@@ -205,7 +206,8 @@ class ValidationTab(QWidget):
         self.details.setReadOnly(True)
         self.details.setMaximumHeight(200)
 
-        self.outputs = make_table(OUTPUT_HEADERS, stretch=0)
+        # every column as wide as its text (a long output name too); Result takes the rest
+        self.outputs = make_table(OUTPUT_HEADERS)
         self.trials = TrialsPanel()
         self.plots = ParityPlots()
         self.nodes = NodesPanel()
@@ -296,7 +298,7 @@ class ValidationTab(QWidget):
             return False
         if tolerance == (self.result.get("rtol"), self.result.get("atol")):
             return True
-        judged = rejudge(outcome.data, *tolerance)
+        judged = rejudge(outcome.data, *tolerance, self.plots.data)
         if judged is None:
             self.rejudged_for = None
             self.message.setText("The tolerance changed: Validate again to judge this file "
@@ -451,7 +453,8 @@ class ValidationTab(QWidget):
                 [str(out.get("name")), str(out.get("dtype") or "—"),
                  number(out.get("max_abs_diff")), number(out.get("max_rel_diff")),
                  number(out.get("mean_abs_diff")), cosine(out.get("cosine_similarity")),
-                 mismatched(out.get("mismatched"), out.get("mismatched_fraction")),
+                 mismatched(out.get("mismatched"), out.get("mismatched_fraction"),
+                            out.get("mismatched_estimated")),
                  nan_inf(out), "✔ pass" if passed_out else "✘ fail"],
                 {2: sort_key(out.get("max_abs_diff")), 3: sort_key(out.get("max_rel_diff"))},
                 tooltip=str(out.get("message") or ""))

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 
+from app.validation.tab import OUTPUT_HEADERS
 from app.window import MainWindow
 from tests.app.conftest import EXPORT_TIMEOUT_MS, export_and_wait
 
@@ -50,6 +51,13 @@ def test_a_new_tolerance_rejudges_without_running(live_window: MainWindow, qtbot
                                                                            float(atol))
         title = "Validation passed" if judged["ok"] else "Validation failed"
         assert title in tab.verdict.text()
+        column = OUTPUT_HEADERS.index("mismatched")
+        shown = [tab.outputs.topLevelItem(i).text(column)
+                 for i in range(tab.outputs.topLevelItemCount())]
+        failing = [o for o in judged["outputs"] if not o["passed"]]
+        for output, text in zip(judged["outputs"], shown, strict=True):
+            # counted from the plot file's sample (the whole of this small output): a number
+            assert text != "—" and (text == "0") == output["passed"], (rtol, atol, text)
         assert "nothing re-run" in tab.facts.text()
         assert "judged again" in window.provenance.origin.text()
         assert not window.provenance.stale, "judged at the form's tolerance: current"
@@ -59,6 +67,10 @@ def test_a_new_tolerance_rejudges_without_running(live_window: MainWindow, qtbot
             qtbot.mouseClick(window.form.export_bar.validate_button, Qt.MouseButton.LeftButton)
         run = blocker.args[0].data
         assert verdicts(run) == verdicts(judged), (rtol, atol)
+        for output in failing:  # the count a run gives, in the trial the sample is of
+            counts = {o["mismatched"] for t in run["trials"] for o in t["outputs"]
+                      if o["name"] == output["name"]}
+            assert output["mismatched"] in counts, (rtol, atol, output, counts)
         assert run["message"].split(";")[0] == judged["message"].split(";")[0]
         started.clear()
 
@@ -84,3 +96,27 @@ def test_a_validation_report_as_html_and_csv(live_window: MainWindow, qtbot,
     first = validation["trials"][0]["outputs"][0]
     assert float(rows[0]["max_abs_diff"]) == first["max_abs_diff"]
     assert rows[0]["passed"] == "True" and rows[0]["output"] == first["name"]
+
+
+def test_the_result_pages_fit_beside_the_form_at_1024(live_window: MainWindow, qtbot) -> None:
+    """At 1024x768 every result page fits the width it gets beside the form (Compare's
+    buttons in two rows, its graphs and the parity plots stacked), and the outputs table
+    shows each output's name whole."""
+    window, tabs = live_window, live_window.tabs
+    window.resize(1024, 768)
+    message = export_and_wait(window, qtbot)
+    assert message["report"]["validation"]["ok"]
+    qtbot.waitUntil(lambda: window.width() == 1024)
+    assert window.centralWidget().minimumSizeHint().width() <= 1024
+    for i in range(tabs.count()):
+        tabs.setCurrentIndex(i)
+        page = tabs.widget(i)
+        qtbot.waitUntil(page.isVisible)
+        assert page.minimumSizeHint().width() <= page.width(), tabs.tabText(i)
+    tab = tabs.validation
+    tabs.setCurrentWidget(tab)
+    tab.sections.setCurrentWidget(tab.plots)
+    qtbot.waitUntil(lambda: tab.plots.scatter is not None)
+    assert tab.plots.split.orientation() == Qt.Orientation.Vertical, "stacked, not cramped"
+    name = tab.outputs.topLevelItem(0).text(0)
+    assert tab.outputs.columnWidth(0) >= tab.outputs.fontMetrics().horizontalAdvance(name)

@@ -22,7 +22,7 @@ live in external data, are checked too; it reads the external data's places, not
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -66,11 +66,13 @@ class Problem:
 
 
 def check_file(path: str | Path, *, model: Any = None, nodes: Sequence[Any] | None = None,
-               full_check: bool = False, checker: bool = True) -> list[Problem]:
+               producer: Mapping[str, int] | None = None, full_check: bool = False,
+               checker: bool = True) -> list[Problem]:
     """Every problem of the .onnx file at `path`, errors first. `model` is the file's
     ModelProto when the caller has loaded it already (without external data), `nodes` its
     main graph's nodes when read already (objects with the attributes of `_Node`, e.g.
-    engine.graph.model's `Node`: reading 100k protobuf nodes twice costs a quarter second);
+    engine.graph.model's `Node`: reading 100k protobuf nodes twice costs a quarter second)
+    and `producer` the index of the node making each tensor of it, when built already;
     the checker (unless `checker` is false) reads the file by path in any case. Raises
     StudioError(`source`) for a file that is not ONNX at all."""
     import onnx
@@ -84,7 +86,7 @@ def check_file(path: str | Path, *, model: Any = None, nodes: Sequence[Any] | No
                               f"({type(exc).__name__}); re-export it or choose another "
                               "file.", details=str(exc)) from None
     nodes = _read(model.graph) if nodes is None else nodes
-    found = graph_problems(model.graph, model, nodes)
+    found = graph_problems(model.graph, model, nodes, producer)
     found += _missing_external_data(model, nodes, path.parent)
     said = {p.code for p in found}
     verdict = _checker_problem(path, full_check) if checker else None
@@ -197,21 +199,23 @@ def _read(graph: Any) -> list[_Node]:
     return [_Node(i, proto) for i, proto in enumerate(graph.node)]
 
 
-def graph_problems(graph: Any, model: Any, nodes: Sequence[Any] | None = None
-                   ) -> list[Problem]:
+def graph_problems(graph: Any, model: Any, nodes: Sequence[Any] | None = None,
+                   producer: Mapping[str, int] | None = None) -> list[Problem]:
     """Cycles, dangling inputs and unknown operators of the main graph (node indexes of the
     main graph) and, by name only, of the subgraphs of If/Loop/Scan nodes. `nodes` is the
     graph's nodes as `_read` gives them, when read already."""
     nodes = _read(graph) if nodes is None else nodes
-    found = _cycles(nodes) + _dangling(graph, nodes, set(), top=True)
+    if producer is None:
+        producer = {out: n.index for n in nodes for out in n.outputs if out}
+    found = _cycles(nodes, producer) + _dangling(graph, nodes, set(), top=True, made=producer)
     found += _unknown_operators(nodes, model)
     return found
 
 
-def _cycles(nodes: Sequence[Any]) -> list[Problem]:
+def _cycles(nodes: Sequence[Any], producer: Mapping[str, int]) -> list[Problem]:
     """Nodes on a cycle: what is left after removing, again and again, the nodes nothing
-    feeds (Kahn), then the nodes that feed nothing left."""
-    producer = {out: n.index for n in nodes for out in n.outputs if out}
+    feeds (Kahn), then the nodes that feed nothing left. `producer`: tensor -> the node
+    making it."""
     # Exporters write nodes in topological order: then no node reads a later node's output
     # and there is no cycle (one pass instead of building the graph's edge sets).
     if all(producer.get(name, -1) < node.index for node in nodes for name in node.inputs):
@@ -252,10 +256,11 @@ def _peel(left: set[int], before: list[set[int]], after: list[set[int]]) -> set[
 
 
 def _dangling(graph: Any, nodes: Sequence[Any], outer: set[str], *, top: bool,
-              where: str = "") -> list[Problem]:
+              where: str = "", made: Collection[str] | None = None) -> list[Problem]:
     known = set(outer) | {v.name for v in graph.input} | {t.name for t in graph.initializer}
     known |= {t.name for t in graph.sparse_initializer}
-    made = {out for n in nodes for out in n.outputs if out}
+    if made is None:
+        made = {out for n in nodes for out in n.outputs if out}
     found: list[Problem] = []
     for node in nodes:
         for name in node.inputs:
@@ -265,7 +270,7 @@ def _dangling(graph: Any, nodes: Sequence[Any], outer: set[str], *, top: bool,
                     f"reads tensor {name!r}, which no node, graph input or initializer "
                     "produces", (node.label,), (node.index,) if top else (), name))
         for sub in () if _plain(node.domain, node.op_type) else node.subgraphs:
-            found += _dangling(sub, _read(sub), known | made, top=False,
+            found += _dangling(sub, _read(sub), known.union(made), top=False,
                                where=f"{where} (in a subgraph of {node.label})")
     for value in graph.output:
         if value.name not in known and value.name not in made:

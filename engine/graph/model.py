@@ -344,7 +344,7 @@ class GraphModel:
         # cycles, dangling inputs, missing data, unknown operators; the ONNX checker too,
         # except on files whose weights are inline and large, where it would read them all
         # again (`inspect` and `validate` run it on any file)
-        graph.problems = check_file(p, model=model, nodes=graph.nodes,
+        graph.problems = check_file(p, model=model, nodes=graph.nodes, producer=graph.producer,
                                     checker=p.stat().st_size <= VIEW_CHECKER_LIMIT)
         return graph
 
@@ -356,20 +356,24 @@ class GraphModel:
     @classmethod
     def from_model(cls, model: Any, path: Path | None = None) -> GraphModel:
         """Build from a ModelProto; shape inference runs only when value types are missing."""
-        graph = model.graph
-        made = sum(len(n.output) for n in graph.node)
-        typed = len(graph.value_info) + len(graph.output)
-        # Dynamo exports carry types for every value; inference would only cost time there.
-        if made and typed < 0.9 * made:
-            try:
-                import onnx
-
-                model = onnx.shape_inference.infer_shapes(model, strict_mode=False)
-            except Exception:  # a custom op without a schema: keep the shapes we have
-                pass
         functions = {(f.domain, f.name): f for f in model.functions}
         opsets = {o.domain or "ai.onnx": o.version for o in model.opset_import}
         title = path.stem if path else (model.graph.name or "graph")
+        with no_gc():
+            built = cls(model.graph, path=path, title=title, functions=functions,
+                        opset_imports=opsets, model=model)
+        made = len(built.producer)
+        typed = len(model.graph.value_info) + len(model.graph.output)
+        # Dynamo exports carry types for every value; inference would only cost time there
+        # (and, for a file without them, a second build with the types it adds).
+        if not made or typed >= 0.9 * made:
+            return built
+        try:
+            import onnx
+
+            model = onnx.shape_inference.infer_shapes(model, strict_mode=False)
+        except Exception:  # a custom op without a schema: keep the shapes we have
+            return built
         with no_gc():
             return cls(model.graph, path=path, title=title, functions=functions,
                        opset_imports=opsets, model=model)

@@ -343,7 +343,8 @@ class InputsTable(_TensorTable):
 
     part = "inputs"
 
-    columns = ("Name", "Shape", "Dtype", "Fill", "Parameters", "Dynamic axes")
+    # short headers: at 1024 px each text column gets ~70 px ("Dynamic axes" was cut)
+    columns = ("Name", "Shape", "Dtype", "Fill", "Params", "Dynamic")
     hints = ("the graph input's name", "sizes such as 1x3x224x224; [] for a scalar", "", "",
              "low=, high= (rand, randint), value= (full), file= (file)")
 

@@ -12,6 +12,11 @@ saves just the states named. The window takes the screen's size up to 1366x768, 
 `--only graph_expanded` saves the Graph tab with a 24-layer GPT-2 fully expanded
 (window_graph_expanded.png; the file from tests/benchmarks/bench_graph.py's cache).
 
+Issue 13's states, light and dark, are taken when named in `--only`: form, stale,
+warning_detail, validation, rejudged, graph (every module expanded, fitted); they are written
+as window_NAME_WIDTH_THEME.png (docs/screenshots/ holds them at 1024 and 1366 wide). Every
+PNG is shrunk with pngquant and optipng where they are installed.
+
 The states of issue 11 (verdicts with their cause) are taken only when named in `--only`:
 auto_exporter, fills, warnings, dropped_input, failure_details, shape_mismatch, sys_exit,
 output_problem, batchnorm; they are written as issue11_NAME.png.
@@ -63,6 +68,7 @@ def main(out_dir: Path, only: set[str] | None = None) -> int:
         screen = app.primaryScreen()
         image = screen.grabWindow(0, 0, 0, width, height)
         image.save(str(out_dir / f"{prefix}_{name}.png"))
+        shrink(out_dir / f"{prefix}_{name}.png")
         print("wrote", out_dir / f"{prefix}_{name}.png")
 
     if only == {"graph_expanded"}:
@@ -72,7 +78,11 @@ def main(out_dir: Path, only: set[str] | None = None) -> int:
     pump(10, lambda: window.session.runner.ready_info is not None)
     pump(1.0)
     if only and only <= set(ISSUE13_STATES):
-        issue13(window, pump, lambda name: shoot(name, f"issue13_{width}", True), only)
+        def shoot13(name: str) -> None:  # window_NAME_WIDTH_THEME.png
+            state, _, theme = name.rpartition("_")
+            shoot(f"{state}_{width}_{theme}", "window", True)
+
+        issue13(window, pump, shoot13, only)
         window.close()
         return 0
     if only and only <= set(ISSUE11_STATES):
@@ -130,6 +140,17 @@ def main(out_dir: Path, only: set[str] | None = None) -> int:
     return 0
 
 
+def shrink(path: Path) -> None:
+    """Fewer colours (pngquant, 256 at most) and a tighter PNG (optipng) where installed, so a
+    screenshot stays around 100 KB; the file is left as Qt wrote it otherwise."""
+    for command in (["pngquant", "--force", "--skip-if-larger", "--quality", "80-98",
+                     "--output", str(path), str(path)], ["optipng", "-quiet", "-o2", str(path)]):
+        try:
+            subprocess.run(command, check=False, timeout=120)
+        except FileNotFoundError:
+            continue
+
+
 def graph_expanded(window, pump, out_dir: Path) -> None:  # type: ignore[no-untyped-def]
     """The Graph tab with every module of a 24-layer GPT-2 expanded (the graph benchmark's
     cached export, or the file in ONNX_STUDIO_SHOT_GRAPH), at 80 % on the second block,
@@ -155,13 +176,14 @@ def graph_expanded(window, pump, out_dir: Path) -> None:  # type: ignore[no-unty
     print("wrote", target)
 
 
-ISSUE13_STATES = ("form", "stale", "warning_detail", "validation", "rejudged")
+ISSUE13_STATES = ("form", "stale", "warning_detail", "validation", "rejudged", "graph")
 
 
 def issue13(window, pump, shoot, only: set[str]) -> None:  # type: ignore[no-untyped-def]
-    """Issue 13's states, each in the light and the dark theme (issue13_WIDTH_NAME_THEME.png):
-    the form after an export, the stale banner, a warning's detail pane, the validation and
-    the same validation judged again at another tolerance."""
+    """Issue 13's states, each in the light and the dark theme (window_NAME_WIDTH_THEME.png):
+    the form after an export, the stale banner, a warning's detail pane, the validation, the
+    same validation judged again at another tolerance, and the Graph tab with every module
+    expanded and fitted (the exported example, or the file in ONNX_STUDIO_SHOT_GRAPH)."""
     session, tabs = window.session, window.tabs
     finished: list[object] = []
     session.exportFinished.connect(finished.append)
@@ -183,6 +205,17 @@ def issue13(window, pump, shoot, only: set[str]) -> None:  # type: ignore[no-unt
     tabs.setCurrentWidget(tabs.summary)
     if "form" in only:
         both("form")
+    if "graph" in only:
+        graph = tabs.graph
+        shown = os.environ.get("ONNX_STUDIO_SHOT_GRAPH")
+        if shown:
+            graph.load_file(Path(shown))
+        tabs.setCurrentWidget(graph)
+        pump(0.5)
+        graph.browser.expand_all()
+        pump(0.5)
+        graph.browser.fit()
+        both("graph")
     if "validation" in only:
         tabs.setCurrentWidget(tabs.validation)
         both("validation")

@@ -52,8 +52,8 @@ def test_a_new_tolerance_rejudges_without_running(live_window: MainWindow, qtbot
         title = "Validation passed" if judged["ok"] else "Validation failed"
         assert title in tab.verdict.text()
         column = OUTPUT_HEADERS.index("mismatched")
-        shown = [tab.outputs.topLevelItem(i).text(column)
-                 for i in range(tab.outputs.topLevelItemCount())]
+        rows = [tab.outputs.topLevelItem(i) for i in range(tab.outputs.topLevelItemCount())]
+        shown = [row.text(column) for row in rows if row is not None]
         failing = [o for o in judged["outputs"] if not o["passed"]]
         for output, text in zip(judged["outputs"], shown, strict=True):
             # counted from the plot file's sample (the whole of this small output): a number
@@ -118,5 +118,7 @@ def test_the_result_pages_fit_beside_the_form_at_1024(live_window: MainWindow, q
     tab.sections.setCurrentWidget(tab.plots)
     qtbot.waitUntil(lambda: tab.plots.scatter is not None)
     assert tab.plots.split.orientation() == Qt.Orientation.Vertical, "stacked, not cramped"
-    name = tab.outputs.topLevelItem(0).text(0)
+    first = tab.outputs.topLevelItem(0)
+    assert first is not None
+    name = first.text(0)
     assert tab.outputs.columnWidth(0) >= tab.outputs.fontMetrics().horizontalAdvance(name)

@@ -193,28 +193,37 @@ def _validate_hf_into(report: ExportReport, hf: HfModel, folder: Path, recipe: R
                                 "Compare the outputs per trial in the validation."))
 
 
-def _load_for_folder(recipe: Recipe, folder: Path) -> HfModel:
-    """The recipe's Hugging Face model, and a `validation` error (exit 2) when `folder` lacks
-    a file its task exports (another task's export, or no export yet)."""
+def _load_for_folder(recipe: Recipe, folder: Path) -> tuple[HfModel, list[ExportedFile]]:
+    """The recipe's Hugging Face model and the files of `folder` its task exports; a
+    `validation` error (exit 2) when a file is missing or takes other inputs than the task
+    feeds (no export yet, or an export for another task)."""
     from engine.source.hf import load_hf
 
     task = recipe.model.kwargs.get("task")
     hf = load_hf(recipe.model.source, recipe.base_dir, str(task) if task else None,
                  seed=recipe.export.seed)
+    hint = ("Export first, or choose the task the folder was exported for; name the folder "
+            "the export wrote.")
     missing = [part.file for part in hf.parts if not (folder / part.file).is_file()]
     if missing:
-        raise StudioError(
-            "validation", f"{folder} has no {', '.join(missing)} for the task {hf.task}.",
-            "Export first, or choose the task the folder was exported for; name the folder "
-            "the export wrote.", exit_code=2)
-    return hf
+        raise StudioError("validation", f"{folder} has no {', '.join(missing)} for the task "
+                          f"{hf.task}.", hint, exit_code=2)
+    files = _exported_files(folder, hf)
+    for part, file in zip(hf.parts, files, strict=True):
+        names = [value.name for value in file.graph.inputs]
+        if sorted(names) != sorted(part.inputs):
+            raise StudioError(
+                "validation", f"{part.file} takes {', '.join(names)}, but the task {hf.task} "
+                f"feeds {', '.join(part.inputs)}: the folder was exported for another task.",
+                hint, exit_code=2)
+    return hf, files
 
 
 def validate_hf_folder(recipe: Recipe, folder: Path, events: Events) -> dict[str, Any]:
     """The validation dict of the files a Hugging Face export wrote into `folder`, as
     export_hf validates them after an export (each file, then greedy generation)."""
     events.progress(0.0, "Loading the model")
-    hf = _load_for_folder(recipe, folder)
+    hf, _ = _load_for_folder(recipe, folder)
     return _hf_validation(hf, folder, recipe, events.part(0.1, 1.0))
 
 
@@ -225,12 +234,11 @@ def validate_hf_report(recipe: Recipe, folder: Path, events: Events) -> ExportRe
     started = time.perf_counter()
     try:
         events.progress(0.0, "Loading the model")
-        hf = _load_for_folder(recipe, folder)
+        hf, report.files = _load_for_folder(recipe, folder)
     except StudioError as err:
         return report.fail(err)
     report.seconds["load"] = time.perf_counter() - started
     report.task = hf.task
-    report.files = _exported_files(folder, hf)
     report.graph = report.files[0].graph
     report.opset = summarize(folder / hf.parts[0].file)["opset_imports"].get("")
     report.ok = True

@@ -70,3 +70,23 @@ def studio_export(source: str, out: Path, *extra: str) -> tuple[int, dict[str, A
         check=False)
     lines = done.stdout.strip().splitlines()
     return done.returncode, json.loads(lines[-1]) if lines else {}, done.stderr
+
+
+def write_recipe(source: str, out: Path, path: Path, task: str | None = None) -> Path:
+    """A recipe for `source` exporting into the folder `out` (the task, if given), at `path`."""
+    model = f'source = "{source}"' + (f'\nkwargs = {{ task = "{task}" }}' if task else "")
+    path.write_text(f'version = 1\n\n[model]\n{model}\n\n[export]\noutput = "{out}"\n',
+                    encoding="utf-8")
+    return path
+
+
+def studio_validate(folder: Path, recipe: Path) -> tuple[int, dict[str, Any], str]:
+    """Run `onnx-studio validate FOLDER --recipe RECIPE --json` in a child process:
+    (exit status, the JSON document, standard error)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "engine.cli", "validate", str(folder), "--recipe", str(recipe),
+         "--json"], capture_output=True, text=True, env=env, cwd=str(recipe.parent),
+        check=False)
+    lines = done.stdout.strip().splitlines()
+    return done.returncode, json.loads(lines[-1]) if lines else {}, done.stderr

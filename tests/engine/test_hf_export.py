@@ -1,6 +1,7 @@
 """`onnx-studio export hf:DIR` on tiny random-weight models: files, names, validation and
-greedy generation (issue 14). BERT and GPT-2 with past run in every suite; the rest are
-`corpus`."""
+greedy generation (issue 14), and `onnx-studio validate FOLDER` of an hf recipe. BERT and GPT-2
+with past run in every suite; the rest are `corpus`. Each (model, task) is exported once for
+the module (`exports`) and every test that needs it reads that run."""
 
 from __future__ import annotations
 
@@ -10,19 +11,20 @@ from typing import Any
 import onnx
 import pytest
 
-from tests.engine.hf_models import build, studio_export
+from tests.engine.hf_models import build, studio_export, studio_validate, write_recipe
 
 Run = tuple[int, dict[str, Any], str]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def hf_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("hf_models")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def exports(hf_folder: Path) -> dict[tuple[str, str], Run]:
-    """Export runs by (model, task or "default"), each made once."""
+    """Export runs by (model, task or "default"), each made once for the module, on first
+    use (`_export`): a test run alone still makes the one it needs."""
     return {}
 
 
@@ -97,6 +99,7 @@ def test_broken_initializer_fails_validation_and_generation(
     from onnx import numpy_helper
 
     from engine.events import Events
+    from engine.pipeline import validate_file
     from engine.source.hf import load_hf
     from engine.validation.hf_checks import check_generation, check_parts
 
@@ -113,6 +116,52 @@ def test_broken_initializer_fails_validation_and_generation(
     assert not result["ok"] and "disagrees" in result["message"]
     generation = check_generation(hf, tmp_path, steps=5)
     assert not generation["tokens_equal"]
+    # and validating that folder (`onnx-studio validate`'s document) fails: exit status 1
+    report = validate_file(_recipe(hf_folder, tmp_path, tmp_path), tmp_path)
+    assert not report.ok and report.error is not None and report.error.kind == "validation"
+    assert report.error.exit_status() == 1
+    assert report.validation is not None and report.validation.generation is not None
+    assert not report.validation.ok and not report.validation.generation.tokens_equal
+
+
+@pytest.mark.timeout(600)  # a loaded 2-core machine; ~10 s when idle
+def test_validate_checks_an_exported_folder(exports: dict[tuple[str, str], Run],
+                                            hf_folder: Path, tmp_path: Path) -> None:
+    """`onnx-studio validate FOLDER --recipe R` of an hf recipe: each file against PyTorch and
+    the greedy tokens, as the export validated them (the export's run, not another)."""
+    from engine.pipeline import validate_file
+
+    code, exported, err = _export(exports, hf_folder, "gpt2")
+    assert code == 0, err
+    out = Path(exported["output"])
+    recipe = write_recipe(f"hf:{hf_folder / 'gpt2'}", out, tmp_path / "gpt2.toml")
+    code, doc, err = studio_validate(out, recipe)
+    assert code == 0, err
+    assert doc["ok"] and doc["output"] == str(out) and doc["task"] == exported["task"]
+    assert doc["files"] == exported["files"]
+    assert {t["kind"] for t in doc["validation"]["trials"]} == {
+        t["kind"] for t in exported["validation"]["trials"]}
+    assert doc["validation"]["generation"] == exported["validation"]["generation"]
+    assert "export" not in doc["seconds"] and doc["seconds"]["validate"] > 0
+
+
+    # wrong requests (exit 2) that say what to change, read in this process: a folder
+    # without the task's files, and a folder exported for another task
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    report = validate_file(_recipe(hf_folder, tmp_path, empty), empty)
+    assert report.error is not None and report.error.exit_status() == 2
+    assert report.error.kind == "validation" and "has no model.onnx" in report.error.message
+    report = validate_file(_recipe(hf_folder, tmp_path, out, "text-generation"), out)
+    assert report.error is not None and report.error.exit_status() == 2
+    assert "exported for another task" in report.error.message
+
+
+def _recipe(hf_folder: Path, tmp_path: Path, out: Path, task: str | None = None) -> Any:
+    from engine import recipe
+
+    path = write_recipe(f"hf:{hf_folder / 'gpt2'}", out, tmp_path / "r.toml", task)
+    return recipe.load(path)
 
 
 @pytest.mark.timeout(600)  # a loaded 2-core machine; ~20 s when idle

@@ -510,3 +510,28 @@ def test_left_to_right_option(browser: GraphBrowser, graph_exports) -> None:
     browser.view.viewport().repaint()  # curves, arrows and labels drawn across
     browser.direction_action.trigger()
     assert not browser.layout_state.left_to_right  # type: ignore[union-attr]
+
+
+def test_shown_graph_is_frozen_out_of_gc_yet_freed(browser: GraphBrowser, graph_exports,
+                                                     tmp_path: Path, qtbot) -> None:
+    """A shown graph is kept out of the garbage collector's walks (gc.freeze: no
+    multi-second collection mid-zoom at 100k nodes), so it must be freed by reference
+    counting alone when another file replaces it; its search index is built once it is on
+    screen and the window is idle."""
+    import gc
+    import weakref
+
+    from PySide6.QtCore import QEvent
+    from PySide6.QtWidgets import QApplication
+
+    assert browser.load_file(graph_exports["dynamo"])
+    browser.expand_all()
+    browser.find_nodes("Softmax")
+    assert browser.root is not None and gc.get_freeze_count() > 0
+    gone = weakref.ref(browser.root)
+    gone_layout = weakref.ref(browser.layout_state)
+    qtbot.waitUntil(lambda: gone()._search_ops is not None, timeout=5000)  # type: ignore[union-attr]
+    assert browser.load_file(_chain_model(tmp_path / "chain.onnx", 20))
+    qtbot.wait(10)
+    QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)
+    assert gone() is None and gone_layout() is None, "a cycle keeps the old graph alive"

@@ -150,6 +150,93 @@ def test_search(graph_exports: dict[str, Path]) -> None:
     assert g.search("") == [] and g.search("no-such-thing-anywhere") == []
 
 
+def _scan(g: GraphModel, text: str) -> list[int]:
+    """What search found before it had an index: one pass over the nodes."""
+    q = text.strip().lower()
+    if not q:
+        return []
+    exact = [n.index for n in g.nodes if n.op_type.lower() == q]
+    return exact or [n.index for n in g.nodes if q in n.name.lower() or q in n.op_type.lower()
+                     or any(q in t.lower() for t in n.outputs + n.inputs)]
+
+
+def test_search_index_finds_what_a_scan_finds(graph_exports: dict[str, Path]) -> None:
+    for kind in ("dynamo", "torchscript"):
+        g = GraphModel.load(graph_exports[kind])
+        node = g.nodes[len(g.nodes) // 2]
+        queries = ["Softmax", " MATMUL ", "mat", "attn", node.name, node.name.upper()[1:6],
+                   node.outputs[0], node.inputs[0][:4], g.inputs[0], "/", "_", "", "  ",
+                   "no-such-thing-anywhere"]
+        for q in queries:
+            assert g.search(q) == _scan(g, q), (kind, q)
+    # a query never matches across two fields (the end of a name and the start of an op type)
+    g = GraphModel.load(graph_exports["torchscript"])
+    n = next(n for n in g.nodes if n.name)
+    assert n.index not in g.search(n.name[-2:] + n.op_type[:2]) or \
+        n.index in _scan(g, n.name[-2:] + n.op_type[:2])
+
+
+def test_value_types_indexed_on_first_use(graph_exports: dict[str, Path]) -> None:
+    """value_info is read when first asked for; graph inputs and outputs win over it."""
+    g = GraphModel.load(graph_exports["dynamo"])
+    inner = next(o for n in g.nodes for o in n.outputs if o not in g.outputs)
+    before = g.tensor(g.inputs[0])
+    assert before.kind == "input" and before.shape is not None
+    assert g.shape(inner) is not None and g.tensor(inner).dtype == "float32"
+    assert g.tensor(g.outputs[0]).kind == "output"
+    g.build_indexes()
+    assert g.search("softmax") and g.shape(inner) is not None
+
+
+def test_file_check_on_the_views_nodes(tmp_path: Path) -> None:
+    """check_file given the view's node read and producer index finds what its own read
+    finds: a cycle, a dangling input, an unknown operator, a subgraph's dangling input, a
+    Constant's external data; nodes out of order but acyclic are no cycle."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from engine.graph.file_check import check_file
+
+    def save(nodes: list[onnx.NodeProto], name: str) -> Path:
+        graph = helper.make_graph(
+            nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+        path = tmp_path / name
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), path)
+        return path
+
+    branch = helper.make_graph([helper.make_node("Neg", ["ghost"], ["b"])], "then", [],
+                               [helper.make_tensor_value_info("b", TensorProto.FLOAT, [2])])
+    weight = helper.make_tensor("w", TensorProto.FLOAT, [2], [1.0, 2.0])
+    weight.ClearField("float_data")
+    weight.data_location = TensorProto.EXTERNAL
+    entry = weight.external_data.add()
+    entry.key, entry.value = "location", "gone.bin"
+    broken = save([
+        helper.make_node("Add", ["x", "c"], ["a"], name="first"),
+        helper.make_node("Relu", ["a"], ["c"], name="second"),  # a cycle with `first`
+        helper.make_node("Mul", ["a", "missing"], ["m"], name="dangles"),
+        helper.make_node("Frobnicate", ["m"], ["f"], name="unknown"),
+        helper.make_node("Constant", [], ["k"], name="const", value=weight),
+        helper.make_node("If", ["cond"], ["y"], name="branch", then_branch=branch,
+                         else_branch=branch),
+    ], "broken.onnx")
+    shuffled = save([helper.make_node("Relu", ["a"], ["y"], name="late"),
+                     helper.make_node("Neg", ["x"], ["a"], name="early")], "shuffled.onnx")
+    for path in (broken, shuffled):
+        g = GraphModel.load(path)
+        own = check_file(path, checker=False)
+        shared = check_file(path, model=g.model_proto, nodes=g.nodes, producer=g.producer,
+                            checker=False)
+        assert [(p.code, p.message, p.nodes, p.node_indices) for p in shared] == \
+            [(p.code, p.message, p.nodes, p.node_indices) for p in own]
+    codes = {p.code for p in check_file(broken, checker=False)}
+    assert {"cycle", "dangling_input", "unknown_operator", "missing_external_data"} <= codes
+    messages = " ".join(p.message for p in check_file(broken, checker=False))
+    assert "ghost" in messages and "gone.bin" in messages
+    assert not [p for p in check_file(shuffled, checker=False) if p.code == "cycle"]
+
+
 def test_shape_arithmetic_is_folded(graph_exports: dict[str, Path]) -> None:
     g = GraphModel.load(graph_exports["dynamic"])
     folded = auxiliary_nodes(g)

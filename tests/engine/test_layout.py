@@ -108,6 +108,32 @@ def test_reveal_and_visible_key(graph_exports: dict[str, Path]) -> None:
     lay.reveal(key)
     sc = lay.scene()
     assert key in sc.index and lay.visible_key(key) == key
+    # The box showing a node is remembered per group: every change of what is expanded
+    # must forget it.
+    lay.collapse("blocks.0")
+    assert lay.visible_key(key) == "g:blocks.0"
+    lay.expand_all()
+    assert lay.visible_key(key) == key
+    lay.collapse_to_depth(0)
+    assert lay.visible_key(key) == "g:blocks.0"
+    lay.toggle("blocks.0")
+    assert lay.visible_key(key) == "g:blocks.0/blocks.0.attn"
+    lay.toggle("blocks.0")
+    assert lay.visible_key(key) == "g:blocks.0"
+
+
+def test_children_in_graph_order(graph_exports: dict[str, Path]) -> None:
+    """Every group lists its children in graph order (inputs first, outputs last), which
+    the layering starts from: built without sorting, it must come out sorted."""
+    for kind in ("dynamo", "torchscript", "dynamic"):
+        lay = GraphLayout(GraphModel.load(graph_exports[kind]))
+        for vg in lay.groups.values():
+            ranks = [lay.rank(k) for k in vg.items]
+            assert ranks == sorted(ranks), (kind, vg.id)
+        root = lay.groups[""].items
+        inputs = [k for k in root if k.startswith("i:")]
+        assert root[:len(inputs)] == inputs
+        assert [k[2:] for k in inputs][:len(lay.model.inputs)] == lay.model.inputs
 
 
 def test_folding_hides_shape_chains(graph_exports: dict[str, Path]) -> None:

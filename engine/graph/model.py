@@ -540,12 +540,29 @@ class GraphModel:
         first look-up past the graph's inputs and outputs."""
         vi = self._value_info.get(name)
         if vi is None and not self._all_value_info:
+            vi = self._value_near_producer(name)
+            if vi is not None:
+                return vi
             self._all_value_info = True
             index = {v.name: v for v in self.proto.value_info}
             index.update(self._value_info)  # inputs and outputs win, as before
             self._value_info = index
             vi = index.get(name)
         return vi
+
+    def _value_near_producer(self, name: str) -> Any:
+        """The ValueInfoProto of a value looked for where the exporters write it: value_info
+        lists values in graph order, so a value made by node p of n sits near entry p / n of
+        it. Found there, the first shape labels cost no index of 100k entries; else None."""
+        p = self.producer.get(name)
+        infos = self.proto.value_info
+        if p is None or not len(infos):
+            return None
+        guess = p * len(infos) // max(len(self.nodes), 1)
+        for k in range(max(0, guess - 48), min(len(infos), guess + 49)):
+            if infos[k].name == name:
+                return infos[k]
+        return None
 
     def initializer_array(self, name: str) -> Any:
         """The values of an initializer as a numpy array. Values in external data are memory

@@ -186,6 +186,14 @@ def test_value_types_indexed_on_first_use(graph_exports: dict[str, Path]) -> Non
     assert g.tensor(g.outputs[0]).kind == "output"
     g.build_indexes()
     assert g.search("softmax") and g.shape(inner) is not None
+    # Looked up near their producer or in the index, every value has the type the file gives.
+    for kind in ("dynamo", "torchscript"):
+        g = GraphModel.load(graph_exports[kind])
+        typed = {v.name: v for v in g.proto.value_info}
+        typed.update({v.name: v for v in list(g.proto.input) + list(g.proto.output)})
+        for name in (o for n in g.nodes for o in n.outputs if o):
+            want = typed.get(name)
+            assert g._value(name) == want, (kind, name)
 
 
 def test_file_check_on_the_views_nodes(tmp_path: Path) -> None:

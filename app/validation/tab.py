@@ -90,7 +90,7 @@ class TrialsPanel(QWidget):
         self.dark = False
         self.table = make_table(TRIAL_HEADERS, stretch=5)
         self.detail = text_label()
-        self.outputs = make_table(TRIAL_OUTPUT_HEADERS, stretch=0)
+        self.outputs = make_table(TRIAL_OUTPUT_HEADERS)  # names whole; Result takes the rest
         lower = QWidget()
         column = QVBoxLayout(lower)
         column.setContentsMargins(0, 0, 0, 0)

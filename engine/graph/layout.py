@@ -155,7 +155,8 @@ class GraphLayout:
         self._edges: dict[str, dict[tuple[str, str], list[str]]] = {}
         with no_gc():
             self._build_tree(max_children)
-            self._build_edges()
+        self._lifted = False  # edges below the top level are lifted when a group opens
+        self._pending: list[tuple[str, str, str]] = []  # the edges to lift
         self.expanded: set[str] = {""}
         self._shown: dict[str, str] = {}  # view group -> the collapsed box showing it, or ""
         self._structure: dict[str, tuple[LayeredLayout, list[str], list[tuple[str, str]]]] = {}
@@ -290,10 +291,78 @@ class GraphLayout:
         return out[::-1]
 
     # ------------------------------------------------------------------ edges
+    def _edges_of(self, gid: str) -> dict[tuple[str, str], list[str]]:
+        """The edges between a group's children (keys ``IN``/``OUT`` for what enters and
+        leaves it): the top level's from one pass over the graph's edges, every other
+        group's when the first of them is laid out (a graph opened collapsed never lifts its
+        100k edges into the modules)."""
+        if gid not in self._edges and not self._lifted:
+            if gid:
+                with no_gc():
+                    self._build_edges()
+            else:
+                self._edges[""] = self._top_edges()
+        return self._edges.get(gid, {})
+
+    def _visible_edges(self) -> list[tuple[str, str, str]]:
+        """(source item, target item, tensor) of every edge drawn at full expansion, in the
+        order the lifting visits them (graph order of the consumers, then graph outputs)."""
+        m = self.model
+        folded = self.folded
+        producer = m.producer
+        items = self.items
+        out: list[tuple[str, str, str]] = []
+        for node in m.nodes:
+            i = node.index
+            if i in folded:
+                continue
+            dst = f"n{i}"
+            for t in node.inputs:
+                if not t:
+                    continue
+                p = producer.get(t)
+                if p is not None:
+                    if p not in folded:
+                        out.append((f"n{p}", dst, t))
+                elif "i:" + t in items:
+                    out.append(("i:" + t, dst, t))
+        for t in m.outputs:
+            p = producer.get(t)
+            if p is not None and p not in folded:
+                out.append((f"n{p}", "o:" + t, t))
+            elif "i:" + t in items:
+                out.append(("i:" + t, "o:" + t, t))
+        return out
+
+    def _top_edges(self) -> dict[tuple[str, str], list[str]]:
+        """The top level's edges: between the top-level items holding either end."""
+        top: dict[str, str] = {"": ""}  # view group -> its top-level group item
+
+        def top_of(key: str) -> str:
+            gid = self.parent_of[key]
+            t = top.get(gid)
+            if t is None:
+                chain = self.chain(key)
+                t = top[gid] = "g:" + chain[1]
+            return t or key
+
+        edges: dict[tuple[str, str], list[str]] = {}
+        self._pending = self._visible_edges()  # kept for the lifting, often right after
+        for src, dst, t in self._pending:
+            a, b = top_of(src), top_of(dst)
+            if a != b:
+                lst = edges.setdefault((a, b), [])
+                if t not in lst:
+                    lst.append(t)
+        return edges
+
     def _build_edges(self) -> None:
         """Lift every visible edge to the groups it passes through: an edge between
-        siblings in its lowest common group, and entry/exit edges in the groups below."""
-        m = self.model
+        siblings in its lowest common group, and entry/exit edges in the groups below. The
+        top level's edges, when already found, are kept as they are (the same by
+        construction; its layout may be cached on them)."""
+        self._lifted = True
+        top = self._edges.pop("", None)
         chains: dict[str, list[str]] = {}
         edges = self._edges
 
@@ -329,39 +398,17 @@ class GraphLayout:
             for j in range(k, len(cv)):
                 add(cv[j], IN, "g:" + cv[j + 1] if j + 1 < len(cv) else dst, tensor)
 
-        folded = self.folded
-        producer = m.producer
-        items = self.items
-        for node in m.nodes:
-            i = node.index
-            if i in folded:
-                continue
-            dst = f"n{i}"
+        visible, self._pending = self._pending or self._visible_edges(), []
+        for src, dst, t in visible:
             gd = parent_of[dst]
-            for t in node.inputs:
-                if not t:
-                    continue
-                p = producer.get(t)
-                if p is not None:
-                    if p in folded:
-                        continue
-                    src = f"n{p}"
-                elif "i:" + t in items:
-                    src = "i:" + t
-                else:
-                    continue
-                if parent_of[src] == gd:  # most edges stay inside one module
-                    lst = edges.setdefault(gd, {}).setdefault((src, dst), [])
-                    if t not in lst:
-                        lst.append(t)
-                else:
-                    connect(src, dst, t)
-        for t in m.outputs:
-            p = m.producer.get(t)
-            if p is not None and p not in self.folded:
-                connect(f"n{p}", "o:" + t, t)
-            elif "i:" + t in self.items:
-                connect("i:" + t, "o:" + t, t)
+            if parent_of[src] == gd:  # most edges stay inside one module
+                lst = edges.setdefault(gd, {}).setdefault((src, dst), [])
+                if t not in lst:
+                    lst.append(t)
+            else:
+                connect(src, dst, t)
+        if top is not None:
+            edges[""] = top
 
     # ------------------------------------------------------------------ state
     def is_group(self, key: str) -> bool:
@@ -463,7 +510,7 @@ class GraphLayout:
         st = self._structure.get(gid)
         if st is None:
             keys = list(self.groups[gid].items)
-            gedges = self._edges.get(gid, {})
+            gedges = self._edges_of(gid)
             has_in = any(a == IN for a, _ in gedges)
             has_out = any(b == OUT for _, b in gedges)
             if has_in:
@@ -601,7 +648,7 @@ class GraphLayout:
                 w, h = self._size(k)
                 boxes.append(Box(k, item.kind, x, y, w, h, item.label, item.sublabel, False,
                                  depth))
-        gedges = self._edges.get(gid, {})
+        gedges = self._edges_of(gid)
         rb = pl.route_bounds()
         flipped = core.flipped
         for ei, (a, b) in enumerate(pairs):

@@ -177,6 +177,29 @@ def test_large_group_is_split_into_sections(tmp_path: Path) -> None:
     _check_geometry(lay, sc2)
 
 
+def test_top_level_edges_before_lifting_match_the_lifted(graph_exports: dict[str, Path],
+                                                          tmp_path: Path) -> None:
+    """A graph opened collapsed finds its top-level edges in one pass; lifting every edge
+    into the modules later (the first expand) must give the top level the same edges, in
+    the same order, and the expanded scene must hold together."""
+    paths = [graph_exports[k] for k in ("dynamo", "torchscript", "dynamic")]
+    paths.append(_chain_model(tmp_path / "chain.onnx", 1200))  # top level in sections
+    for path in paths:
+        g = GraphModel.load(path)
+        for fold in (True, False):
+            quick = GraphLayout(g, fold=fold)
+            top = dict(quick._edges_of(""))
+            assert not quick._lifted and set(quick._edges) == {""}
+            lifted = GraphLayout(g, fold=fold)
+            lifted._build_edges()
+            assert list(top.items()) == list(lifted._edges.get("", {}).items()), path
+            assert top, path
+            quick.scene()
+            quick.expand_all()
+            _check_geometry(quick, quick.scene())
+            assert quick._lifted and quick._edges_of("") == top
+
+
 def test_small_graph_is_not_split(tmp_path: Path) -> None:
     g = GraphModel.load(_chain_model(tmp_path / "chain.onnx", 30))
     sc = GraphLayout(g).scene()

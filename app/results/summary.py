@@ -226,10 +226,12 @@ class SummaryView(QWidget):
         if "nodes" in graph:
             rows.append(("Nodes", str(graph["nodes"])))
         if report.get("files"):  # a Hugging Face folder: each file it wrote
+            several = len(report["files"]) > 1
             rows.append(("Files", "<br>".join(
                 f"<b>{html.escape(str(f.get('name')))}</b> "
                 f"{(f.get('graph') or {}).get('nodes', '?')} nodes"
-                for f in report["files"])))
+                for f in report["files"]) + ("<br><i>The Graph tab shows each (File), two side "
+                                             "by side</i>" if several else "")))
         if report.get("task"):
             rows.append(("Task", html.escape(str(report["task"]))))
         for key, label in (("inputs", "Inputs"), ("outputs", "Outputs")):

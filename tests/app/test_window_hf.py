@@ -165,6 +165,7 @@ def test_each_architecture_exports_with_its_default_task(
 def _check_side_by_side(window: MainWindow, qtbot, out: Path) -> None:
     """The Graph tab of an encoder-decoder export: a file row, and the encoder beside a
     decoder, each in a browser of its own, each file picked on its side."""
+    assert "two side by side" in window.tabs.summary.facts.toPlainText()
     tab = window.tabs.graph
     window.tabs.setCurrentWidget(tab)
     qtbot.waitUntil(lambda: tab.shown[0] is not None, timeout=EXPORT_TIMEOUT_MS)

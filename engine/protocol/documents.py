@@ -361,7 +361,6 @@ class ForwardParam(Wire):
     shape: list[int] | None = None
     dtype: str = ""
     dynamic: dict[str, str] = field(default_factory=dict)  # axis (as text) -> dimension name
-    high: int | None = None  # a randint fill's bound (an embedding's vocabulary)
 
 
 @dataclass(kw_only=True)

@@ -122,7 +122,6 @@ class Param(Protocol):
     shape: list[int] | None
     dtype: str
     dynamic: dict[str, str]
-    high: int | None
 
 
 CONSTANT_KINDS: tuple[tuple[str, type, bool | int | float | str], ...] = (
@@ -165,8 +164,6 @@ def spec_for(param: Param) -> InputSpec | None:
     spec = InputSpec(name=param.name, shape=list(param.shape or [1]),
                      dtype=param.dtype or "float32", keyword=keyword)
     spec.dynamic = {int(axis): name for axis, name in param.dynamic.items()}
-    if param.high is not None:
-        spec.fill, spec.low, spec.high = "randint", 0, param.high
     return spec
 
 

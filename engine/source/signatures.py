@@ -28,9 +28,10 @@ class ForwardParam:
     as source text ("" when absent), so the form can offer keyword inputs and constants.
 
     What the file says of a tensor's example: `shape` (guessed from a .py model's first layer,
-    read from a .pt2's example inputs), `dtype`, `dynamic` axes (axis as text -> dimension
-    name, from a .pt2) and `high`, the bound of a randint fill (an embedding's vocabulary).
-    A .pt2 lists one parameter per input leaf, a nested one named with dots ("inputs.ids")."""
+    read from a .pt2's example inputs), `dtype` (int64 for an embedding's ids: the "auto"
+    fill keeps them below its vocabulary) and `dynamic` axes (axis as text -> dimension name,
+    from a .pt2). A .pt2 lists one parameter per input leaf, a nested one named with dots
+    ("inputs.ids")."""
 
     name: str
     kind: str  # positional | keyword (keyword-only) | var_positional | var_keyword
@@ -39,7 +40,6 @@ class ForwardParam:
     shape: list[int] | None = None
     dtype: str = ""
     dynamic: dict[str, str] = field(default_factory=dict)
-    high: int | None = None
 
 
 # ---------------------------------------------------------------------------- .py (ast)
@@ -56,7 +56,7 @@ def forward_signature(tree: ast.Module, class_name: str) -> list[ForwardParam]:
     if guess is not None:
         for param in params:
             if param.kind in ("positional", "keyword") and _tensor_like(param):
-                param.shape, param.dtype, param.high = guess
+                param.shape, param.dtype = guess
     return params
 
 
@@ -133,9 +133,8 @@ SEQUENCE = 8  # the length of a guessed sequence axis
 SPATIAL = {1: [64], 2: [32, 32], 3: [8, 32, 32]}  # guessed spatial axes of a convolution
 
 
-def first_layer_input(tree: ast.Module, class_name: str
-                      ) -> tuple[list[int], str, int | None] | None:
-    """(shape, dtype, randint high) of an input the first sized layer that `class_name`'s
+def first_layer_input(tree: ast.Module, class_name: str) -> tuple[list[int], str] | None:
+    """(shape, dtype) of an input the first sized layer that `class_name`'s
     __init__ builds would take (in source order); None when no layer says."""
     init = _method(tree, class_name, "__init__")
     if init is None:
@@ -155,18 +154,17 @@ def first_layer_input(tree: ast.Module, class_name: str
     return None
 
 
-def _layer_shape(layer: str, size: int, batch_first: bool
-                 ) -> tuple[list[int], str, int | None]:
+def _layer_shape(layer: str, size: int, batch_first: bool) -> tuple[list[int], str]:
     if layer == "Embedding":
-        return [1, SEQUENCE], "int64", size
+        return [1, SEQUENCE], "int64"
     if layer in ("LSTM", "GRU", "RNN", "TransformerEncoderLayer"):
-        return ([1, SEQUENCE, size] if batch_first else [SEQUENCE, 1, size]), "float32", None
+        return ([1, SEQUENCE, size] if batch_first else [SEQUENCE, 1, size]), "float32"
     rank = layer[-2:-1]
     if layer.startswith(("Conv", "BatchNorm")) and rank.isdigit() and int(rank) in SPATIAL:
         if layer.startswith("BatchNorm") and rank == "1":
-            return [1, size], "float32", None
-        return [1, size, *SPATIAL[int(rank)]], "float32", None
-    return [1, size], "float32", None
+            return [1, size], "float32"
+        return [1, size, *SPATIAL[int(rank)]], "float32"
+    return [1, size], "float32"
 
 
 def _int_defaults(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, int]:
@@ -362,7 +360,7 @@ def torchscript_signature(path: Path) -> list[ForwardParam]:
     if size is not None:
         for param in params:
             if param.annotation == "Tensor" and param.default is None:
-                param.shape, param.dtype, param.high = size
+                param.shape, param.dtype = size
     return params
 
 
@@ -381,7 +379,7 @@ def _first_global(data: bytes) -> tuple[str, str]:
 
 
 def _scripted_first_layer(archive: zipfile.ZipFile, root: str, tree: ast.Module, cls: str,
-                          sources: set[str]) -> tuple[list[int], str, int | None] | None:
+                          sources: set[str]) -> tuple[list[int], str] | None:
     """A scripted model's first submodule (its class body's first `name : __torch__...`
     attribute) whose code keeps the sizing constant (`in_features : Final[int] = 4`)."""
     node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls), None)

@@ -52,10 +52,10 @@ class Unsized(nn.Module):
 
 
 @pytest.mark.parametrize(("name", "expected"), [
-    ("Flat", ([1, 12], "float32", None)),  # an __init__ default sizes the layer
-    ("Signal", ([1, 2, 64], "float32", None)),
-    ("Words", ([1, 8], "int64", 50)),  # token ids below the vocabulary
-    ("Sequence", ([8, 1, 6], "float32", None)),  # (seq, batch, features) without batch_first
+    ("Flat", ([1, 12], "float32")),  # an __init__ default sizes the layer
+    ("Signal", ([1, 2, 64], "float32")),
+    ("Words", ([1, 8], "int64")),  # token ids ("auto" keeps them below the vocabulary)
+    ("Sequence", ([8, 1, 6], "float32")),  # (seq, batch, features) without batch_first
     ("Unsized", None),
 ])
 def test_the_first_layer_sizes_the_input(name: str, expected: object) -> None:

@@ -30,10 +30,10 @@ class SideBySideGraphs(QSplitter):
         self.b.view.boxClicked.connect(lambda _i: self._follow(self.b, self.a, self.b_to_a))
 
     def minimumSizeHint(self) -> QSize:
-        """As narrow as one graph: narrower than two, the graphs stack (resizeEvent)."""
+        """As small as one graph: narrower than two, the graphs stack (resizeEvent); so the
+        window's minimum height on a 768-pixel screen does not grow by a second graph."""
         hints = [w.minimumSizeHint() for w in (self.a, self.b)]
-        return QSize(max(h.width() for h in hints),
-                     sum(h.height() for h in hints) + self.handleWidth())
+        return QSize(max(h.width() for h in hints), max(h.height() for h in hints))
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         both = sum(w.minimumSizeHint().width() for w in (self.a, self.b)) + self.handleWidth()

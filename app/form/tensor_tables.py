@@ -355,12 +355,12 @@ class InputsTable(_TensorTable):
         self.axes_button.clicked.connect(lambda: self.edit_dynamic_axes(self.table.currentRow()))
         self.buttons_row.insertWidget(4, self.axes_button)
         # the text columns share the width the form has (no horizontal scrolling at 1024 px);
-        # the two combo boxes keep the width their longest entry needs
+        # the two combo boxes keep the width their longest entry needs, Params a narrow one
         header = self.table.horizontalHeader()
         header.setStretchLastSection(False)
         for col in range(len(self.columns)):
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.Stretch)
-        for col, width in ((2, 76), (3, 122)):
+        for col, width in ((2, 76), (3, 122), (4, 58)):  # Params: rarely set, elided
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.Fixed)
             self.table.setColumnWidth(col, width)
 

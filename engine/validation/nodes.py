@@ -73,8 +73,8 @@ def compare_nodes(
         streamed.flush()
     except _OnnxRuntimeFailed as exc:
         warn(_warning(f"Intermediate values were not compared: ONNX Runtime could not compute "
-                      f"them ({one_line(exc.__cause__)})."))
-        return {**empty, "message": f"onnxruntime failed: {one_line(exc.__cause__)}"}
+                      f"them ({one_line(exc.cause)})."))
+        return {**empty, "message": f"onnxruntime failed: {one_line(exc.cause)}"}
     except Exception as exc:
         warn(_warning(f"Intermediate values were not compared: capturing the model again "
                       f"failed ({one_line(exc)})."))
@@ -156,7 +156,11 @@ def _decompose_like_the_exporter(program: Any) -> Any:
 
 
 class _OnnxRuntimeFailed(Exception):
-    """ONNX Runtime could not compute the values asked for (the cause is chained)."""
+    """ONNX Runtime could not compute the values asked for."""
+
+    def __init__(self, cause: Exception) -> None:
+        super().__init__(one_line(cause))
+        self.cause = cause
 
 
 class _Streamed:
@@ -195,7 +199,7 @@ class _Streamed:
         try:
             got = self._ort_values(names)
         except Exception as exc:
-            raise _OnnxRuntimeFailed() from exc
+            raise _OnnxRuntimeFailed(exc) from exc
         self.runs += 1
         for name, cand in zip(names, got, strict=True):
             self.metrics[name] = _node_metrics(self.pending.pop(name), np.asarray(cand),

@@ -651,27 +651,35 @@ class GraphLayout:
         gedges = self._edges_of(gid)
         rb = pl.route_bounds()
         flipped = core.flipped
+        routes = pl.routes
+        across = self.left_to_right
+        add_bounds, add_edge = bounds.append, edges.append
         for ei, (a, b) in enumerate(pairs):
             x0, y0, x1, y1 = rb[ei]
+            if a != IN and b != OUT:  # between two children: most edges
+                add_bounds((x0 + ox, y0 + oy, x1 + ox, y1 + oy))
+                add_edge(Edge(routes[ei], ox, oy, gedges[(a, b)], None, flipped[ei], False,
+                              None, None, across))
+                continue
             head = tail = None
             if frame is not None:
                 # Entry and exit edges reach the group's border, where the parent's edge ends.
                 if a == IN:
                     head = frame[0]
-                    if self.left_to_right:
+                    if across:
                         x0 = head - ox
                     else:
                         y0 = head - oy
                 if b == OUT:
                     tail = frame[1]
-                    if self.left_to_right:
+                    if across:
                         x1 = tail - ox
                     else:
                         y1 = tail - oy
-            bounds.append((x0 + ox, y0 + oy, x1 + ox, y1 + oy))
+            add_bounds((x0 + ox, y0 + oy, x1 + ox, y1 + oy))
             # The parent's edge already names what enters a group.
-            edges.append(Edge(pl.routes[ei], ox, oy, gedges[(a, b)], "" if a == IN else None,
-                              flipped[ei], a == IN, head, tail, self.left_to_right))
+            add_edge(Edge(routes[ei], ox, oy, gedges[(a, b)], "" if a == IN else None,
+                          flipped[ei], a == IN, head, tail, across))
 
     def edge_label(self, edge: Edge) -> str:
         """The shape label of an edge ("batch×seq×768", "+2" when it carries more tensors),

@@ -54,7 +54,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     that never comes). The thread method ends the run instead, after printing every thread's
     stack: a hung window test stops the suite with the place it hung, never stalls it.
     """
-    if any(item.name == "test_mypy_is_clean" for item in items):
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(_group(item)))
+    # (under xdist every worker collects every test: the test runs mypy itself there)
+    if not hasattr(config, "workerinput") and any(
+            item.name == "test_mypy_is_clean" for item in items):
         output = tempfile.TemporaryFile()  # noqa: SIM115 (read by the test, at the end)
         config.stash[MYPY] = (subprocess.Popen([sys.executable, "-m", "mypy"], cwd=REPO,
                                                stdout=output, stderr=subprocess.STDOUT), output)
@@ -67,6 +71,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         seconds = None if marker is None else (
             marker.args[0] if marker.args else marker.kwargs.get("timeout"))
         item.add_marker(pytest.mark.timeout(seconds, method="thread"), append=False)
+
+
+def _group(item: pytest.Item) -> str:
+    """The tests that share an expensive fixture run in one test process (pytest-xdist's
+    loadgroup): the graph tests' session exports, one corpus architecture's exports, and
+    otherwise a module's tests (their module fixtures)."""
+    if "graph_exports" in getattr(item, "fixturenames", ()):
+        return "graph_exports"
+    module = item.nodeid.split("::")[0]
+    callspec = getattr(item, "callspec", None)
+    if item.get_closest_marker("corpus") is not None and callspec is not None:
+        return f"{module}[{callspec.id}]"
+    return module
 
 
 @pytest.fixture(scope="session")

@@ -105,6 +105,8 @@ class GraphTab(QWidget):
 
             self.browser = GraphBrowser()
             self.browser.loadFailed.connect(self._show_failure)
+            self.browser.problemsChanged.connect(
+                lambda: self._show_problems(self.browser.root if self.browser else None))
             self.graphs.insertWidget(0, self.browser)
         return self.browser
 

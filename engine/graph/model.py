@@ -16,7 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.graph.file_check import Problem, attribute_payload, check_file, problem_nodes
+from engine.graph.file_check import (
+    Problem,
+    attribute_payload,
+    check_file,
+    problem_nodes,
+    with_checker_verdict,
+)
 
 # The graph view runs the ONNX checker on files up to this size (the checker parses the whole
 # file, inline weights included: about 10 s for 300 MB here, on top of the view's own read).
@@ -289,6 +295,7 @@ class GraphModel:
         self.opset_imports: dict[str, int] = opset_imports or {}
         self.is_function = is_function
         self.problems: list[Problem] = []  # engine.graph.file_check's findings (GraphModel.load)
+        self.checker_pending = False  # the ONNX checker left for run_checker
         self.nodes: list[Node] = [Node(i, n) for i, n in enumerate(graph.node)]
         self.producer: dict[str, int] = {}
         self.consumers: dict[str, list[int]] = {}
@@ -324,9 +331,11 @@ class GraphModel:
 
     # ---------------------------------------------------------------- loading
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> GraphModel:
+    def load(cls, path: str | os.PathLike[str], *, checker_now: bool = True) -> GraphModel:
         """Read an ``.onnx`` file (not its external data) and infer missing shapes.
 
+        `checker_now=False` leaves the ONNX checker (0.4 s of C++ holding the GIL at 100k
+        nodes) for `run_checker`, which a view calls once the graph is on screen.
         Raises ``ValueError`` with a readable sentence for a file that is not an ONNX model.
         """
         import onnx
@@ -344,9 +353,21 @@ class GraphModel:
         # cycles, dangling inputs, missing data, unknown operators; the ONNX checker too,
         # except on files whose weights are inline and large, where it would read them all
         # again (`inspect` and `validate` run it on any file)
+        checker = p.stat().st_size <= VIEW_CHECKER_LIMIT
         graph.problems = check_file(p, model=model, nodes=graph.nodes, producer=graph.producer,
-                                    checker=p.stat().st_size <= VIEW_CHECKER_LIMIT)
+                                    checker=checker and checker_now)
+        graph.checker_pending = checker and not checker_now
         return graph
+
+    def run_checker(self) -> bool:
+        """Add what the ONNX checker says to `problems`, when `load` left it for later;
+        True when that added a problem."""
+        if not self.checker_pending or self.path is None:
+            return False
+        self.checker_pending = False
+        before = len(self.problems)
+        self.problems = with_checker_verdict(self.path, self.problems)
+        return len(self.problems) != before
 
     def problem_marks(self) -> dict[str, str]:
         """Node name -> the sentence of its problem, for the named nodes `problems` names."""

@@ -77,6 +77,9 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "custom_domain": _save(folder, "custom_domain", [
             node("Foo", ["x"], ["y"], name="custom", domain="my.domain")], domain="my.domain"),
         "good": _save(folder, "good", [node("Relu", ["x"], ["y"], name="relu")]),
+        # only the ONNX checker sees this: Relu takes one input
+        "two_inputs": _save(folder, "two_inputs", [node("Relu", ["x", "x"], ["y"],
+                                                        name="relu2")]),
     }
     (folder / "relu_model.py").write_text(MODEL, encoding="utf-8")
     return made
@@ -203,3 +206,30 @@ def test_the_graph_tab_lists_the_problems_and_outlines_the_nodes(
     assert window.open_path(files["good"])
     assert tab.problems.text() == "" and not tab.problems.isVisibleTo(tab)
     assert browser.marks == {} and not browser.canvas.marks
+
+
+def test_the_checker_runs_once_the_graph_is_shown_and_its_warning_follows(
+        files: dict[str, Path], qtbot) -> None:
+    """The graph is painted without waiting for the ONNX checker (0.4 s of the open at 100k
+    nodes); its verdict joins the tab's problems right after, and belongs to that file."""
+    from app import settings as settings_mod
+    from app.window import MainWindow
+
+    window = MainWindow(settings_mod.Settings(), None, start_worker=False)
+    qtbot.addWidget(window)
+    window.show()
+    assert window.open_path(files["two_inputs"])
+    tab = window.tabs.graph
+    window.tabs.setCurrentWidget(tab)  # the checker waits for the graph to be painted
+    assert tab.browser is not None and tab.browser.root is not None
+    assert "input size 2" not in tab.problems.text()  # not waited for
+    qtbot.waitUntil(lambda: "input size 2" in tab.problems.text(), timeout=10_000)
+    assert "The ONNX checks have warnings" in tab.problems.text()
+    assert [p.code for p in tab.browser.root.problems] == ["checker"]
+    assert not tab.browser.root.checker_pending
+
+    # another file shown before the checker ran: the first file's verdict never reaches it
+    assert window.open_path(files["two_inputs"])
+    assert window.open_path(files["good"])
+    qtbot.wait(300)
+    assert tab.problems.text() == "" and tab.browser.root.problems == []

@@ -40,7 +40,7 @@ class GraphBrowser(QWidget):
     nodeActivated = Signal(str)  # ONNX node name, on double-click of a plain node
     loadFailed = Signal(str)  # a sentence saying why the file could not be shown
     graphShown = Signal()  # a (sub)graph was laid out and put on screen
-    problemsChanged = Signal()  # the ONNX checker, run once the file was shown, found more
+    problemsChanged = Signal()  # the file's checks, run once it was shown, found problems
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -183,7 +183,7 @@ class GraphBrowser(QWidget):
         """Open an ``.onnx`` file; on failure show why (and emit loadFailed) and return False."""
         try:
             with no_gc(freeze=True):
-                model = GraphModel.load(path, checker_now=False)
+                model = GraphModel.load(path, checks_now=False)
         except FileNotFoundError:
             return self._fail(f"{Path(path).name} does not exist.")
         except ValueError as exc:
@@ -242,18 +242,18 @@ class GraphBrowser(QWidget):
         self.graphShown.emit()
 
     def _painted(self) -> None:
-        # Once the new graph is on screen, build its search index and value types when the
-        # window is next idle, not in the first search or click; then run the ONNX checker
-        # on the file, which the graph waited for only when it was not painted yet.
+        # Once the new graph is on screen, check the file and build its search index and
+        # value types when the window is next idle: the first paint waits for none of them,
+        # nor the first search or click for the indexes.
+        root = self.root
+        if root is not None and root.checks_pending:
+            QTimer.singleShot(0, self, lambda: self._run_checks(root))
         model, self._unindexed = self._unindexed, None
         if model is not None:
             QTimer.singleShot(0, self, model.build_indexes)
-        root = self.root
-        if root is not None and root.checker_pending:
-            QTimer.singleShot(0, self, lambda: self._run_checker(root))
 
-    def _run_checker(self, root: GraphModel) -> None:
-        if root.run_checker() and root is self.root:
+    def _run_checks(self, root: GraphModel) -> None:
+        if root.run_checks() and root is self.root:
             self.problemsChanged.emit()
 
     def _user_moved(self) -> None:

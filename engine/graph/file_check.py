@@ -88,20 +88,11 @@ def check_file(path: str | Path, *, model: Any = None, nodes: Sequence[Any] | No
     nodes = _read(model.graph) if nodes is None else nodes
     found = graph_problems(model.graph, model, nodes, producer)
     found += _missing_external_data(model, nodes, path.parent)
-    if checker:
-        return with_checker_verdict(path, found, full_check)
-    return sorted(found, key=lambda p: p.severity != ERROR)
-
-
-def with_checker_verdict(path: str | Path, found: list[Problem], full_check: bool = False
-                         ) -> list[Problem]:
-    """`found` (our checks' problems) and what the ONNX checker says of the file at `path`
-    beyond them, errors first. The checker reads the file by path."""
     said = {p.code for p in found}
-    verdict = _checker_problem(Path(path), full_check)
+    verdict = _checker_problem(path, full_check) if checker else None
     if verdict is not None and not any(
             text in verdict.message for code in said for text in _CHECKER_SAID.get(code, ())):
-        found = [*found, verdict]
+        found.append(verdict)
     return sorted(found, key=lambda p: p.severity != ERROR)
 
 

@@ -22,6 +22,13 @@ from engine.graph.layout import GraphLayout
 from engine.graph.model import GraphModel, format_shape
 
 _MAX_STATS = 50_000_000  # elements; larger initializers get shape only (memory, time)
+# Wide enough for a key beside its value and a tensor's type (float32[batch×3×32×32]) on a
+# line; the graph beside it keeps the rest of a 1024-pixel screen's share.
+MIN_WIDTH = 250
+_INDENT = 12  # pixels: a tensor's type under its name
+# A key ("IR version") and a type ("float32[batch×3×32×32]") stay on one line: Qt would break
+# a type at "[" and "×" (and a word anywhere when it does not fit) in a narrow column.
+_NO_WRAP = " td.key, td.type { white-space: nowrap; }"
 
 
 def _e(text: object) -> str:
@@ -40,9 +47,9 @@ def _model_metadata_html(m: GraphModel) -> str:
                        ("domain", proto.domain), ("model version", proto.model_version or ""),
                        ("doc", proto.doc_string[:500])):
         if value:
-            rows.append(f"<tr><td><b>{key}</b></td><td>{_e(value)}</td></tr>")
+            rows.append(f"<tr><td class=key><b>{key}</b></td><td>{_e(value)}</td></tr>")
     for o in proto.opset_import:
-        rows.append(f"<tr><td><b>opset import</b></td><td>{_e(o.domain or 'ai.onnx')} "
+        rows.append(f"<tr><td class=key><b>opset import</b></td><td>{_e(o.domain or 'ai.onnx')} "
                     f"{o.version}</td></tr>")
     for p in proto.metadata_props:
         rows.append(f"<tr><td><b>{_e(p.key)}</b></td><td>{_e(p.value[:300])}</td></tr>")
@@ -64,8 +71,9 @@ def _op_doc_html(op_type: str, domain: str, opsets: dict[str, int]) -> str:
     doc = " ".join((schema.doc or "").split())
     if len(doc) > 1500:
         doc = doc[:1500] + "…"
-    ios = "".join(f"<tr><td><b>{_e(f.name)}</b></td><td>{_e(' '.join(f.description.split()))}"
-                  "</td></tr>" for f in list(schema.inputs) + list(schema.outputs))
+    ios = "".join(f"<tr><td class=key><b>{_e(f.name)}</b></td>"
+                  f"<td>{_e(' '.join(f.description.split()))}</td></tr>"
+                  for f in list(schema.inputs) + list(schema.outputs))
     return (f"<h4>Operator {_e(schema.name)} (since opset {schema.since_version})</h4>"
             f"<p>{_e(doc)}</p><table>{ios}</table>")
 
@@ -113,6 +121,7 @@ class PropertiesPanel(QWidget):
         self.browser = QTextBrowser(self)
         self.browser.setOpenLinks(False)
         self.browser.anchorClicked.connect(self._anchor)
+        self.setMinimumWidth(MIN_WIDTH)
         lay.addWidget(self.browser, 3)
         self.hist_title = QLabel(self)
         self.hist_title.hide()
@@ -141,7 +150,7 @@ class PropertiesPanel(QWidget):
         # Links take the application's colour unless told: use this widget's palette, so a
         # dark graph tab does not get dark-blue links.
         link = self.palette().color(QPalette.ColorRole.Link)
-        self.browser.document().setDefaultStyleSheet(f"a {{ color: {link.name()}; }}")
+        self.browser.document().setDefaultStyleSheet(f"a {{ color: {link.name()}; }}" + _NO_WRAP)
         self.browser.setHtml(text)
 
     def _anchor(self, url: QUrl) -> None:
@@ -188,26 +197,26 @@ class PropertiesPanel(QWidget):
         self._hide_histogram()
         n = m.nodes[index]
         parts = [f"<h3>{_e(n.op_type)}</h3><table>",
-                 f"<tr><td><b>name</b></td><td>{_e(n.name or '(unnamed)')}</td></tr>"]
+                 f"<tr><td class=key><b>name</b></td><td>{_e(n.name or '(unnamed)')}</td></tr>"]
         if n.domain:
-            parts.append(f"<tr><td><b>domain</b></td><td>{_e(n.domain)}</td></tr>")
+            parts.append(f"<tr><td class=key><b>domain</b></td><td>{_e(n.domain)}</td></tr>")
         if n.group:
             g = m.groups[n.group]
-            parts.append(f"<tr><td><b>module</b></td><td><a href='group:{_e(g.id)}'>"
+            parts.append(f"<tr><td class=key><b>module</b></td><td><a href='group:{_e(g.id)}'>"
                          f"{_e(g.qualname)}</a> {_e(g.class_name)}</td></tr>")
         if self.overlay is not None and n.name in self.overlay:
-            parts.append(f"<tr><td><b>{_e(self.overlay_label)}</b></td>"
+            parts.append(f"<tr><td class=key><b>{_e(self.overlay_label)}</b></td>"
                          f"<td>{self.overlay[n.name]:.4g}</td></tr>")
         if n.name in self.marks:
-            parts.append(f"<tr><td><b>problem</b></td><td><font color='#d02828'>"
+            parts.append(f"<tr><td class=key><b>problem</b></td><td><font color='#d02828'>"
                          f"{_e(self.marks[n.name])}</font></td></tr>")
         src = n.source
         if src:
-            parts.append(f"<tr><td><b>source</b></td><td>{_e(src)}</td></tr>")
+            parts.append(f"<tr><td class=key><b>source</b></td><td>{_e(src)}</td></tr>")
         parts.append("</table>")
         if n.attributes:
             parts.append("<h4>Attributes</h4><table>")
-            parts.extend(f"<tr><td><b>{_e(k)}</b></td><td>{_e(v)}</td></tr>"
+            parts.extend(f"<tr><td class=key><b>{_e(k)}</b></td><td>{_e(v)}</td></tr>"
                          for k, v in n.attributes.items())
             parts.append("</table>")
         parts.append("<h4>Inputs</h4><table>")
@@ -238,25 +247,28 @@ class PropertiesPanel(QWidget):
         meta = {k: v for k, v in n.metadata.items() if k != "pkg.torch.onnx.stack_trace"}
         if meta:
             parts.append("<h4>Metadata</h4><table>")
-            parts.extend(f"<tr><td><b>{_e(k)}</b></td><td>{_e(v[:300])}</td></tr>"
-                         for k, v in meta.items())
+            # the exporter's keys are long (pkg.onnxscript.rewriter.rule_name): the value under
+            parts.extend(f"<tr><td><b>{_e(k)}</b></td></tr><tr><td style='padding-left: "
+                         f"{_INDENT}px'>{_e(v[:300])}</td></tr>" for k, v in meta.items())
             parts.append("</table>")
         self._set_html("".join(parts))
 
     def _tensor_row(self, name: str, producer: bool = False) -> str:
+        """A tensor in a list (one-column table): its name, kind and producer, and under them
+        its type, on a line of its own that never breaks, so a narrow panel keeps it whole."""
         m = self.model
         assert m is not None
         try:
             t = m.tensor(name)
         except KeyError:
-            return f"<tr><td>{_e(name)}</td><td>?</td></tr>"
+            return f"<tr><td>{_e(name)} ?</td></tr>"
         kind = "initializer" if t.is_initializer else t.kind
         src = ""
         if producer and t.producer is not None:
             src = (f" ← <a href='node:{t.producer}'>{_e(m.nodes[t.producer].op_type)}</a>")
-        return (f"<tr><td><a href='tensor:{_e(name)}'>{_e(name)}</a></td>"
-                f"<td>{_e(t.dtype)}[{_e(format_shape(t.shape))}]</td>"
-                f"<td><i>{_e(kind)}</i>{src}</td></tr>")
+        return (f"<tr><td><a href='tensor:{_e(name)}'>{_e(name)}</a> <i>{_e(kind)}</i>{src}"
+                f"</td></tr><tr><td class=type style='padding-left: {_INDENT}px'>"
+                f"{_e(t.dtype)}[{_e(format_shape(t.shape))}]</td></tr>")
 
     # ------------------------------------------------------------------ tensor
     def show_tensor(self, name: str) -> None:
@@ -265,14 +277,15 @@ class PropertiesPanel(QWidget):
         m = self.model
         assert m is not None
         t = m.tensor(name)
+        kind = "initializer" if t.is_initializer else t.kind
         parts = [f"<h3>{_e(name)}</h3><table>",
-                 f"<tr><td><b>kind</b></td><td>{_e('initializer' if t.is_initializer else t.kind)}"
-                 "</td></tr>",
-                 f"<tr><td><b>type</b></td><td>{_e(t.dtype)}</td></tr>",
-                 f"<tr><td><b>shape</b></td><td>{_e(format_shape(t.shape))}</td></tr>"]
+                 f"<tr><td class=key><b>kind</b></td><td>{_e(kind)}</td></tr>",
+                 f"<tr><td class=key><b>type</b></td><td class=type>{_e(t.dtype)}</td></tr>",
+                 f"<tr><td class=key><b>shape</b></td>"
+                 f"<td class=type>{_e(format_shape(t.shape))}</td></tr>"]
         if t.producer is not None:
             p = m.nodes[t.producer]
-            parts.append(f"<tr><td><b>producer</b></td><td><a href='node:{p.index}'>"
+            parts.append(f"<tr><td class=key><b>producer</b></td><td><a href='node:{p.index}'>"
                          f"{_e(p.op_type)} {_e(p.label)}</a></td></tr>")
         parts.append("</table>")
         if t.consumers:
@@ -322,7 +335,7 @@ class PropertiesPanel(QWidget):
                 ("NaN / Inf", f"{int((~np.isfinite(v)).sum())}")]
         if v.size <= 16:
             rows.append(("values", _e(values.ravel().tolist())))
-        body = "".join(f"<tr><td><b>{k}</b></td><td>{val}</td></tr>" for k, val in rows)
+        body = "".join(f"<tr><td class=key><b>{k}</b></td><td>{val}</td></tr>" for k, val in rows)
         return f"<h4>Values</h4><table>{body}</table>"
 
     def _show_histogram(self, name: str, values: Any) -> None:
@@ -392,13 +405,13 @@ class PropertiesPanel(QWidget):
         title = g.qualname if g is not None and g.qualname else vg.label
         parts = [f"<h3>{_e(title)}</h3><table>"]
         if g is not None and g.class_name:
-            parts.append(f"<tr><td><b>class</b></td><td>{_e(g.class_name)}</td></tr>")
-        parts.append(f"<tr><td><b>nodes</b></td><td>{len(nodes)}</td></tr>")
-        parts.append(f"<tr><td><b>initializer inputs</b></td><td>{params}</td></tr>")
+            parts.append(f"<tr><td class=key><b>class</b></td><td>{_e(g.class_name)}</td></tr>")
+        parts.append(f"<tr><td class=key><b>nodes</b></td><td>{len(nodes)}</td></tr>")
+        parts.append(f"<tr><td class=key><b>initializer inputs</b></td><td>{params}</td></tr>")
         if self.overlay is not None:
             vals = [self.overlay[m.nodes[i].name] for i in nodes if m.nodes[i].name in self.overlay]
             if vals:
-                parts.append(f"<tr><td><b>largest {_e(self.overlay_label)}</b></td>"
+                parts.append(f"<tr><td class=key><b>largest {_e(self.overlay_label)}</b></td>"
                              f"<td>{max(vals):.4g}</td></tr>")
         parts.append("</table><h4>Inputs</h4><table>")
         parts.extend(self._tensor_row(t, producer=True) for t in ins[:40])

@@ -86,14 +86,24 @@ def validate_existing(recipe: Recipe, onnx: Path, events: Events, *,
 
 def _validate_into(report: ExportReport, recipe: Recipe, model: Path, loaded: Any,
                    events: Events, plot_dir: Path | None) -> None:
+    _judge_into(report, lambda: run_validation(recipe, model, events, loaded=loaded,
+                                               plot_dir=plot_dir),
+                failure_hint, user_file=getattr(loaded, "source_file", None))
+
+
+def _judge_into(report: ExportReport, compute: Callable[[], dict[str, Any]],
+                hint: Callable[[dict[str, Any]], str], user_file: Any = None) -> None:
+    """Run a validation (`compute`) into `report`: its result, its seconds, and the failure
+    when it fails (`hint` says what to do) or cannot run (the model's own exit is its fault;
+    anything else unexpected, with the traceback in the details)."""
     started = time.perf_counter()
     try:
-        result = run_validation(recipe, model, events, loaded=loaded, plot_dir=plot_dir)
+        result = compute()
     except StudioError as err:
         report.fail(err)
         return
     except SystemExit as exc:  # the model's code outside a trial (intermediates): its fault
-        report.fail(blame.model_error(exc, user_file=getattr(loaded, "source_file", None)))
+        report.fail(blame.model_error(exc, user_file=user_file))
         return
     except Exception as exc:
         report.fail(StudioError(
@@ -106,7 +116,7 @@ def _validate_into(report: ExportReport, recipe: Recipe, model: Path, loaded: An
     if not report.validation.ok:
         report.fail(StudioError(
             "validation", report.validation.message or "ONNX Runtime disagrees with PyTorch.",
-            failure_hint(result)))
+            hint(result)))
 
 
 def export_hf(recipe: Recipe, events: Events | None = None, *,
@@ -173,24 +183,8 @@ def _hf_validation(hf: HfModel, folder: Path, recipe: Recipe, events: Events) ->
 
 def _validate_hf_into(report: ExportReport, hf: HfModel, folder: Path, recipe: Recipe,
                       events: Events) -> None:
-    started = time.perf_counter()
-    try:
-        result = _hf_validation(hf, folder, recipe, events)
-    except StudioError as err:
-        report.fail(err)
-        return
-    except Exception as exc:
-        report.fail(StudioError(
-            "validation", f"Validation failed unexpectedly: {one_line(exc)}.",
-            "Open the details for the full traceback.", details=traceback.format_exc()))
-        return
-    finally:
-        report.seconds["validate"] = time.perf_counter() - started
-    report.validation = Validation.from_dict(result)
-    if not report.validation.ok:
-        report.fail(StudioError("validation", report.validation.message or
-                                "ONNX Runtime disagrees with PyTorch.",
-                                "Compare the outputs per trial in the validation."))
+    _judge_into(report, lambda: _hf_validation(hf, folder, recipe, events),
+                lambda _result: "Compare the outputs per trial in the validation.")
 
 
 def _load_for_folder(recipe: Recipe, folder: Path) -> tuple[HfModel, list[ExportedFile]]:

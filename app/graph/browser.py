@@ -179,8 +179,9 @@ class GraphBrowser(QWidget):
         self.search.selectAll()
 
     # ------------------------------------------------------------------ loading
-    def load_file(self, path: str | Path) -> bool:
-        """Open an ``.onnx`` file; on failure show why (and emit loadFailed) and return False."""
+    def load_file(self, path: str | Path, expand_all: bool = False) -> bool:
+        """Open an ``.onnx`` file (with every module expanded when `expand_all`: laid out
+        once, expanded); on failure show why (and emit loadFailed) and return False."""
         try:
             with no_gc(freeze=True):
                 model = GraphModel.load(path, checks_now=False)
@@ -188,7 +189,7 @@ class GraphBrowser(QWidget):
             return self._fail(f"{Path(path).name} does not exist.")
         except ValueError as exc:
             return self._fail(str(exc))
-        self.load_model(model)
+        self.load_model(model, expand_all)
         return True
 
     def _fail(self, message: str) -> bool:
@@ -198,11 +199,11 @@ class GraphBrowser(QWidget):
         self.loadFailed.emit(message)
         return False
 
-    def load_model(self, model: GraphModel) -> None:
-        """Show a GraphModel (its top level collapsed)."""
+    def load_model(self, model: GraphModel, expand_all: bool = False) -> None:
+        """Show a GraphModel (its top level collapsed, or every module expanded)."""
         self.root = model
         self._layouts.clear()
-        self._show(model)
+        self._show(model, expand_all)
 
     def open_subgraph(self, node_index: int, attribute: str) -> None:
         """Show the subgraph of an If/Loop/Scan node of the current graph."""
@@ -216,7 +217,7 @@ class GraphBrowser(QWidget):
         if key is not None:
             self._show(self.model.function_graph(key))
 
-    def _show(self, model: GraphModel) -> None:
+    def _show(self, model: GraphModel, expand_all: bool = False) -> None:
         self.model = model
         lay = self._layouts.get(id(model))
         if lay is None:
@@ -224,6 +225,8 @@ class GraphBrowser(QWidget):
                 lay = GraphLayout(model, measure=self.fonts.measure, fold=self.fold_shape_ops,
                                   left_to_right=self.left_to_right)
             self._layouts[id(model)] = lay
+        if expand_all:
+            lay.expand_all()
         self.layout_state = lay
         self.selected_key = None
         self.hits, self.hit_pos = [], -1
@@ -235,6 +238,8 @@ class GraphBrowser(QWidget):
         self._auto_view = True
         self._initial_view()
         self._fill_depth_choices()
+        if expand_all:
+            self.depth_combo.setCurrentIndex(self.depth_combo.count() - 1)
         self._update_crumbs()
         if self.search.text():
             self._run_search()

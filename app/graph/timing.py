@@ -25,9 +25,8 @@ def time_first_paint(browser: GraphBrowser, path: str | Path, timeout_s: float =
     loop = QEventLoop()
     browser.view.painted.connect(loop.quit)
     try:
-        ok = browser.load_file(path)
+        ok = browser.load_file(path, expand_all=expand_all)
         if ok and expand_all:
-            browser.expand_all()
             browser.view.fit()
         if ok and browser.view.isVisible():
             browser.view.viewport().update()

@@ -423,6 +423,27 @@ def test_expand_to_depth_control(browser: GraphBrowser, graph_exports) -> None:
     assert combo.currentIndex() == deepest  # the choice shown says what is on screen
 
 
+def test_a_file_opened_expanded_is_laid_out_as_expanding_it_would(browser: GraphBrowser,
+                                                                   graph_exports, qtbot) -> None:
+    """`load_file(expand_all=True)` (`gui --expand-all`) lays the graph out once, expanded:
+    the same boxes and edges as opening it and pressing Expand all, and the depth control
+    says every level is open."""
+    browser.load_file(graph_exports["dynamo"])
+    browser.expand_all()
+    sc = browser.canvas.scene_data
+    assert sc is not None
+    expanded = ([(b.key, b.x, b.y, b.w, b.h) for b in sc.boxes], len(sc.edges))
+    other = GraphBrowser()
+    qtbot.addWidget(other)
+    assert other.load_file(graph_exports["dynamo"], expand_all=True)
+    lay, sc = other.layout_state, other.canvas.scene_data
+    assert lay is not None and sc is not None
+    assert lay.expanded == set(lay.groups) and len(lay.groups) > 2
+    assert ([(b.key, b.x, b.y, b.w, b.h) for b in sc.boxes], len(sc.edges)) == expanded
+    assert other.depth_combo.currentIndex() == lay.max_depth()
+    assert other.depth_combo.currentText().startswith("All")
+
+
 def test_properties_model_metadata_and_op_docs(browser: GraphBrowser, graph_exports,
                                                tmp_path: Path) -> None:
     import onnx

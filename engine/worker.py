@@ -285,12 +285,19 @@ JOBS: dict[str, Callable[[Any, Send], Result]] = {
 }
 
 
+# light jobs the client waits for while the worker warms up (the form's description, the
+# devices, a ping); they import none of what the warm-up imports
+_ANSWERED_DURING_WARM_UP = (DescribeRequest, DevicesRequest, PingRequest)
+
+
 def handle(request: Request, channel: Channel) -> None:
     """Run one request, sending its events and exactly one final result or error."""
     job_id = cast(int | None, getattr(request, "id", None))
     job = JOBS.get(request.TAG)
-    if isinstance(request, ExportRequest | ValidateRequest | ValidateFileRequest):
-        # their warnings.catch_warnings() is process-wide: let the warm-up's imports finish
+    if not isinstance(request, _ANSWERED_DURING_WARM_UP):
+        # Let the warm-up's imports finish first: a job importing the same engine modules on
+        # this thread meanwhile could meet one of them half-initialised (an ImportError of a
+        # name that is there), and warnings.catch_warnings() is process-wide.
         _WARM_UP.join()
     try:
         if job is None:

@@ -422,3 +422,38 @@ def test_a_worker_whose_client_died_ends_with_its_children(tmp_path: Path) -> No
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_every_job_but_the_light_ones_waits_for_the_warm_up(monkeypatch) -> None:
+    """A job importing the engine while the warm-up thread imports it too could find a module
+    half-initialised (an ImportError of a name that is there: seen with `variant` on a busy
+    machine); only the light jobs the form waits for are answered during the warm-up."""
+    import io
+
+    from engine import worker
+    from engine.errors import StudioError
+    from engine.protocol import messages as m
+
+    joined: list[str] = []
+
+    class WarmUp:
+        def join(self) -> None:
+            joined.append(tag)
+
+    def refuse(request: object, send: object) -> None:
+        raise StudioError("recipe", "not run here")
+
+    monkeypatch.setattr(worker, "_WARM_UP", WarmUp())
+    monkeypatch.setattr(worker, "JOBS", {name: refuse for name in worker.JOBS})
+    requests = [m.ExportRequest(recipe="r"), m.ValidateRequest(recipe="r"),
+                m.ValidateFileRequest(recipe="r", onnx="x.onnx"),
+                m.CompareRequest(a="a", b="b"), m.ProfileRequest(onnx="x.onnx"),
+                m.VariantRequest(onnx="x.onnx", recipe="r", kind="fp16", output="y.onnx"),
+                m.DescribeRequest(source="m.py"), m.DevicesRequest(), m.PingRequest()]
+    assert {r.TAG for r in requests} == set(worker.JOBS)  # every job is looked at
+    out = io.StringIO()
+    for request in requests:
+        tag = request.TAG
+        worker.handle(request, worker.Channel(out))
+    assert joined == ["export", "validate", "validate_file", "compare", "profile", "variant"]
+    assert out.getvalue().count('"message": "not run here"') == len(requests)  # all ran

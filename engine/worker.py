@@ -294,10 +294,11 @@ def handle(request: Request, channel: Channel) -> None:
     """Run one request, sending its events and exactly one final result or error."""
     job_id = cast(int | None, getattr(request, "id", None))
     job = JOBS.get(request.TAG)
-    if not isinstance(request, _ANSWERED_DURING_WARM_UP):
-        # Let the warm-up's imports finish first: a job importing the same engine modules on
-        # this thread meanwhile could meet one of them half-initialised (an ImportError of a
-        # name that is there), and warnings.catch_warnings() is process-wide.
+    if not isinstance(request, _ANSWERED_DURING_WARM_UP) and _WARM_UP.ident is not None:
+        # Let the warm-up's imports finish first (when `main` started them): a job importing
+        # the same engine modules on this thread meanwhile could meet one of them
+        # half-initialised (an ImportError of a name that is there), and
+        # warnings.catch_warnings() is process-wide.
         _WARM_UP.join()
     try:
         if job is None:

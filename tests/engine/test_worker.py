@@ -437,6 +437,8 @@ def test_every_job_but_the_light_ones_waits_for_the_warm_up(monkeypatch) -> None
     joined: list[str] = []
 
     class WarmUp:
+        ident = 1  # started
+
         def join(self) -> None:
             joined.append(tag)
 

@@ -297,7 +297,7 @@ class GraphLayout:
         group's when the first of them is laid out (a graph opened collapsed never lifts its
         100k edges into the modules)."""
         if gid not in self._edges and not self._lifted:
-            if gid:
+            if gid or len(self.expanded) > 1:  # a group is open: every level's edges are needed
                 with no_gc():
                     self._build_edges()
             else:

@@ -61,6 +61,14 @@ def attach(session: ExportSession) -> Path | None:
     return log_dir() / LOG_FILE
 
 
+def about_html(title: str, torch: str | None, log_file: Path | None) -> str:
+    """The About box: what the app does, the versions it runs on, where it logs."""
+    rows = "".join(f"<tr><td><b>{name}</b></td><td>&nbsp;{version}</td></tr>"
+                   for name, version in versions(torch))
+    return (f"<h3>{title}</h3>Exports PyTorch models to ONNX and checks them in ONNX "
+            f"Runtime.<table>{rows}</table><p>Logs: {log_file or 'not written'}</p>")
+
+
 def versions(torch: str | None) -> list[tuple[str, str]]:
     """(name, version) of the app and what it runs on; torch as the worker reported it (the
     window never imports torch), onnx and onnxruntime from their installed metadata."""

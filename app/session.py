@@ -127,6 +127,7 @@ class ExportSession(QObject):
         self.recipe_path: Path | None = None
         self.parse_errors: dict[str, str] = {}  # field -> why the form's text does not parse
         self.problems: dict[str, str] = {}  # field -> sentence; Export is disabled unless empty
+        self.worker_torch: str | None = None  # the torch version of the worker, once ready
         self.description: SourceDescription | None = None
         self.capabilities: DevicesResult | None = None
         self.warnings: list[WarningItem] = []  # replaced, never cleared in place
@@ -184,6 +185,7 @@ class ExportSession(QObject):
         except ProtocolError:  # another version's worker: show what it said
             ready = Ready(protocol=0, pid=int(info.get("pid") or 0),
                           torch=str(info.get("torch")), import_s=0.0)
+        self.worker_torch = ready.torch
         self.workerReady.emit(ready)
         sentence = untested_torch_sentence(ready.torch) if ready.torch_tested is False else None
         if sentence:  # torch_tested is absent (UNSET) from workers that predate the field

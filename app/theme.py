@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication
 
@@ -92,3 +92,34 @@ def warning_text(dark: bool) -> str:
 def warning_background(dark: bool) -> str:
     """The background of a notice that something shown is out of date."""
     return "#4d3b12" if dark else "#fff3cd"
+
+
+class Follower(QObject):
+    """The theme shown: the user's choice ("system", "light", "dark") applied to the
+    application, and for "system" the OS colour scheme, followed live; `changed(dark)` after
+    each application."""
+
+    changed = Signal(bool)
+
+    def __init__(self, choice: str, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.choice = choice
+        self.dark = False
+        self._system_dark: bool | None = None  # the OS scheme as last announced; None: ask Qt
+        hints = QApplication.styleHints()
+        if hasattr(hints, "colorSchemeChanged"):  # live: the OS scheme changed
+            hints.colorSchemeChanged.connect(self._system_scheme_changed)
+
+    def choose(self, choice: str) -> None:
+        self.choice = choice
+        self.apply()
+
+    def apply(self) -> None:
+        app = QApplication.instance()
+        if isinstance(app, QApplication):
+            self.dark = apply(app, self.choice, self._system_dark)
+        self.changed.emit(self.dark)
+
+    def _system_scheme_changed(self, scheme: Qt.ColorScheme) -> None:
+        self._system_dark = scheme == Qt.ColorScheme.Dark
+        self.apply()  # an override ("light", "dark") stays as it is

@@ -3,7 +3,7 @@
 The state lives in the ExportSession (app.session); the form side (app.form.FormPanel) and the
 result tabs (app.tabs.ResultTabs) are views of it. The window adds what belongs to a window:
 menus and shortcuts, the file dialogs, drag and drop, the title, the status bar, the theme, and
-the settings (recent files, geometry).
+the settings (recent files, geometry: app.placement).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QByteArray, Qt, QTimer, QUrl
+from PySide6.QtCore import Qt, QTimer, QUrl
 from PySide6.QtGui import (
     QAction,
     QActionGroup,
@@ -23,7 +23,6 @@ from PySide6.QtGui import (
     QKeySequence,
 )
 from PySide6.QtWidgets import (
-    QApplication,
     QFileDialog,
     QLabel,
     QMainWindow,
@@ -37,6 +36,7 @@ from app import logs, theme
 from app import settings as settings_mod
 from app.form import FormPanel
 from app.graph import preload_graph_modules
+from app.placement import Remembered
 from app.recipes import MODEL_SUFFIXES, OPENABLE_SUFFIXES, list_examples, relative_source
 from app.recovery import Autosave
 from app.results.provenance import ProvenanceBar
@@ -70,10 +70,10 @@ class MainWindow(QMainWindow):
         whose worker starts with the window unless `start_worker` is False."""
         super().__init__()
         self.settings = settings or settings_mod.Settings()
+        self.remembered = Remembered(self.settings, self._status)
         self.session = session or ExportSession(use_worker=start_worker)
         if self.session.parent() is None:
             self.session.setParent(self)
-        self.dark = False
         self.setWindowTitle(TITLE)
         self.setAcceptDrops(True)
         self.form = FormPanel(self.session)
@@ -81,9 +81,7 @@ class MainWindow(QMainWindow):
         self.autosave = Autosave(self.session)
         self.guard = UnsavedGuard(self, self.session, self.autosave, self.save_recipe, TITLE)
         self.log_file = logs.attach(self.session)
-        self._torch: str | None = None  # the worker's torch version, once it is ready
         self._closing = False
-        self._system_dark: bool | None = None  # the OS scheme as last announced; None: ask Qt
         self.tabs = ResultTabs(self.session)
         self._build_menus()
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
@@ -114,11 +112,10 @@ class MainWindow(QMainWindow):
         s.refused.connect(self._status)
         self.tabs.statusMessage.connect(self._status)
 
-        self.apply_theme(self.settings.theme)
-        hints = QApplication.styleHints()
-        if hasattr(hints, "colorSchemeChanged"):  # live: the OS scheme changed
-            hints.colorSchemeChanged.connect(self._system_scheme_changed)
-        self._restore_geometry()
+        self.theme = theme.Follower(self.settings.theme, self)
+        self.theme.changed.connect(self._show_theme)
+        self.theme.apply()
+        self.remembered.restore(self, self.splitter, self.form.minimumSizeHint().width())
         if settings_notice:
             self.form.banner.show_message(settings_notice)
         if start_worker:
@@ -194,10 +191,7 @@ class MainWindow(QMainWindow):
 
     def about_text(self) -> str:
         """The About box's text: the versions of the app and of what it runs on."""
-        rows = "".join(f"<tr><td><b>{name}</b></td><td>&nbsp;{version}</td></tr>"
-                       for name, version in logs.versions(self._torch))
-        return (f"<h3>{TITLE}</h3>Exports PyTorch models to ONNX and checks them in ONNX "
-                f"Runtime.<table>{rows}</table><p>Logs: {self.log_file or 'not written'}</p>")
+        return logs.about_html(TITLE, self.session.worker_torch, self.log_file)
 
     def show_about(self) -> None:
         QMessageBox.about(self, f"About {TITLE}", self.about_text())
@@ -208,7 +202,6 @@ class MainWindow(QMainWindow):
         QDesktopServices.openUrl(QUrl.fromLocalFile(str(folder)))
 
     def _worker_ready(self, ready: Ready) -> None:
-        self._torch = ready.torch
         self.worker_status.setText(f"Worker ready (torch {ready.torch}, pid {ready.pid})")
 
     def _worker_lost(self) -> None:
@@ -239,13 +232,13 @@ class MainWindow(QMainWindow):
         self.session.load_default(examples)
 
     def open_dialog(self) -> None:
-        start = self.settings.last_folder or str(self.session.recipe.base_dir)
+        start = self.remembered.start_folder(self.session.recipe.base_dir)
         path, _ = QFileDialog.getOpenFileName(self, "Open", start, OPEN_FILTER)
         if path:
             self.open_path(Path(path))
 
     def open_hf_dialog(self) -> None:
-        start = self.settings.last_folder or str(self.session.recipe.base_dir)
+        start = self.remembered.start_folder(self.session.recipe.base_dir)
         path = QFileDialog.getExistingDirectory(self, "Open Hugging Face folder", start)
         if path:
             self.open_hf_folder(Path(path))
@@ -256,8 +249,7 @@ class MainWindow(QMainWindow):
         if problem is not None:
             self.form.banner.show_message(problem)
             return False
-        self.settings.last_folder = str(path.resolve().parent)
-        self._save_settings()
+        self.remembered.set_last_folder(path.resolve().parent)
         return True
 
     def open_path(self, path: Path) -> bool:
@@ -282,22 +274,18 @@ class MainWindow(QMainWindow):
             self.form.banner.show_message(f"{path.name}: open a recipe (.toml), a model (.py, "
                                           ".pt2, .pt) or an .onnx file.")
             return False
-        self._remember("model", path)
+        self.remembered.add_recent("model", path)
         return True
 
     def _open_recipe(self, path: Path) -> bool:
         if not self.session.open_recipe(path):
             return False
-        self._remember("recipe", self.session.recipe_path or path)
+        self.remembered.add_recent("recipe", self.session.recipe_path or path)
         return True
-
-    def _remember(self, kind: str, path: Path) -> None:
-        self.settings.add_recent(kind, str(path.resolve()))
-        self._save_settings()
 
     def _fill_recent(self) -> None:
         self.recent_menu.clear()
-        items = [*self.settings.recent_recipes, *self.settings.recent_models]
+        items = self.remembered.recent()
         for item in items:
             action = self.recent_menu.addAction(item)
             action.triggered.connect(lambda _=False, p=item: self.open_path(Path(p)))
@@ -309,8 +297,8 @@ class MainWindow(QMainWindow):
         return self.save_recipe_to(path) if path is not None else self.save_recipe_as()
 
     def save_recipe_as(self) -> bool:
-        start = self.session.recipe_path or (Path(self.settings.last_folder or
-                                                  self.session.recipe.base_dir) / "recipe.toml")
+        start = self.session.recipe_path or (
+            Path(self.remembered.start_folder(self.session.recipe.base_dir)) / "recipe.toml")
         path, _ = QFileDialog.getSaveFileName(self, "Save recipe", str(start), "Recipes (*.toml)")
         return self.save_recipe_to(Path(path)) if path else False
 
@@ -318,7 +306,7 @@ class MainWindow(QMainWindow):
         """Write the recipe (paths rewritten relative to the new folder when it moves)."""
         if not self.session.save(path):
             return False
-        self._remember("recipe", path)
+        self.remembered.add_recent("recipe", path)
         self._status(f"Saved {path.resolve()}", 4000)
         return True
 
@@ -336,47 +324,20 @@ class MainWindow(QMainWindow):
 
     # ================================================================= theme, settings
 
+    @property
+    def dark(self) -> bool:
+        return self.theme.dark
+
     def set_theme(self, name: str) -> None:
-        self.settings.theme = name
-        self.apply_theme(name)
-        self._save_settings()
+        self.remembered.set_theme(name)
+        self.theme.choose(name)
 
-    def _system_scheme_changed(self, scheme: Qt.ColorScheme) -> None:
-        self._system_dark = scheme == Qt.ColorScheme.Dark
-        self.apply_theme(self.settings.theme)  # an override ("light", "dark") stays as it is
-
-    def apply_theme(self, name: str) -> None:
-        app = QApplication.instance()
-        if isinstance(app, QApplication):
-            self.dark = theme.apply(app, name, self._system_dark)
-        if name in self.theme_actions:
-            self.theme_actions[name].setChecked(True)
-        self.form.set_dark(self.dark)
-        self.provenance.set_dark(self.dark)
+    def _show_theme(self, dark: bool) -> None:
+        if self.theme.choice in self.theme_actions:
+            self.theme_actions[self.theme.choice].setChecked(True)
+        self.form.set_dark(dark)
+        self.provenance.set_dark(dark)
         self.session.recheck()  # the forms mark their problems again, in the new colours
-
-    def _restore_geometry(self) -> None:
-        restored = False
-        if self.settings.geometry:
-            restored = self.restoreGeometry(
-                QByteArray.fromBase64(self.settings.geometry.encode()))
-        if self.settings.splitter:
-            self.splitter.restoreState(QByteArray.fromBase64(self.settings.splitter.encode()))
-        if not restored:
-            screen = QApplication.primaryScreen()
-            avail = screen.availableGeometry() if screen else None
-            width = min(1340, avail.width()) if avail else 1340
-            height = min(740, avail.height()) if avail else 740
-            self.resize(width, height)
-            if not self.settings.splitter:  # the form as narrow as it fits, up to 640 px
-                form = max(self.form.minimumSizeHint().width(), min(640, int(width * 0.45)))
-                self.splitter.setSizes([form, max(width - form, 1)])
-
-    def _save_settings(self) -> None:
-        try:
-            settings_mod.save(self.settings)
-        except OSError as exc:
-            self._status(f"Settings not saved: {exc}")
 
     # ================================================================= unsaved edits
 
@@ -409,8 +370,6 @@ class MainWindow(QMainWindow):
             return
         self._closing = True
         self.autosave.remove()  # closed on purpose: nothing to recover
-        self.settings.geometry = bytes(self.saveGeometry().toBase64().data()).decode()
-        self.settings.splitter = bytes(self.splitter.saveState().toBase64().data()).decode()
-        self._save_settings()
+        self.remembered.store(self, self.splitter)
         self.session.shutdown()
         super().closeEvent(event)

@@ -127,7 +127,26 @@ def problem_nodes(problems: list[Problem]) -> dict[int, str]:
 # ---------------------------------------------------------------------------- our checks
 
 
-class _Node:
+class NodeAttributes:
+    """The graphs and tensors a node holds in its attributes, read from its NodeProto
+    (``proto``) on first use and kept (``_payload``): most nodes never need them."""
+
+    __slots__ = ()
+    proto: Any
+    _payload: tuple[list[Any], list[Any]] | None
+
+    @property
+    def subgraphs(self) -> list[Any]:
+        """The GraphProtos in the node's attributes (If/Loop/Scan bodies)."""
+        return attribute_payload(self)[0]
+
+    @property
+    def tensors(self) -> list[Any]:
+        """The TensorProtos in the node's attributes (a Constant's value)."""
+        return attribute_payload(self)[1]
+
+
+class _Node(NodeAttributes):
     """What the checks read of a NodeProto, read once (protobuf field access is slow); the
     attributes (subgraphs, tensors) only when asked for."""
 
@@ -142,17 +161,7 @@ class _Node:
         self.label: str = proto.name or f"{self.op_type}_{index}"
         self.inputs: list[str] = proto.input[:]
         self.outputs: list[str] = proto.output[:]
-        self._payload: tuple[list[Any], list[Any]] | None = None
-
-    @property
-    def subgraphs(self) -> list[Any]:
-        """The GraphProtos in the node's attributes (If/Loop/Scan bodies)."""
-        return attribute_payload(self)[0]
-
-    @property
-    def tensors(self) -> list[Any]:
-        """The TensorProtos in the node's attributes (a Constant's value)."""
-        return attribute_payload(self)[1]
+        self._payload = None
 
 
 def attribute_payload(node: Any) -> tuple[list[Any], list[Any]]:

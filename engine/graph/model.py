@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.graph.file_check import Problem, attribute_payload, check_file, problem_nodes
+from engine.graph.file_check import NodeAttributes, Problem, check_file, problem_nodes
 
 # The graph view runs the ONNX checker on files up to this size (the checker parses the whole
 # file, inline weights included: about 10 s for 300 MB here, on top of the view's own read).
@@ -109,8 +109,9 @@ class Group:
     depth: int = 0
 
 
-class Node:
-    """One ONNX node; the protobuf stays behind it for details read on demand."""
+class Node(NodeAttributes):
+    """One ONNX node; the protobuf stays behind it for details read on demand (its
+    subgraphs and tensors: NodeAttributes, what engine.graph.file_check reads too)."""
 
     __slots__ = ("_attrs", "_meta", "_payload", "domain", "group", "index", "inputs", "name",
                  "op_type", "outputs", "proto")
@@ -132,16 +133,6 @@ class Node:
     def label(self) -> str:
         """The name shown for the node: its ONNX name, or op type and index when unnamed."""
         return self.name or f"{self.op_type}_{self.index}"
-
-    @property
-    def subgraphs(self) -> list[Any]:
-        """The GraphProtos in the node's attributes (what engine.graph.file_check reads)."""
-        return attribute_payload(self)[0]
-
-    @property
-    def tensors(self) -> list[Any]:
-        """The TensorProtos in the node's attributes (a Constant's value)."""
-        return attribute_payload(self)[1]
 
     @property
     def metadata(self) -> dict[str, str]:

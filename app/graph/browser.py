@@ -222,7 +222,8 @@ class GraphBrowser(QWidget):
         lay = self._layouts.get(id(model))
         if lay is None:
             with no_gc(freeze=True):
-                lay = GraphLayout(model, measure=self.fonts.measure, fold=self.fold_shape_ops,
+                lay = GraphLayout(model, measure=self.fonts.measure,
+                                  measure_nodes=self.fonts.measure_nodes, fold=self.fold_shape_ops,
                                   left_to_right=self.left_to_right)
             self._layouts[id(model)] = lay
         if expand_all:

@@ -121,12 +121,22 @@ class Scene:
 
 
 Measure = Callable[[Item], tuple[float, float]]
+# Sizes of many node boxes at once, from their labels and sublabels (100k nodes in one call).
+NodeMeasure = Callable[[list[str], list[str]], list[tuple[float, float]]]
 
 
 def default_measure(item: Item) -> tuple[float, float]:
     """Box size without a font: about 7 px per character, two lines."""
     w = max(len(item.label) * 7.5, len(item.sublabel) * 6.0) + 20.0
     return max(w, 48.0), 36.0 if item.sublabel else 24.0
+
+
+def measure_each(measure: Measure) -> NodeMeasure:
+    """A NodeMeasure that asks `measure` once per node."""
+    def nodes(labels: list[str], sublabels: list[str]) -> list[tuple[float, float]]:
+        return [measure(Item("", "node", a, b, 0.0))
+                for a, b in zip(labels, sublabels, strict=True)]
+    return nodes
 
 
 # --------------------------------------------------------------------------- the hierarchy
@@ -139,9 +149,11 @@ class GraphLayout:
 
     def __init__(self, model: GraphModel, measure: Measure | None = None,
                  max_children: int = MAX_CHILDREN, fold: bool = True,
-                 left_to_right: bool = False) -> None:
+                 left_to_right: bool = False, measure_nodes: NodeMeasure | None = None
+                 ) -> None:
         self.model = model
         self.measure = measure or default_measure
+        self.measure_nodes = measure_nodes or measure_each(self.measure)
         # Left to right: each group's layers run across instead of down; boxes and group
         # frames (title on top) stay as they are.
         self.left_to_right = left_to_right
@@ -152,6 +164,7 @@ class GraphLayout:
         self.items: dict[str, Item] = _NodeItems(model)
         self.groups: dict[str, ViewGroup] = {}
         self.parent_of: dict[str, str] = {}  # item key -> view group id
+        self._node_keys: list[str] = []  # node index -> its item key ("" when folded)
         self._edges: dict[str, dict[tuple[str, str], list[str]]] = {}
         with no_gc():
             self._build_tree(max_children)
@@ -164,6 +177,7 @@ class GraphLayout:
         self._cores: dict[tuple[object, ...], LayeredLayout] = {}
         self._placed: dict[tuple[object, ...], Placement] = {}
         self._sizes: dict[str, tuple[float, float]] = {}
+        self._texts: dict[str, tuple[str, str]] = {}  # measured node -> label, sublabel
         # per expanded group: the placement its frame was measured for, and the frame
         self._frames: dict[str, tuple[Placement, tuple[float, float, float | None,
                                                        float | None]]] = {}
@@ -186,11 +200,14 @@ class GraphLayout:
         vgroups = self.groups
         mgroups = m.groups
         items = self.items
+        keys = self._node_keys
         for node in m.nodes:
             i = node.index
             if i in folded:
+                keys.append("")
                 continue
             key = f"n{i}"  # its Item is made when first asked for
+            keys.append(key)
             gid = node.group
             vgroups[gid].items.append(key)
             parent_of[key] = gid
@@ -308,30 +325,28 @@ class GraphLayout:
         """(source item, target item, tensor) of every edge drawn at full expansion, in the
         order the lifting visits them (graph order of the consumers, then graph outputs)."""
         m = self.model
-        folded = self.folded
         producer = m.producer
-        items = self.items
+        keys = self._node_keys
+        shown_inputs = {k[2:] for k in self.groups[""].items if k[:2] == "i:"}
         out: list[tuple[str, str, str]] = []
-        for node in m.nodes:
-            i = node.index
-            if i in folded:
+        add = out.append
+        for node, dst in zip(m.nodes, keys, strict=True):
+            if not dst:  # folded
                 continue
-            dst = f"n{i}"
             for t in node.inputs:
-                if not t:
-                    continue
                 p = producer.get(t)
                 if p is not None:
-                    if p not in folded:
-                        out.append((f"n{p}", dst, t))
-                elif "i:" + t in items:
-                    out.append(("i:" + t, dst, t))
+                    src = keys[p]
+                    if src:
+                        add((src, dst, t))
+                elif t in shown_inputs:
+                    add(("i:" + t, dst, t))
         for t in m.outputs:
             p = producer.get(t)
-            if p is not None and p not in folded:
-                out.append((f"n{p}", "o:" + t, t))
-            elif "i:" + t in items:
-                out.append(("i:" + t, "o:" + t, t))
+            if p is not None and keys[p]:
+                add((keys[p], "o:" + t, t))
+            elif t in shown_inputs:
+                add(("i:" + t, "o:" + t, t))
         return out
 
     def _top_edges(self) -> dict[tuple[str, str], list[str]]:
@@ -535,6 +550,17 @@ class GraphLayout:
             s = self._sizes[key] = self.measure(self.items[key])
         return s
 
+    def _measure_nodes(self, keys: list[str]) -> None:
+        """Measure node boxes in one call (their Items are made only when asked for)."""
+        nodes = self.model.nodes
+        labels, subs = [], []
+        for k in keys:
+            node = nodes[int(k[1:])]
+            labels.append(node.op_type)
+            subs.append(_short(node.label))
+        self._sizes.update(zip(keys, self.measure_nodes(labels, subs), strict=True))
+        self._texts.update(zip(keys, zip(labels, subs, strict=True), strict=True))
+
     def _place(self, gid: str) -> Placement:
         """Lay out an expanded group (children first) and cache it."""
         pl = self._placement.get(gid)
@@ -545,9 +571,12 @@ class GraphLayout:
         in_port: list[float | None] = []
         out_port: list[float | None] = []
         known = self._sizes
+        unmeasured = [k for k in keys if k[0] == "n" and k not in known]
+        if unmeasured:
+            self._measure_nodes(unmeasured)
         for k in keys:
             if k[0] == "n":  # a node: the most common child
-                sizes.append(known.get(k) or self._size(k))
+                sizes.append(known[k])
                 in_port.append(None)
                 out_port.append(None)
             elif k in (IN, OUT):
@@ -621,13 +650,14 @@ class GraphLayout:
         core, keys, pairs = self._structure_of(gid)
         depth = self.groups[gid].depth + 1
         items, expanded, sizes, pos = self.items, self.expanded, self._sizes, pl.pos
+        texts = self._texts
         for i, k in enumerate(keys):
             if k[0] == "n":  # a node (the most common box), measured by _place already
                 x, y = pos[i]
-                w, h = sizes.get(k) or self._size(k)
-                item = items[k]
-                boxes.append(Box(k, "node", x + ox, y + oy, w, h, item.label, item.sublabel,
-                                 False, depth))
+                w, h = sizes[k]
+                label, sublabel = texts[k]
+                boxes.append(Box(k, "node", x + ox, y + oy, w, h, label, sublabel, False,
+                                 depth))
                 continue
             if k in (IN, OUT):
                 continue

@@ -524,22 +524,22 @@ class GraphLayout:
     def _structure_of(self, gid: str) -> tuple[LayeredLayout, list[str], list[tuple[str, str]]]:
         st = self._structure.get(gid)
         if st is None:
-            keys = list(self.groups[gid].items)
+            keys = self.groups[gid].items[:]
             gedges = self._edges_of(gid)
-            has_in = any(a == IN for a, _ in gedges)
-            has_out = any(b == OUT for _, b in gedges)
-            if has_in:
+            pairs = list(gedges)
+            if any(a == IN for a, _ in pairs):
                 keys.insert(0, IN)
-            if has_out:
+            if any(b == OUT for _, b in pairs):
                 keys.append(OUT)
             idx = {k: i for i, k in enumerate(keys)}
-            rank = [(-1e18 if k == IN else 1e18 if k == OUT else self.rank(k)) for k in keys]
-            pairs = list(gedges)
             edges = [(idx[a], idx[b]) for a, b in pairs]
-            # The blocks of a deep model are one structure repeated: lay it out once.
-            sig = (tuple(edges), tuple(sorted(range(len(keys)), key=rank.__getitem__)))
+            # The blocks of a deep model are one structure repeated: lay it out once. A
+            # group's items are in graph order (_build_tree), so its edges and size are all
+            # of its structure.
+            sig = (tuple(edges), len(keys))
             core = self._cores.get(sig)
             if core is None:
+                rank = [-1e18 if k == IN else 1e18 if k == OUT else self.rank(k) for k in keys]
                 core = self._cores[sig] = LayeredLayout(len(keys), edges, rank)
             st = self._structure[gid] = (core, keys, pairs)
         return st

@@ -282,15 +282,22 @@ class GraphModel:
         self.problems: list[Problem] = []  # engine.graph.file_check's findings (GraphModel.load)
         self.checks_pending = False  # the file's checks left for run_checks
         self.nodes: list[Node] = [Node(i, n) for i, n in enumerate(graph.node)]
-        self.producer: dict[str, int] = {}
-        self.consumers: dict[str, list[int]] = {}
+        producer: dict[str, int] = {}
+        consumers: dict[str, list[int]] = {}
         for node in self.nodes:
+            i = node.index
             for out in node.outputs:
-                if out:
-                    self.producer[out] = node.index
+                producer[out] = i
             for inp in node.inputs:
-                if inp:
-                    self.consumers.setdefault(inp, []).append(node.index)
+                users = consumers.get(inp)
+                if users is None:
+                    consumers[inp] = [i]
+                else:
+                    users.append(i)
+        producer.pop("", None)  # "" names an absent optional input or output
+        consumers.pop("", None)
+        self.producer = producer
+        self.consumers = consumers
         if is_function:
             self.initializers: dict[str, Any] = {}
             self.inputs: list[str] = list(graph.input)
@@ -414,7 +421,7 @@ class GraphModel:
                 prefix = name[: name.rfind("/") + 1]
                 gid = cache.get(prefix)
                 if gid is None:
-                    gid = cache[prefix] = self._ensure_group(self._torchscript_path(name))
+                    gid = self._scope_group(prefix, cache)
             node.group = gid
             self.groups[gid].nodes.append(node.index)
         # Nodes the exporter left without a scope (e.g. a Split made by a rewrite) join the
@@ -442,16 +449,25 @@ class GraphModel:
             prev = qual
         return out
 
-    @staticmethod
-    def _torchscript_path(name: str) -> list[tuple[str, str, str, str]]:
-        """Module steps of a TorchScript node name ``/h.0/attn/MatMul``."""
-        if not name.startswith("/"):
-            return []
-        parts = name.split("/")[1:-1]
-        return [(part, part, ".".join(parts[: i + 1]), "") for i, part in enumerate(parts)]
+    def _scope_group(self, prefix: str, cache: dict[str, str]) -> str:
+        """The group of a TorchScript name's scope ``/h.0/attn/`` (``/h.0/attn/MatMul``),
+        made after its parent's: each new scope adds one group."""
+        gid = cache.get(prefix)
+        if gid is None:
+            if not prefix.startswith("/") or prefix == "/":
+                gid = ""
+            else:
+                cut = prefix.rfind("/", 0, -1)
+                parent = self._scope_group(prefix[: cut + 1], cache)
+                part = prefix[cut + 1: -1]
+                qual = f"{self.groups[parent].qualname}.{part}" if parent else part
+                gid = self._ensure_group([(part, part, qual, "")], parent)
+            cache[prefix] = gid
+        return gid
 
-    def _ensure_group(self, path: list[tuple[str, str, str, str]]) -> str:
-        gid = ""
+    def _ensure_group(self, path: list[tuple[str, str, str, str]], gid: str = "") -> str:
+        """The group at `path` (id part, short name, qualified name, class per step) below
+        `gid`, made with any step not made yet."""
         for part, short, qual, cls_name in path:
             parent = gid
             gid = f"{gid}/{part}" if gid else part
@@ -718,16 +734,17 @@ def auxiliary_nodes(model: GraphModel) -> dict[int, int]:
             continue
         if node.domain not in ("", "ai.onnx"):
             continue
-        if any(o in graph_outputs for o in node.outputs):
+        if not graph_outputs.isdisjoint(node.outputs):
             continue
+        # ("" names an absent optional input or output: never asked for below)
         if op in _SHAPE_OPS and (op in ("Shape", "Size")
-                                 or all(i in static for i in node.inputs if i)):
+                                 or static.issuperset(filter(None, node.inputs))):
             aux.append(node.index)
-            static.update(o for o in node.outputs if o)
-            const.update(o for o in node.outputs if o)
-        elif op in _WEIGHT_OPS and all(i in const for i in node.inputs if i):
+            static.update(node.outputs)
+            const.update(node.outputs)
+        elif op in _WEIGHT_OPS and const.issuperset(filter(None, node.inputs)):
             aux.append(node.index)
-            const.update(o for o in node.outputs if o)
+            const.update(node.outputs)
     owner: dict[int, int] = {}
     aux_set = set(aux)
     # Consumers come later in a (topologically sorted) ONNX graph: walk backwards so each

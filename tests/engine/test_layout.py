@@ -177,6 +177,21 @@ def test_large_group_is_split_into_sections(tmp_path: Path) -> None:
     _check_geometry(lay, sc2)
 
 
+@pytest.mark.parametrize("name", ["dynamo", "dynamic", "torchscript"])
+def test_every_group_lists_its_items_in_graph_order(graph_exports: dict[str, Path], name: str,
+                                                     tmp_path: Path) -> None:
+    """What GraphLayout's shared layouts rely on: a group's structure is its edges and size
+    because its items (nodes, modules, sections, inputs, outputs) are in graph order."""
+    models = [GraphModel.load(graph_exports[name])]
+    if name == "dynamo":  # and a group split into sections
+        models.append(GraphModel.load(_chain_model(tmp_path / "chain.onnx", 1200)))
+    for g in models:
+        lay = GraphLayout(g)
+        for gid, vg in lay.groups.items():
+            ranks = [lay.rank(k) for k in vg.items]
+            assert ranks == sorted(ranks) and len(set(ranks)) == len(ranks), gid
+
+
 def test_top_level_edges_before_lifting_match_the_lifted(graph_exports: dict[str, Path],
                                                           tmp_path: Path) -> None:
     """A graph opened collapsed finds its top-level edges in one pass; lifting every edge

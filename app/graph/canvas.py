@@ -26,8 +26,9 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem, QWidget
 
 from app.graph import colors
-from engine.graph.layout import HEADER, Item, Scene
+from engine.graph.layout import HEADER, Item
 from engine.graph.model import GraphModel
+from engine.graph.scene import Scene
 
 TEXT_LOD = 0.42  # below this scale labels would be under ~5 px: not drawn
 CURVE_LOD = 0.3  # below this, edges are straight segments in one call
@@ -139,24 +140,18 @@ class GraphCanvas(QGraphicsItem):
         self.layout = layout
         self.palette = palette
         boxes = scene.boxes
-        n = len(boxes)
-        # one pass over the boxes (100k at a time), then columns
-        table = np.array([(b.x, b.y, b.w, b.h, b.depth, b.expanded) for b in boxes],
-                         dtype=float).reshape(n, 6)
-        self.x0 = table[:, 0].copy()
-        self.y0 = table[:, 1].copy()
-        self.x1 = self.x0 + table[:, 2]
-        self.y1 = self.y0 + table[:, 3]
-        self.depth = table[:, 4].astype(int)
-        self.container = table[:, 5].astype(bool)
-        self.rects = _Rects(boxes)
+        self.x0 = boxes.x.copy()
+        self.y0 = boxes.y.copy()
+        self.x1 = self.x0 + boxes.w
+        self.y1 = self.y0 + boxes.h
+        self.depth = boxes.depth.astype(int)
+        self.container = boxes.expanded.astype(bool)
+        self.rects = _Rects(self.x0, self.y0, boxes.w, boxes.h)
         # Containers paint first, outermost first; leaves on top.
         cont = np.nonzero(self.container)[0]
         self.container_order = cont[np.argsort(self.depth[cont], kind="stable")]
         self.leaf_mask = ~self.container
-        edges = scene.edges
-        m = len(edges)
-        eb = np.array(scene.edge_bounds, dtype=float).reshape(m, 4)
+        eb = np.asarray(scene.edge_bounds, dtype=float).reshape(len(scene.edges), 4)
         self.ex0, self.ey0, self.ex1, self.ey1 = (eb[:, k].copy() for k in range(4))
         self._lines: dict[int, list[QLineF]] = {}
         self._paths: dict[int, QPainterPath] = {}
@@ -175,40 +170,42 @@ class GraphCanvas(QGraphicsItem):
         if sc is None:
             return
         dark = colors.is_dark(self.palette)
-        fills: list[QColor] = []
         # One QColor per kind of box (op type, group depth), not one per box; each box gets
         # the code of its colour, so the buckets below are numpy selections.
         made: dict[tuple[str, str, int, bool], int] = {}
         by_rgba: dict[int, int] = {}
         distinct: list[QColor] = []
         codes: list[int] = []
-        for b in sc.boxes:
-            kind = b.kind
-            if self.overlay is not None and not b.expanded:
-                key = ("overlay", b.key, 0, False)
+        boxes = sc.boxes
+        overlay = self.overlay is not None
+        for key, kind, label, depth, expanded in zip(boxes.keys, boxes.kinds, boxes.labels,
+                                                     self.depth.tolist(),
+                                                     self.container.tolist(), strict=True):
+            if overlay and not expanded:
+                made_key = ("overlay", key, 0, False)
             elif kind in ("group", "section"):
-                key = (kind, "", b.depth, b.expanded)
+                made_key = (kind, "", depth, expanded)
             elif kind in ("input", "output"):
-                key = ("io", "", 0, False)
+                made_key = ("io", "", 0, False)
             else:
-                key = (kind, b.label, 0, False)
-            code = made.get(key)
+                made_key = (kind, label, 0, False)
+            code = made.get(made_key)
             if code is None:
-                if key[0] == "overlay":
-                    color = self._overlay_fill(b.key)
+                if made_key[0] == "overlay":
+                    color = self._overlay_fill(key)
                 elif kind in ("group", "section"):
-                    color = colors.group_color(b.depth, dark, b.expanded)
+                    color = colors.group_color(depth, dark, expanded)
                 elif kind in ("input", "output"):
                     color = colors.category_color("io", dark)
                 else:
-                    color = colors.category_color(colors.category(b.label), dark)
+                    color = colors.category_color(colors.category(label), dark)
                 code = by_rgba.get(color.rgba())
                 if code is None:
                     code = by_rgba[color.rgba()] = len(distinct)
                     distinct.append(color)
-                made[key] = code
+                made[made_key] = code
             codes.append(code)
-            fills.append(distinct[code])
+        fills = [distinct[c] for c in codes]
         self._fills = fills
         code_of = np.array(codes, dtype=np.int64)
         rgba_of = [c.rgba() for c in distinct]
@@ -579,16 +576,15 @@ class _Rects:
     """The QRectF of each box, made when first painted: most boxes of a 100k-node graph are
     never on screen, and making them all costs a tenth of a second per layout."""
 
-    def __init__(self, boxes: list[Any]) -> None:
-        self._boxes = boxes
+    def __init__(self, x: Any, y: Any, w: Any, h: Any) -> None:
+        self._x, self._y, self._w, self._h = x.tolist(), y.tolist(), w.tolist(), h.tolist()
         self._made: dict[int, QRectF] = {}
 
     def __len__(self) -> int:
-        return len(self._boxes)
+        return len(self._x)
 
     def __getitem__(self, i: int) -> QRectF:
         r = self._made.get(i)
         if r is None:
-            b = self._boxes[i]
-            r = self._made[i] = QRectF(b.x, b.y, b.w, b.h)
+            r = self._made[i] = QRectF(self._x[i], self._y[i], self._w[i], self._h[i])
         return r

@@ -14,11 +14,15 @@ level (a few milliseconds either way), so the core that knows real sizes wins.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
 
 from engine.graph.layered import LayeredLayout, Placement
 from engine.graph.model import GraphModel, auxiliary_nodes, format_shape, no_gc
+from engine.graph.scene import Boxes, Edge, Edges, Scene
 
 PAD = 14.0  # inside an expanded group
 HEADER = 22.0  # title strip of an expanded group
@@ -48,76 +52,6 @@ class ViewGroup:
     items: list[str] = field(default_factory=list)
     depth: int = 0
     count: int = 0  # visible nodes inside, subgroups included
-
-
-@dataclass(slots=True)
-class Box:
-    """A laid-out box in scene coordinates (top-left x, y)."""
-
-    key: str
-    kind: str
-    x: float
-    y: float
-    w: float
-    h: float
-    label: str
-    sublabel: str
-    expanded: bool = False
-    depth: int = 0
-
-
-class Edge:
-    """A laid-out edge: a polyline whose vertical runs are joined by S-curves.
-
-    The points are made on first use from the group's shared route and the group's offset
-    (the blocks of a deep model share one placement; most edges are never looked at closely).
-    ``label`` (the tensor's shape) is None until `GraphLayout.edge_label` formats it.
-    """
-
-    __slots__ = ("_head", "_points", "_route", "_tail", "across", "entering", "label", "ox",
-                 "oy", "reversed", "tensors")
-
-    def __init__(self, route: list[tuple[float, float]], ox: float, oy: float,
-                 tensors: list[str], label: str | None, reversed: bool = False,
-                 entering: bool = False, head: float | None = None,
-                 tail: float | None = None, across: bool = False) -> None:
-        self._route, self.ox, self.oy = route, ox, oy
-        # the group border an entry/exit edge reaches: a y, or an x when laid out across
-        self._head, self._tail = head, tail
-        self.across = across  # a left-to-right edge: it runs along x between layers
-        self._points: list[tuple[float, float]] | None = None
-        self.tensors = tensors
-        self.label = label
-        self.reversed = reversed
-        self.entering = entering  # an entry edge inside a group: the parent's edge names it
-
-    @property
-    def points(self) -> list[tuple[float, float]]:
-        """The polyline in scene coordinates, source port first."""
-        if self._points is None:
-            ox, oy = self.ox, self.oy
-            pts = [(px + ox, py + oy) for px, py in self._route]
-            if self._head is not None:
-                pts.insert(0, (self._head, pts[0][1]) if self.across
-                           else (pts[0][0], self._head))
-            if self._tail is not None:
-                pts.append((self._tail, pts[-1][1]) if self.across
-                           else (pts[-1][0], self._tail))
-            self._points = pts
-        return self._points
-
-
-@dataclass
-class Scene:
-    """Everything the view draws for the current expansion state."""
-
-    boxes: list[Box]
-    edges: list[Edge]
-    width: float
-    height: float
-    index: dict[str, int]  # box key -> position in boxes
-    edge_bounds: list[tuple[float, float, float, float]] = field(default_factory=list)
-    # per edge: x0, y0, x1, y1 of its points (for culling without making the points)
 
 
 Measure = Callable[[Item], tuple[float, float]]
@@ -174,10 +108,11 @@ class GraphLayout:
         self._shown: dict[str, str] = {}  # view group -> the collapsed box showing it, or ""
         self._structure: dict[str, tuple[LayeredLayout, list[str], list[tuple[str, str]]]] = {}
         self._placement: dict[str, Placement] = {}
+        self._group_slots: dict[str, list[int]] = {}  # where a group's child groups are
         self._cores: dict[tuple[object, ...], LayeredLayout] = {}
         self._placed: dict[tuple[object, ...], Placement] = {}
         self._sizes: dict[str, tuple[float, float]] = {}
-        self._texts: dict[str, tuple[str, str]] = {}  # measured node -> label, sublabel
+        self._op_types: dict[str, str] = {}  # a measured node's key -> its label, the op type
         # per expanded group: the placement its frame was measured for, and the frame
         self._frames: dict[str, tuple[Placement, tuple[float, float, float | None,
                                                        float | None]]] = {}
@@ -559,7 +494,7 @@ class GraphLayout:
             labels.append(node.op_type)
             subs.append(_short(node.label))
         self._sizes.update(zip(keys, self.measure_nodes(labels, subs), strict=True))
-        self._texts.update(zip(keys, zip(labels, subs, strict=True), strict=True))
+        self._op_types.update(zip(keys, labels, strict=True))
 
     def _place(self, gid: str) -> Placement:
         """Lay out an expanded group (children first) and cache it."""
@@ -634,82 +569,121 @@ class GraphLayout:
         if self._scene is not None:
             return self._scene
         root = self._place("")
-        boxes: list[Box] = []
-        edges: list[Edge] = []
-        bounds: list[tuple[float, float, float, float]] = []
+        runs: list[_Run] = []
         with no_gc():
-            self._emit("", root, 0.0, 0.0, boxes, edges, bounds, None)
-            index = {b.key: i for i, b in enumerate(boxes)}
-        self._scene = Scene(boxes=boxes, edges=edges, width=root.width, height=root.height,
-                            index=index, edge_bounds=bounds)
+            self._walk("", root, 0.0, 0.0, None, runs)
+            self._scene = self._columns(runs, root)
         return self._scene
 
-    def _emit(self, gid: str, pl: Placement, ox: float, oy: float, boxes: list[Box],
-              edges: list[Edge], bounds: list[tuple[float, float, float, float]],
-              frame: tuple[float, float] | None) -> None:
-        core, keys, pairs = self._structure_of(gid)
-        depth = self.groups[gid].depth + 1
-        items, expanded, sizes, pos = self.items, self.expanded, self._sizes, pl.pos
-        texts = self._texts
-        for i, k in enumerate(keys):
-            if k[0] == "n":  # a node (the most common box), measured by _place already
-                x, y = pos[i]
-                w, h = sizes[k]
-                label, sublabel = texts[k]
-                boxes.append(Box(k, "node", x + ox, y + oy, w, h, label, sublabel, False,
-                                 depth))
+    def _walk(self, gid: str, pl: Placement, ox: float, oy: float,
+              frame: tuple[float, float] | None, runs: list[_Run]) -> None:
+        """Where each expanded group is drawn: one run per group, parents first."""
+        _core, keys, _pairs = self._structure_of(gid)
+        run = _Run(gid, pl, ox, oy, frame, [])
+        runs.append(run)
+        expanded, pos, across = self.expanded, pl.pos, self.left_to_right
+        slots = self._group_slots.get(gid)
+        if slots is None:
+            slots = self._group_slots[gid] = [i for i, k in enumerate(keys) if k[0] == "g"]
+        for i in slots:
+            k = keys[i]
+            if k[2:] not in expanded:
                 continue
-            if k in (IN, OUT):
-                continue
+            sub = self._place(k[2:])
+            w, h, _ip, _op = self._expanded_box(k[2:], sub)
             x, y = pos[i]
             x += ox
             y += oy
-            item = items[k]
-            if k.startswith("g:") and k[2:] in expanded:
-                sub = self._place(k[2:])
-                w, h, _ip, _op = self._expanded_box(k[2:], sub)
-                vg = self.groups[k[2:]]
-                boxes.append(Box(k, item.kind, x, y, w, h, vg.label, item.sublabel, True,
-                                 depth))
-                dx = PAD + (w - 2 * PAD - sub.width) / 2
-                self._emit(k[2:], sub, x + dx, y + HEADER + PAD, boxes, edges, bounds,
-                           (x, x + w) if self.left_to_right else (y, y + h))
-            else:
-                w, h = self._size(k)
-                boxes.append(Box(k, item.kind, x, y, w, h, item.label, item.sublabel, False,
-                                 depth))
-        gedges = self._edges_of(gid)
-        rb = pl.route_bounds()
-        flipped = core.flipped
-        routes = pl.routes
+            run.opened.append(i)
+            dx = PAD + (w - 2 * PAD - sub.width) / 2
+            self._walk(k[2:], sub, x + dx, y + HEADER + PAD,
+                       (x, x + w) if across else (y, y + h), runs)
+
+    def _columns(self, runs: list[_Run], root: Placement) -> Scene:
+        """The scene's columns from the runs: the runs sharing a placement (the blocks of a
+        deep model) are offset together, so the work per box is a few numpy operations."""
+        import numpy as np  # lazily: the window shows before numpy is needed
+
+        batches: dict[int, list[_Run]] = {}
+        for run in runs:
+            batches.setdefault(id(run.pl), []).append(run)
+        keys: list[str] = []
+        xs, ys, ws, hs, depths, opened, bounds = [], [], [], [], [], [], []
+        edge_batches: list[tuple[int, int, list[_Run]]] = []  # first edge, per run, runs
+        n_edges = 0
         across = self.left_to_right
-        add_bounds, add_edge = bounds.append, edges.append
-        for ei, (a, b) in enumerate(pairs):
-            x0, y0, x1, y1 = rb[ei]
-            if a != IN and b != OUT:  # between two children: most edges
-                add_bounds((x0 + ox, y0 + oy, x1 + ox, y1 + oy))
-                add_edge(Edge(routes[ei], ox, oy, gedges[(a, b)], None, flipped[ei], False,
-                              None, None, across))
-                continue
-            head = tail = None
-            if frame is not None:
-                # Entry and exit edges reach the group's border, where the parent's edge ends.
-                if a == IN:
-                    head = frame[0]
-                    if across:
-                        x0 = head - ox
-                    else:
-                        y0 = head - oy
-                if b == OUT:
-                    tail = frame[1]
-                    if across:
-                        x1 = tail - ox
-                    else:
-                        y1 = tail - oy
-            add_bounds((x0 + ox, y0 + oy, x1 + ox, y1 + oy))
-            # The parent's edge already names what enters a group.
-            add_edge(Edge(routes[ei], ox, oy, gedges[(a, b)], "" if a == IN else None,
-                          flipped[ei], a == IN, head, tail, across))
+        for group in batches.values():
+            first = group[0]
+            _core, keys0, pairs0 = self._structure_of(first.gid)
+            lo = 1 if keys0 and keys0[0] == IN else 0
+            hi = len(keys0) - 1 if keys0 and keys0[-1] == OUT else len(keys0)
+            m = hi - lo
+            ox = np.array([r.ox for r in group])
+            oy = np.array([r.oy for r in group])
+            if m:
+                # The same placement means the same sizes: the first run's are everyone's.
+                size = np.array([self._box_size(first.gid, k) for k in keys0[lo:hi]])
+                pos = np.array(first.pl.pos[lo:hi], dtype=float)
+                xs.append((pos[:, 0][None, :] + ox[:, None]).ravel())
+                ys.append((pos[:, 1][None, :] + oy[:, None]).ravel())
+                ws.append(np.tile(size[:, 0], len(group)))
+                hs.append(np.tile(size[:, 1], len(group)))
+                depths.append(np.repeat([self.groups[r.gid].depth + 1 for r in group], m))
+                flags = np.zeros(len(group) * m, dtype=bool)
+                for g, r in enumerate(group):
+                    keys.extend(self._structure_of(r.gid)[1][lo:hi])
+                    for i in r.opened:
+                        flags[g * m + i - lo] = True
+                opened.append(flags)
+            k = len(pairs0)
+            if k:
+                rb = np.array(first.pl.route_bounds(), dtype=float).reshape(k, 4)
+                b = rb[None, :, :] + np.stack([ox, oy, ox, oy], axis=1)[:, None, :]
+                if first.frame is not None:
+                    # Entry and exit edges reach the group's border, where the parent's ends.
+                    entering = [a == IN for a, _ in pairs0]
+                    leaving = [e == OUT for _, e in pairs0]
+                    if any(entering):
+                        heads = np.array([r.frame[0] for r in group if r.frame])
+                        b[:, np.array(entering), 0 if across else 1] = heads[:, None]
+                    if any(leaving):
+                        tails = np.array([r.frame[1] for r in group if r.frame])
+                        b[:, np.array(leaving), 2 if across else 3] = tails[:, None]
+                bounds.append(b.reshape(-1, 4))
+                edge_batches.append((n_edges, k, group))
+                n_edges += k * len(group)
+        def joined(parts: list[Any], dtype: type) -> Any:
+            return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+
+        # Labels and kinds in one pass over the boxes (a node's is its op type); a sublabel
+        # is read from `items` when its Box is made.
+        op_type, items = self._op_types.get, self.items
+        labels: list[str] = []
+        kinds: list[str] = []
+        for key in keys:
+            label = op_type(key)
+            if label is None:
+                item = items[key]
+                label, kind = item.label, item.kind
+            else:
+                kind = "node"
+            labels.append(label)
+            kinds.append(kind)
+        boxes = Boxes(keys, kinds, labels, items, joined(xs, float), joined(ys, float),
+                      joined(ws, float), joined(hs, float), joined(depths, int),
+                      joined(opened, bool))
+        edges = Edges(n_edges, partial(_edge, edge_batches, across, self._structure,
+                                       self._edges))
+        return Scene(boxes=boxes, edges=edges, width=root.width, height=root.height,
+                     index=dict(zip(keys, range(len(keys)), strict=True)),
+                     edge_bounds=np.concatenate(bounds) if bounds else np.zeros((0, 4)))
+
+    def _box_size(self, gid: str, key: str) -> tuple[float, float]:
+        """The size of a child's box in `gid` as placed: an expanded group's frame, or its
+        own box."""
+        if key[0] == "g" and key[2:] in self.expanded:
+            return self._expanded_box(key[2:], self._place(key[2:]))[:2]
+        return self._sizes.get(key) or self._size(key)
 
     def edge_label(self, edge: Edge) -> str:
         """The shape label of an edge ("batch×seq×768", "+2" when it carries more tensors),
@@ -719,6 +693,37 @@ class GraphLayout:
             n = len(edge.tensors)
             edge.label = text if n == 1 else f"{text} (+{n - 1})"
         return edge.label
+
+
+def _edge(batches: list[tuple[int, int, list[_Run]]], across: bool,
+          structure: dict[str, tuple[LayeredLayout, list[str], list[tuple[str, str]]]],
+          tensors: dict[str, dict[tuple[str, str], list[str]]], i: int) -> Edge:
+    """Edge `i` of a scene GraphLayout._columns made (the runs sharing a placement in turn),
+    from the layout's structures and lifted edges (not the layout: a scene holds no cycle)."""
+    start, k, runs = batches[bisect_right(batches, i, key=lambda t: t[0]) - 1]
+    g, ei = divmod(i - start, k)
+    run = runs[g]
+    core, _keys, pairs = structure[run.gid]
+    a, b = pairs[ei]
+    frame = run.frame
+    head = frame[0] if frame is not None and a == IN else None
+    tail = frame[1] if frame is not None and b == OUT else None
+    # The parent's edge already names what enters a group.
+    return Edge(run.pl.routes[ei], run.ox, run.oy, tensors[run.gid][(a, b)],
+                "" if a == IN else None, core.flipped[ei], a == IN, head, tail, across)
+
+
+@dataclass(slots=True)
+class _Run:
+    """An expanded group as drawn: its placement, offset, the parent's frame its entry and
+    exit edges reach (None for the whole graph), and the positions of its open children."""
+
+    gid: str
+    pl: Placement
+    ox: float
+    oy: float
+    frame: tuple[float, float] | None
+    opened: list[int]
 
 
 class _NodeItems(dict[str, Item]):

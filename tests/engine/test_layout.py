@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from engine.graph.layered import LayeredLayout
-from engine.graph.layout import Box, GraphLayout, Scene
+from engine.graph.layout import GraphLayout
 from engine.graph.model import GraphModel
+from engine.graph.scene import Box, Scene
 
 
 def _overlap(a: Box, b: Box) -> bool:

@@ -1,0 +1,149 @@
+"""A laid-out scene: the boxes and edges the graph view draws, as columns.
+
+A fully expanded 100k-node graph has 100k boxes and 130k edges; the view needs their
+coordinates as numpy columns (culling, hit tests, the minimap) and a Box or an Edge object only
+for the few it draws in detail or the user points at. So the layout fills the columns a laid
+-out group at a time, and a Box or Edge is made when first asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, overload
+
+
+@dataclass(slots=True)
+class Box:
+    """A laid-out box in scene coordinates (top-left x, y)."""
+
+    key: str
+    kind: str
+    x: float
+    y: float
+    w: float
+    h: float
+    label: str
+    sublabel: str
+    expanded: bool = False
+    depth: int = 0
+
+
+class Edge:
+    """A laid-out edge: a polyline whose vertical runs are joined by S-curves.
+
+    The points are made on first use from the group's shared route and the group's offset
+    (the blocks of a deep model share one placement; most edges are never looked at closely).
+    ``label`` (the tensor's shape) is None until `GraphLayout.edge_label` formats it.
+    """
+
+    __slots__ = ("_head", "_points", "_route", "_tail", "across", "entering", "label", "ox",
+                 "oy", "reversed", "tensors")
+
+    def __init__(self, route: list[tuple[float, float]], ox: float, oy: float,
+                 tensors: list[str], label: str | None, reversed: bool = False,
+                 entering: bool = False, head: float | None = None,
+                 tail: float | None = None, across: bool = False) -> None:
+        self._route, self.ox, self.oy = route, ox, oy
+        # the group border an entry/exit edge reaches: a y, or an x when laid out across
+        self._head, self._tail = head, tail
+        self.across = across  # a left-to-right edge: it runs along x between layers
+        self._points: list[tuple[float, float]] | None = None
+        self.tensors = tensors
+        self.label = label
+        self.reversed = reversed
+        self.entering = entering  # an entry edge inside a group: the parent's edge names it
+
+    @property
+    def points(self) -> list[tuple[float, float]]:
+        """The polyline in scene coordinates, source port first."""
+        if self._points is None:
+            ox, oy = self.ox, self.oy
+            pts = [(px + ox, py + oy) for px, py in self._route]
+            if self._head is not None:
+                pts.insert(0, (self._head, pts[0][1]) if self.across
+                           else (pts[0][0], self._head))
+            if self._tail is not None:
+                pts.append((self._tail, pts[-1][1]) if self.across
+                           else (pts[-1][0], self._tail))
+            self._points = pts
+        return self._points
+
+
+class Boxes(Sequence[Box]):
+    """The scene's boxes: one column per field (`x`, `y`, `w`, `h`, `depth`, `expanded` as
+    numpy arrays; `keys`, `kinds`, `labels` as lists), a Box made per look-up (its sublabel
+    read then from `items`, the layout's items by key)."""
+
+    def __init__(self, keys: list[str], kinds: list[str], labels: list[str],
+                 items: Mapping[str, Any], x: Any, y: Any, w: Any, h: Any, depth: Any,
+                 expanded: Any) -> None:
+        self.keys, self.kinds, self.labels, self.items = keys, kinds, labels, items
+        self.x, self.y, self.w, self.h = x, y, w, h
+        self.depth, self.expanded = depth, expanded
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    @overload
+    def __getitem__(self, i: int) -> Box: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[Box]: ...
+
+    def __getitem__(self, i: int | slice) -> Box | list[Box]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        return Box(self.keys[i], self.kinds[i], float(self.x[i]), float(self.y[i]),
+                   float(self.w[i]), float(self.h[i]), self.labels[i],
+                   self.items[self.keys[i]].sublabel,
+                   bool(self.expanded[i]), int(self.depth[i]))
+
+    def __iter__(self) -> Iterator[Box]:
+        return (self[i] for i in range(len(self)))
+
+
+class Edges(Sequence[Edge]):
+    """The scene's edges, each made by `make` when first asked for and then kept (its shape
+    label is formatted on it once)."""
+
+    def __init__(self, count: int, make: Callable[[int], Edge]) -> None:
+        self._count = count
+        self._make = make
+        self._made: dict[int, Edge] = {}
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, i: int) -> Edge: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[Edge]: ...
+
+    def __getitem__(self, i: int | slice) -> Edge | list[Edge]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += self._count
+        if not 0 <= i < self._count:
+            raise IndexError(i)
+        edge = self._made.get(i)
+        if edge is None:
+            edge = self._made[i] = self._make(i)
+        return edge
+
+    def __iter__(self) -> Iterator[Edge]:
+        return (self[i] for i in range(self._count))
+
+
+@dataclass
+class Scene:
+    """Everything the view draws for the current expansion state."""
+
+    boxes: Boxes
+    edges: Edges
+    width: float
+    height: float
+    index: dict[str, int]  # box key -> position in boxes
+    edge_bounds: Any  # numpy (edges, 4): x0, y0, x1, y1 of each edge's points (culling)

@@ -324,8 +324,11 @@ class GraphCanvas(QGraphicsItem):
         if lod >= EDGE_LOD:
             evis = np.nonzero((self.ex1 >= ex0) & (self.ex0 <= ex1) & (self.ey1 >= ey0)
                               & (self.ey0 <= ey1))[0].tolist()
-        edge_color = QColor(text)
-        edge_color.setAlpha(150)
+        # Opaque (the text colour 60 % over the background): Qt blends a translucent line
+        # one scanline at a time, 30 times slower, a frame's worth on a deep model's edges.
+        base = pal.color(QPalette.ColorRole.Base)
+        edge_color = QColor(*(round(0.6 * a + 0.4 * b) for a, b in (
+            (text.red(), base.red()), (text.green(), base.green()), (text.blue(), base.blue()))))
         pen = QPen(edge_color, 1.2)
         pen.setCosmetic(not detailed)
         painter.setPen(pen)
@@ -341,8 +344,17 @@ class GraphCanvas(QGraphicsItem):
                 lines.extend(seg)
             painter.drawLines(lines)
         else:
+            # An edge far longer than the view (a mask or position ids reaching every block of
+            # a deep model) is drawn only where it crosses the view: stroking all of it
+            # costs a frame of its own.
+            span_w, span_h = 4 * (ex1 - ex0), 4 * (ey1 - ey0)
+            margin = 20 / max(lod, 1e-6)  # (a pen's width past the edge of the view)
+            view = (ex0 - margin, ey0 - margin, ex1 + margin, ey1 + margin)
             for e in evis:
-                painter.drawPath(self._path(e))
+                if self.ex1[e] - self.ex0[e] > span_w or self.ey1[e] - self.ey0[e] > span_h:
+                    painter.drawPath(self._path(e, view))
+                else:
+                    painter.drawPath(self._path(e))
             painter.setBrush(edge_color)
             painter.setPen(Qt.PenStyle.NoPen)
             for e in evis:
@@ -504,25 +516,40 @@ class GraphCanvas(QGraphicsItem):
             painter.setPen(ink)
             painter.drawText(r, Qt.AlignmentFlag.AlignCenter, label)
 
-    def _path(self, e: int) -> QPainterPath:
-        path = self._paths.get(e)
-        if path is None:
-            assert self.scene_data is not None
-            edge = self.scene_data.edges[e]
-            pts = edge.points
-            path = QPainterPath(QPointF(*pts[0]))
-            for (px, py), (qx, qy) in pairwise(pts):
-                if edge.across:  # left to right: straight along x, S-curves across
-                    if abs(py - qy) < 0.5:
-                        path.lineTo(qx, qy)
-                    else:
-                        mx = (px + qx) / 2
-                        path.cubicTo(mx, py, mx, qy, qx, qy)
-                elif abs(px - qx) < 0.5:
+    def _path(self, e: int, within: tuple[float, float, float, float] | None = None
+              ) -> QPainterPath:
+        """Edge `e` as lines and S-curves (kept), or, `within` a rectangle, only its pieces
+        that reach into it (made for this paint)."""
+        path = self._paths.get(e) if within is None else None
+        if path is not None:
+            return path
+        assert self.scene_data is not None
+        edge = self.scene_data.edges[e]
+        pts = edge.points
+        path = QPainterPath(QPointF(*pts[0]))
+        for (px, py), (qx, qy) in pairwise(pts):
+            if within is not None:  # a piece stays inside its two ends' box
+                x0, y0, x1, y1 = within
+                if max(px, qx) < x0 or min(px, qx) > x1 or max(py, qy) < y0 or min(py, qy) > y1:
+                    path.moveTo(qx, qy)
+                    continue
+                if abs(px - qx) < 0.5 or abs(py - qy) < 0.5:  # a straight run: its part in view
+                    path.moveTo(min(max(px, x0), x1), min(max(py, y0), y1))
+                    path.lineTo(min(max(qx, x0), x1), min(max(qy, y0), y1))
+                    path.moveTo(qx, qy)
+                    continue
+            if edge.across:  # left to right: straight along x, S-curves across
+                if abs(py - qy) < 0.5:
                     path.lineTo(qx, qy)
                 else:
-                    my = (py + qy) / 2
-                    path.cubicTo(px, my, qx, my, qx, qy)
+                    mx = (px + qx) / 2
+                    path.cubicTo(mx, py, mx, qy, qx, qy)
+            elif abs(px - qx) < 0.5:
+                path.lineTo(qx, qy)
+            else:
+                my = (py + qy) / 2
+                path.cubicTo(px, my, qx, my, qx, qy)
+        if within is None:
             self._paths[e] = path
         return path
 

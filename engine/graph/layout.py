@@ -639,19 +639,17 @@ class GraphLayout:
             if k:
                 rb = np.array(first.pl.route_bounds(), dtype=float).reshape(k, 4)
                 b = rb[None, :, :] + np.stack([ox, oy, ox, oy], axis=1)[:, None, :]
-                if first.frame is not None:
-                    # Entry and exit edges reach the group's border, where the parent's ends.
-                    entering = [a == IN for a, _ in pairs0]
-                    leaving = [e == OUT for _, e in pairs0]
-                    if any(entering):
-                        heads = np.array([r.frame[0] for r in group if r.frame])
-                        b[:, np.array(entering), 0 if across else 1] = heads[:, None]
-                    if any(leaving):
-                        tails = np.array([r.frame[1] for r in group if r.frame])
-                        b[:, np.array(leaving), 2 if across else 3] = tails[:, None]
+                entering = np.array([a == IN for a, _ in pairs0])
+                leaving = np.array([e == OUT for _, e in pairs0])
+                if entering.any() or leaving.any():  # (never the whole graph's: no frame)
+                    # Entry and exit edges reach the group's border, where the parent's end.
+                    frames = np.array([r.frame for r in group], dtype=float)
+                    b[:, entering, 0 if across else 1] = frames[:, :1]
+                    b[:, leaving, 2 if across else 3] = frames[:, 1:]
                 bounds.append(b.reshape(-1, 4))
                 edge_batches.append((n_edges, k, group))
                 n_edges += k * len(group)
+
         def joined(parts: list[Any], dtype: type) -> Any:
             return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
 

@@ -289,3 +289,34 @@ def test_left_to_right_layout(graph_exports: dict[str, Path]) -> None:
             f = by_key["g:" + parent]
             assert f.x <= b.x and b.x + b.w <= f.x + f.w + 0.01
             assert f.y <= b.y and b.y + b.h <= f.y + f.h + 0.01
+
+
+@pytest.mark.parametrize("across", [False, True])
+def test_scene_columns_agree_with_the_boxes_and_edges(graph_exports: dict[str, Path],
+                                                      across: bool) -> None:
+    """The scene is kept as columns and a Box or Edge is made when asked for: both views of a
+    fully expanded graph (blocks sharing one placement) say the same thing."""
+    lay = GraphLayout(GraphModel.load(graph_exports["dynamic"]), left_to_right=across)
+    lay.expand_all()
+    sc = lay.scene()
+    boxes, edges = sc.boxes, sc.edges
+    assert len(sc.index) == len(boxes) == len(set(boxes.keys))
+    for i, b in enumerate(boxes):
+        assert sc.index[b.key] == i
+        assert (b.x, b.y, b.w, b.h) == (boxes.x[i], boxes.y[i], boxes.w[i], boxes.h[i])
+        assert b.expanded == (b.key.startswith("g:") and b.key[2:] in lay.expanded)
+        assert b.depth == lay.groups[lay.parent_of[b.key]].depth + 1
+        assert b.kind == ("node" if b.key.startswith("n") else lay.items[b.key].kind)
+        assert b.sublabel == lay.items[b.key].sublabel
+    assert boxes[-1] == boxes[len(boxes) - 1] and boxes[:2] == [boxes[0], boxes[1]]
+    assert len(sc.edge_bounds) == len(edges) > 0
+    entering = 0
+    for e, (x0, y0, x1, y1) in zip(edges, sc.edge_bounds.tolist(), strict=True):
+        assert edges[edges.index(e)] is e  # made once, then kept
+        xs, ys = [p[0] for p in e.points], [p[1] for p in e.points]
+        assert (x0, y0, x1, y1) == pytest.approx((min(xs), min(ys), max(xs), max(ys)))
+        entering += e.entering
+        assert e.tensors and e.across == across
+    assert entering > 0  # the groups' entry edges, which reach their group's border
+    with pytest.raises(IndexError):
+        edges[len(edges)]

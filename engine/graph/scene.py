@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import Any, TypeVar, overload
+
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -70,7 +72,33 @@ class Edge:
         return self._points
 
 
-class Boxes(Sequence[Box]):
+class _MadeOnLookUp(Sequence[T]):
+    """A sequence whose items are made when looked up (`_make`), from columns."""
+
+    def _make(self, i: int) -> T:
+        raise NotImplementedError
+
+    @overload
+    def __getitem__(self, i: int) -> T: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[T]: ...
+
+    def __getitem__(self, i: int | slice) -> T | list[T]:
+        n = len(self)
+        if isinstance(i, slice):
+            return [self._make(j) for j in range(*i.indices(n))]
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(i)
+        return self._make(i)
+
+    def __iter__(self) -> Iterator[T]:
+        return (self._make(i) for i in range(len(self)))
+
+
+class Boxes(_MadeOnLookUp[Box]):
     """The scene's boxes: one column per field (`x`, `y`, `w`, `h`, `depth`, `expanded` as
     numpy arrays; `keys`, `kinds`, `labels` as lists), a Box made per look-up (its sublabel
     read then from `items`, the layout's items by key)."""
@@ -85,56 +113,30 @@ class Boxes(Sequence[Box]):
     def __len__(self) -> int:
         return len(self.keys)
 
-    @overload
-    def __getitem__(self, i: int) -> Box: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> list[Box]: ...
-
-    def __getitem__(self, i: int | slice) -> Box | list[Box]:
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        return Box(self.keys[i], self.kinds[i], float(self.x[i]), float(self.y[i]),
-                   float(self.w[i]), float(self.h[i]), self.labels[i],
-                   self.items[self.keys[i]].sublabel,
+    def _make(self, i: int) -> Box:
+        key = self.keys[i]
+        return Box(key, self.kinds[i], float(self.x[i]), float(self.y[i]), float(self.w[i]),
+                   float(self.h[i]), self.labels[i], self.items[key].sublabel,
                    bool(self.expanded[i]), int(self.depth[i]))
 
-    def __iter__(self) -> Iterator[Box]:
-        return (self[i] for i in range(len(self)))
 
-
-class Edges(Sequence[Edge]):
+class Edges(_MadeOnLookUp[Edge]):
     """The scene's edges, each made by `make` when first asked for and then kept (its shape
     label is formatted on it once)."""
 
     def __init__(self, count: int, make: Callable[[int], Edge]) -> None:
         self._count = count
-        self._make = make
+        self._new = make
         self._made: dict[int, Edge] = {}
 
     def __len__(self) -> int:
         return self._count
 
-    @overload
-    def __getitem__(self, i: int) -> Edge: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> list[Edge]: ...
-
-    def __getitem__(self, i: int | slice) -> Edge | list[Edge]:
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        if i < 0:
-            i += self._count
-        if not 0 <= i < self._count:
-            raise IndexError(i)
+    def _make(self, i: int) -> Edge:
         edge = self._made.get(i)
         if edge is None:
-            edge = self._made[i] = self._make(i)
+            edge = self._made[i] = self._new(i)
         return edge
-
-    def __iter__(self) -> Iterator[Edge]:
-        return (self[i] for i in range(self._count))
 
 
 @dataclass

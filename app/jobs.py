@@ -1,12 +1,13 @@
 """JobRunner: the jobs the GUI runs in worker processes, on a warm worker with a spare.
 
 Job-level logic on top of the transport (`app.worker_client.WorkerProcess`): a request gets an
-id and a callback that hears its events until its `result` or `error`. Cancel ends the worker
-running the jobs; a worker that dies fails its jobs with a sentence that names its exit code or
-signal. Either way the spare takes over: it is started once the current worker is ready and
-says ready itself once fully warmed up, so a replacement never waits for torch to import. A
-spare is sent no request until it takes over, and the jobs of a worker that ended are failed,
-never moved to another worker.
+id and a callback that hears its events until its `result` or `error`. The worker runs its
+jobs in the order they were sent. Cancelling the job it runs ends the worker (the jobs waiting
+behind it go to the spare, never started twice); a worker that dies fails its jobs with a
+sentence that names its exit code or signal. Either way the spare takes over: it is started
+once the current worker is ready and says ready itself once fully warmed up, so a replacement
+never waits for torch to import. A spare is sent no request until it takes over, and a job a
+worker had started is never moved to another worker.
 
 One exit is no failure: a worker that exits with status 0 once it has answered every job it
 started retired on purpose (engine.worker ends after a job that ran extension files, so the
@@ -20,7 +21,7 @@ import atexit
 import contextlib
 import itertools
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ JobCallback = Callable[[dict[str, Any]], None]
 LONG_JOBS = {"export": "export", "validate": "validation"}
 _RUNNERS: weakref.WeakSet[JobRunner] = weakref.WeakSet()
 CANCEL_WAIT_MS = 3000  # Cancel waits this long for the worker's last words (a rename under way)
+CANCELLED = "The {job} was cancelled; the form is unchanged."
 
 
 @dataclass
@@ -83,6 +85,7 @@ class JobRunner(QObject):
         self._spare_log: list[str] = []
         self._ending: set[WorkerProcess] = set()  # terminated, not yet exited
         self._cancelling: WorkerProcess | None = None  # being ended by `cancel`
+        self._skipped: set[int] = set()  # cancelled while waiting: answered, never to run
         self._early_deaths = 0
         self._stopping = False
 
@@ -183,13 +186,24 @@ class JobRunner(QObject):
     def busy(self) -> bool:
         return any(job.kind in LONG_JOBS for job in self._jobs.values())
 
-    def cancel(self) -> None:
-        """End every pending job now: their worker is ended and the spare takes over.
+    def cancel(self, job_ids: Collection[int] | None = None) -> None:
+        """Cancel the jobs `job_ids` (every pending job when None); any other job goes on.
 
+        The worker runs its jobs in the order they were sent. Cancelling the one it runs ends
+        the worker: the spare takes over and is sent the jobs that were waiting behind it.
         Honest about the file: the worker is waited for (it ends in milliseconds, or once a
         rename under way is done) and what it said meanwhile is read, so a job that had
         already renamed its file into place is reported as finished, never as cancelled.
+        A job still waiting is answered `cancelled` at once, and its worker is replaced when
+        it comes to it (`_on_message`), so the job before it finishes undisturbed.
         """
+        cancelled = set(self._jobs) if job_ids is None else set(job_ids) & set(self._jobs)
+        if not cancelled:
+            return
+        if next(iter(self._jobs)) not in cancelled:  # waiting behind another job
+            self._skipped |= cancelled
+            self._fail(cancelled, "cancelled", CANCELLED, "")
+            return
         worker, self._worker = self._worker, None
         if worker is not None:
             self._cancelling = worker
@@ -197,24 +211,35 @@ class JobRunner(QObject):
             worker.wait(CANCEL_WAIT_MS)
             self._cancelling = None
             remove_abandoned_temps()  # the temporary files of the export it was writing
-        committed = {job_id: job for job_id, job in self._jobs.items() if job.committed}
-        for job_id, job in committed.items():
-            del self._jobs[job_id]
+        for job_id in [i for i in cancelled if self._jobs[i].committed]:
+            job = self._jobs.pop(job_id)
             job.callback({"id": job_id, "type": "error", "details": "", "written": job.committed,
                           "error": {
                 "kind": "cancelled", "message": f"The export had already finished: "
                 f"{job.committed} was written before Cancel; only what came after it (the "
                 "validation) was stopped.", "hint": "", "unsupported_ops": []}})
-        self._fail_all("cancelled", "The {job} was cancelled; the form is unchanged.", "")
+        self._fail(cancelled & set(self._jobs), "cancelled", CANCELLED, "")
         self.start()
+        self._resend()
 
-    def _fail_all(self, kind: str, message: str, hint: str) -> None:
-        """Fail every pending job; `{job}` in `message` becomes the job's name."""
-        jobs, self._jobs = self._jobs, {}
-        for job_id, job in jobs.items():
+    def _resend(self) -> None:
+        """Send the current worker the jobs an ended worker never started, once each."""
+        assert self._worker is not None
+        for job_id, job in self._jobs.items():
+            job.resent = True
+            self._worker.send({**job.request, "id": job_id})
+
+    def _fail(self, job_ids: Collection[int], kind: str, message: str, hint: str) -> None:
+        """Fail these pending jobs; `{job}` in `message` becomes the job's name."""
+        for job_id in sorted(job_ids):
+            job = self._jobs.pop(job_id)
             text = message.replace("{job}", LONG_JOBS.get(job.kind, "job"))
             job.callback({"id": job_id, "type": "error", "details": "", "error": {
                 "kind": kind, "message": text, "hint": hint, "unsupported_ops": []}})
+
+    def _fail_all(self, kind: str, message: str, hint: str) -> None:
+        """Fail every pending job; `{job}` in `message` becomes the job's name."""
+        self._fail(list(self._jobs), kind, message, hint)
 
     # ----------------------------------------------------------------- worker events
 
@@ -235,6 +260,13 @@ class JobRunner(QObject):
         if worker is not self._worker:
             return  # a spare has no jobs; an ended worker's jobs were failed already
         job_id = message.get("id")
+        if job_id in self._skipped:  # the worker came to a job cancelled while it waited
+            self._skipped.clear()  # (the jobs sent before it are answered: FIFO)
+            self._worker = None
+            self._end(worker)
+            self.start()
+            self._resend()
+            return
         entry = self._jobs.get(job_id) if isinstance(job_id, int) else None
         if entry is None:
             return
@@ -298,8 +330,5 @@ class JobRunner(QObject):
         self.log.emit(f"The worker ended after its job ({exit_description(code, crashed)}); "
                       "the spare takes over.")
         self.start()
-        assert self._worker is not None
-        for job_id, job in jobs:
-            job.resent = True
-            self._worker.send({**job.request, "id": job_id})
+        self._resend()
         return True

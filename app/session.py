@@ -628,9 +628,9 @@ class ExportSession(QObject):
         return self.export_job
 
     def cancel(self) -> None:
-        """Cancel the running export or validation (the spare worker takes over)."""
+        """Cancel the running export or validation (a Compare-tab job goes on)."""
         if self.busy:
-            self.runner.cancel()
+            self.runner.cancel([j for j in (self.export_job, self.validate_job) if j is not None])
 
     def _on_export_event(self, message: dict[str, Any]) -> None:
         try:

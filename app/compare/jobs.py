@@ -1,7 +1,7 @@
 """AnalysisJobs: the compare, profile and variant jobs of one tab, on the session's worker.
 
 One job at a time; its progress, and its end as a typed result (engine.protocol) or an Error.
-Cancel ends the worker (the session's JobRunner: its spare takes over)."""
+Cancel cancels this tab's job only (the session's JobRunner: see JobRunner.cancel)."""
 
 from __future__ import annotations
 
@@ -106,9 +106,10 @@ class AnalysisJobs(QObject):
         self.compare(a, b, self._chain_recipe, self._chain_base)
 
     def cancel(self) -> None:
-        if self.busy:
+        """Cancel this tab's job (an export or validation from the form goes on)."""
+        if self.busy and self.job_id is not None:
             self._chain = []
-            self.session.runner.cancel()
+            self.session.runner.cancel([self.job_id])
 
     def _submit(self, request: dict[str, Any]) -> bool:
         if self.busy:

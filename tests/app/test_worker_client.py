@@ -175,6 +175,59 @@ def test_spare_takes_over_after_cancel_and_never_inherits_a_job(qtbot, runner: J
     assert len(events) == 2, "the cancelled job heard nothing after its error"
 
 
+def _ready_with_spare(qtbot, runner: JobRunner) -> tuple[int, int]:
+    with qtbot.waitSignal(runner.workerReady, timeout=10_000):
+        runner.start()
+    qtbot.waitUntil(lambda: runner.spare_ready, timeout=10_000)
+    first, spare = runner.worker_pid, runner.spare_pid
+    assert first and spare
+    return first, spare
+
+
+def _answered(events: list[dict[str, Any]]) -> bool:
+    return bool(events) and events[-1]["type"] in ("result", "error")
+
+
+def test_cancelling_the_running_job_sends_the_waiting_one_to_the_spare(
+        qtbot, runner: JobRunner, tmp_path: Path) -> None:
+    """An export cancelled while a compare waits behind it: the compare runs, on the spare."""
+    first, spare = _ready_with_spare(qtbot, runner)
+    running: list[dict[str, Any]] = []
+    waiting: list[dict[str, Any]] = []
+    job = runner.submit({"job": "sleep", "seconds": 30}, running.append)
+    runner.submit({"job": "ping"}, waiting.append)
+    qtbot.waitUntil(lambda: bool(running), timeout=10_000)  # inside the first job
+    runner.cancel([job])
+    assert running[-1]["error"]["kind"] == "cancelled"
+    qtbot.waitUntil(lambda: _answered(waiting), timeout=10_000)
+    assert waiting == [{"id": job + 1, "type": "result", "pid": spare}]
+    assert [r["job"] for r in requests_of(tmp_path, spare)] == ["ping"]
+    assert len(running) == 2, "the cancelled job heard nothing after its error"
+
+
+def test_cancelling_a_waiting_job_leaves_the_running_one_alone(
+        qtbot, runner: JobRunner, tmp_path: Path) -> None:
+    """A compare cancelled while it waits behind an export: the export finishes in its
+    worker; the compare is answered at once and never runs (its worker is replaced when it
+    comes to it), and a job sent after it runs on the spare."""
+    first, spare = _ready_with_spare(qtbot, runner)
+    running: list[dict[str, Any]] = []
+    waiting: list[dict[str, Any]] = []
+    after: list[dict[str, Any]] = []
+    runner.submit({"job": "sleep", "seconds": 1}, running.append)
+    job = runner.submit({"job": "ping"}, waiting.append)
+    runner.submit({"job": "ping"}, after.append)
+    qtbot.waitUntil(lambda: bool(running), timeout=10_000)
+    runner.cancel([job])
+    assert waiting[-1]["error"]["kind"] == "cancelled" and not _answered(running)
+    qtbot.waitUntil(lambda: _answered(running) and _answered(after), timeout=10_000)
+    assert running[-1] == {"id": job - 1, "type": "result", "pid": first}
+    assert after == [{"id": job + 1, "type": "result", "pid": spare}]
+    assert len(waiting) == 1, "the cancelled job heard nothing after its error"
+    assert [r["job"] for r in requests_of(tmp_path, spare)] == ["ping"]
+    assert [r["id"] for r in requests_of(tmp_path, spare)] == [job + 1]
+
+
 def test_killed_worker_fails_its_jobs_with_the_signal(qtbot, runner: JobRunner) -> None:
     with qtbot.waitSignal(runner.workerReady, timeout=10_000):
         runner.start()

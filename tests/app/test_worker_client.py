@@ -192,6 +192,7 @@ def test_cancelling_the_running_job_sends_the_waiting_one_to_the_spare(
         qtbot, runner: JobRunner, tmp_path: Path) -> None:
     """An export cancelled while a compare waits behind it: the compare runs, on the spare."""
     first, spare = _ready_with_spare(qtbot, runner)
+    assert first != spare
     running: list[dict[str, Any]] = []
     waiting: list[dict[str, Any]] = []
     job = runner.submit({"job": "sleep", "seconds": 30}, running.append)

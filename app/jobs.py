@@ -39,6 +39,11 @@ LONG_JOBS = {"export": "export", "validate": "validation"}
 _RUNNERS: weakref.WeakSet[JobRunner] = weakref.WeakSet()
 CANCEL_WAIT_MS = 3000  # Cancel waits this long for the worker's last words (a rename under way)
 CANCELLED = "The {job} was cancelled; the form is unchanged."
+# The jobs another one can wait behind, as a sentence names them ("Waiting for the export")
+WAITED_FOR = {"export": "the export", "validate": "the validation",
+              "compare": "the comparison in the Compare tab",
+              "profile": "the profile in the Compare tab",
+              "variant": "the variant check in the Compare tab"}
 
 
 @dataclass
@@ -185,6 +190,12 @@ class JobRunner(QObject):
 
     def busy(self) -> bool:
         return any(job.kind in LONG_JOBS for job in self._jobs.values())
+
+    def ahead_of(self, job_id: int) -> list[str]:
+        """The long jobs the worker runs before `job_id`, named for a sentence (it runs its
+        jobs in the order they were sent)."""
+        return [WAITED_FOR[job.kind] for i, job in self._jobs.items()
+                if i < job_id and job.kind in WAITED_FOR]
 
     def cancel(self, job_ids: Collection[int] | None = None) -> None:
         """Cancel the jobs `job_ids` (every pending job when None); any other job goes on.

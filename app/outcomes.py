@@ -89,6 +89,7 @@ class JobStart:
     onnx: Path
     worker_ready: bool  # False: the worker is still importing torch
     validates: bool  # the job validates (an export with [validate] enabled, or a validation)
+    ahead: tuple[str, ...] = ()  # the jobs it waits behind (JobRunner.ahead_of)
 
 
 @dataclass(frozen=True)

@@ -623,7 +623,8 @@ class ExportSession(QObject):
         self.export_job = self.runner.export(recipe.to_toml(), recipe.base_dir,
                                              self._on_export_event)
         self.exportStarted.emit(JobStart(self.export_job, recipe.output_path, ready,
-                                         recipe.validate.enabled))
+                                         recipe.validate.enabled,
+                                         tuple(self.runner.ahead_of(self.export_job))))
         self.recheck()
         return self.export_job
 
@@ -705,7 +706,8 @@ class ExportSession(QObject):
                                  target, FileStamp.of(target), self.recipe_label())
         self.validate_job = self.runner.validate(self.recipe.to_toml(), self.recipe.base_dir,
                                                  target, self._on_validation_event)
-        self.validationStarted.emit(JobStart(self.validate_job, target, ready, True))
+        self.validationStarted.emit(JobStart(self.validate_job, target, ready, True,
+                                             tuple(self.runner.ahead_of(self.validate_job))))
         self.recheck()
         return self.validate_job
 

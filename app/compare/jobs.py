@@ -30,6 +30,7 @@ class AnalysisJobs(QObject):
         self.session = session
         self.job: str | None = None
         self.job_id: int | None = None
+        self.ahead: list[str] = []  # the jobs the current one waits behind (JobRunner.ahead_of)
         # the exports still to run before a both-exporters compare, and what it compares
         self._chain: list[tuple[str, Path]] = []
         self._chain_files: list[Path] = []
@@ -75,8 +76,8 @@ class AnalysisJobs(QObject):
         self._chain_recipe = recipe.to_toml()
         self._chain_base = recipe.base_dir
         self.job = "export"
-        self.started.emit("export with both exporters")
         self._next_export()
+        self.started.emit("export with both exporters")
         return True
 
     def _next_export(self) -> None:
@@ -85,6 +86,7 @@ class AnalysisJobs(QObject):
         self.progress.emit(0.45 * (step - 1), f"Export {step} of 2")
         self.job_id = self.session.runner.submit(
             {"job": "export", "recipe": toml, "base_dir": str(base)}, self._on_export)
+        self.ahead = self.session.runner.ahead_of(self.job_id)
 
     def _on_export(self, message: dict[str, Any]) -> None:
         kind = message.get("type")
@@ -116,6 +118,7 @@ class AnalysisJobs(QObject):
             return False
         self.job = str(request["job"])
         self.job_id = self.session.runner.submit(request, self._on_event)
+        self.ahead = self.session.runner.ahead_of(self.job_id)
         self.started.emit(self.job)
         return True
 

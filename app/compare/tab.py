@@ -53,6 +53,7 @@ class CompareTab(QWidget):
         super().__init__(parent)
         self.session = session
         self.jobs = AnalysisJobs(session, self)
+        self._waiting = False  # the job waits behind another in the worker
         self.exports: list[Path] = []  # files of the successful exports, oldest first
         self.comparison: CompareDocument | None = None
         self.profile: ProfileDocument | None = None
@@ -242,10 +243,16 @@ class CompareTab(QWidget):
         self.progress.setValue(0)
         self.progress.setVisible(True)
         self.cancel_button.setVisible(True)
-        self.status.setText(f"Running the {job}…")
+        ahead = self.jobs.ahead
+        self._waiting = bool(ahead)
+        self.status.setText(f"The {job} starts once {' and '.join(ahead)} is done…" if ahead
+                            else f"Running the {job}…")
         self._update_buttons()
 
     def _progress(self, fraction: float, stage: str) -> None:
+        if self._waiting:  # what it waited for is done: it runs
+            self._waiting = False
+            self.status.setText(f"Running the {self.jobs.job}…")
         self.progress.setValue(int(fraction * 1000))
         self.progress.setFormat(f"{stage} %p%")
 

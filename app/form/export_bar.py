@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer
@@ -152,7 +153,7 @@ class ExportBar(QWidget):
     # ----------------------------------------------------------------- a job
 
     def _job_started(self, start: JobStart) -> None:
-        self.start(start.worker_ready)
+        self.start(start.worker_ready, start.ahead)
 
     def _export_finished(self, outcome: ExportOutcome) -> None:
         seconds = self.seconds()
@@ -184,10 +185,13 @@ class ExportBar(QWidget):
             outcome.error.kind if outcome.error else "", "Validation could not run")
         self.finish(False, f"{title}; the Validation tab says why.", title)
 
-    def start(self, worker_ready: bool) -> None:
+    def start(self, worker_ready: bool, ahead: Sequence[str] = ()) -> None:
+        """A job started: the clock runs, Cancel is on; the stage says what it waits for
+        (the worker's imports, or `ahead`: the jobs the worker runs first)."""
         self.progress.setValue(0)
         self.progress.setFormat("%p%")
-        self.stage.setText("Starting…" if worker_ready else "Waiting for the worker…")
+        self.stage.setText(f"Waiting for {' and '.join(ahead)} to finish…" if ahead else
+                           "Starting…" if worker_ready else "Waiting for the worker…")
         self._started_at = time.perf_counter()
         self.timer.start()
         self._tick()

@@ -117,6 +117,35 @@ def test_cancel_a_long_export_then_export_again(window: MainWindow, qtbot,
 
 
 @pytest.mark.slow
+def test_a_compare_waits_behind_the_export_and_is_cancelled_alone(window: MainWindow, qtbot,
+                                                                   tmp_path: Path) -> None:
+    """The Compare tab's job waits behind a running export, says so, and its Cancel ends it
+    alone: the export goes on in the same worker, then the export bar's Cancel ends it."""
+    from tests.app.test_compare_tab import _mlp
+
+    load_slow(window, tmp_path)
+    worker = window.session.runner.worker_pid
+    child = start_slow_export(window, qtbot)
+    tab = window.tabs.compare
+    tab.set_files(_mlp(tmp_path / "a.onnx", 1.0), _mlp(tmp_path / "b.onnx", 1.5))
+    with qtbot.waitSignal(tab.jobs.started):
+        qtbot.mouseClick(tab.compare_button, Qt.MouseButton.LeftButton)
+    assert tab.status.text() == "The compare starts once the export is done…"
+    with qtbot.waitSignal(tab.jobs.failed, timeout=1000) as failed:
+        qtbot.mouseClick(tab.cancel_button, Qt.MouseButton.LeftButton)
+    assert failed.args[1].kind == "cancelled"
+    qtbot.wait(300)
+    assert window.session.export_job is not None and pid_alive(child), "the export goes on"
+    assert window.session.runner.worker_pid == worker
+    assert window.form.export_bar.cancel_button.isEnabled()
+
+    with qtbot.waitSignal(window.session.exportFinished, timeout=1000) as blocker:
+        qtbot.mouseClick(window.form.export_bar.cancel_button, Qt.MouseButton.LeftButton)
+    assert blocker.args[0].message["error"]["kind"] == "cancelled"
+    qtbot.waitUntil(lambda: not pid_alive(child), timeout=1000)
+
+
+@pytest.mark.slow
 def test_killed_worker_is_reported_and_replaced(window: MainWindow, qtbot,
                                                 tmp_path: Path) -> None:
     output = load_slow(window, tmp_path)

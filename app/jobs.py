@@ -215,6 +215,7 @@ class JobRunner(QObject):
             self._skipped |= cancelled
             self._fail(cancelled, "cancelled", CANCELLED, "")
             return
+        waiting = [i for i in self._jobs if i not in cancelled]  # behind the one it runs
         worker, self._worker = self._worker, None
         if worker is not None:
             self._cancelling = worker
@@ -231,14 +232,16 @@ class JobRunner(QObject):
                 "validation) was stopped.", "hint": "", "unsupported_ops": []}})
         self._fail(cancelled & set(self._jobs), "cancelled", CANCELLED, "")
         self.start()
-        self._resend()
+        self._resend(waiting)  # (not a job a callback above may have sent meanwhile)
 
-    def _resend(self) -> None:
-        """Send the current worker the jobs an ended worker never started, once each."""
+    def _resend(self, job_ids: list[int]) -> None:
+        """Send the current worker these jobs, which an ended worker never started, once."""
         assert self._worker is not None
-        for job_id, job in self._jobs.items():
-            job.resent = True
-            self._worker.send({**job.request, "id": job_id})
+        for job_id in job_ids:
+            job = self._jobs.get(job_id)
+            if job is not None:
+                job.resent = True
+                self._worker.send({**job.request, "id": job_id})
 
     def _fail(self, job_ids: Collection[int], kind: str, message: str, hint: str) -> None:
         """Fail these pending jobs; `{job}` in `message` becomes the job's name."""
@@ -276,7 +279,7 @@ class JobRunner(QObject):
             self._worker = None
             self._end(worker)
             self.start()
-            self._resend()
+            self._resend(list(self._jobs))
             return
         entry = self._jobs.get(job_id) if isinstance(job_id, int) else None
         if entry is None:
@@ -341,5 +344,5 @@ class JobRunner(QObject):
         self.log.emit(f"The worker ended after its job ({exit_description(code, crashed)}); "
                       "the spare takes over.")
         self.start()
-        self._resend()
+        self._resend([job_id for job_id, _ in jobs])
         return True

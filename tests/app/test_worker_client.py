@@ -206,6 +206,29 @@ def test_cancelling_the_running_job_sends_the_waiting_one_to_the_spare(
     assert len(running) == 2, "the cancelled job heard nothing after its error"
 
 
+def test_a_job_sent_from_a_cancelled_jobs_callback_runs_once(qtbot, runner: JobRunner,
+                                                             tmp_path: Path) -> None:
+    """A callback that sends a job when told its own was cancelled (a chain of jobs ending):
+    that job and the one that waited are each sent to the spare once."""
+    first, spare = _ready_with_spare(qtbot, runner)
+    assert first != spare
+    again: list[dict[str, Any]] = []
+
+    def on_event(message: dict[str, Any]) -> None:
+        if message["type"] == "error":
+            runner.submit({"job": "ping"}, again.append)
+
+    job = runner.submit({"job": "sleep", "seconds": 30}, on_event)
+    waiting: list[dict[str, Any]] = []
+    runner.submit({"job": "ping"}, waiting.append)
+    qtbot.waitUntil(lambda: runner.worker_pid == first and bool(
+        requests_of(tmp_path, first)), timeout=10_000)
+    qtbot.wait(200)  # inside the sleep
+    runner.cancel([job])
+    qtbot.waitUntil(lambda: _answered(again) and _answered(waiting), timeout=10_000)
+    assert sorted(r["id"] for r in requests_of(tmp_path, spare)) == [job + 1, job + 2]
+
+
 def test_cancelling_a_waiting_job_leaves_the_running_one_alone(
         qtbot, runner: JobRunner, tmp_path: Path) -> None:
     """A compare cancelled while it waits behind an export: the export finishes in its

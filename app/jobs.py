@@ -191,11 +191,11 @@ class JobRunner(QObject):
     def busy(self) -> bool:
         return any(job.kind in LONG_JOBS for job in self._jobs.values())
 
-    def ahead_of(self, job_id: int) -> list[str]:
+    def ahead_of(self, job_id: int) -> tuple[str, ...]:
         """The long jobs the worker runs before `job_id`, named for a sentence (it runs its
         jobs in the order they were sent)."""
-        return [WAITED_FOR[job.kind] for i, job in self._jobs.items()
-                if i < job_id and job.kind in WAITED_FOR]
+        return tuple(WAITED_FOR[job.kind] for i, job in self._jobs.items()
+                     if i < job_id and job.kind in WAITED_FOR)
 
     def cancel(self, job_ids: Collection[int] | None = None) -> None:
         """Cancel the jobs `job_ids` (every pending job when None); any other job goes on.
@@ -250,10 +250,6 @@ class JobRunner(QObject):
             text = message.replace("{job}", LONG_JOBS.get(job.kind, "job"))
             job.callback({"id": job_id, "type": "error", "details": "", "error": {
                 "kind": kind, "message": text, "hint": hint, "unsupported_ops": []}})
-
-    def _fail_all(self, kind: str, message: str, hint: str) -> None:
-        """Fail every pending job; `{job}` in `message` becomes the job's name."""
-        self._fail(list(self._jobs), kind, message, hint)
 
     # ----------------------------------------------------------------- worker events
 
@@ -318,8 +314,8 @@ class JobRunner(QObject):
         if self._retired(worker, code, crashed):
             return
         sentence = f"The export worker stopped unexpectedly ({how})."
-        self._fail_all(
-            "worker_crashed", sentence,
+        self._fail(
+            list(self._jobs), "worker_crashed", sentence,
             "A fresh worker has been started; try again, or lower the model size or input "
             "shapes if it ran out of memory.",
         )

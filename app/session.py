@@ -624,7 +624,7 @@ class ExportSession(QObject):
                                              self._on_export_event)
         self.exportStarted.emit(JobStart(self.export_job, recipe.output_path, ready,
                                          recipe.validate.enabled,
-                                         tuple(self.runner.ahead_of(self.export_job))))
+                                         self.runner.ahead_of(self.export_job)))
         self.recheck()
         return self.export_job
 
@@ -707,7 +707,7 @@ class ExportSession(QObject):
         self.validate_job = self.runner.validate(self.recipe.to_toml(), self.recipe.base_dir,
                                                  target, self._on_validation_event)
         self.validationStarted.emit(JobStart(self.validate_job, target, ready, True,
-                                             tuple(self.runner.ahead_of(self.validate_job))))
+                                             self.runner.ahead_of(self.validate_job)))
         self.recheck()
         return self.validate_job
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
+from app.jobs import JobCallback
 from app.session import ExportSession
 from engine.protocol import Error, ErrorEvent, ProtocolError, Result, decode
 from engine.recipe import Recipe
@@ -30,7 +31,7 @@ class AnalysisJobs(QObject):
         self.session = session
         self.job: str | None = None
         self.job_id: int | None = None
-        self.ahead: list[str] = []  # the jobs the current one waits behind (JobRunner.ahead_of)
+        self.ahead: tuple[str, ...] = ()  # what the current job waits behind (JobRunner.ahead_of)
         # the exports still to run before a both-exporters compare, and what it compares
         self._chain: list[tuple[str, Path]] = []
         self._chain_files: list[Path] = []
@@ -84,9 +85,7 @@ class AnalysisJobs(QObject):
         toml, base = self._chain.pop(0)
         step = 2 - len(self._chain)
         self.progress.emit(0.45 * (step - 1), f"Export {step} of 2")
-        self.job_id = self.session.runner.submit(
-            {"job": "export", "recipe": toml, "base_dir": str(base)}, self._on_export)
-        self.ahead = self.session.runner.ahead_of(self.job_id)
+        self._send({"job": "export", "recipe": toml, "base_dir": str(base)}, self._on_export)
 
     def _on_export(self, message: dict[str, Any]) -> None:
         kind = message.get("type")
@@ -117,10 +116,15 @@ class AnalysisJobs(QObject):
         if self.busy:
             return False
         self.job = str(request["job"])
-        self.job_id = self.session.runner.submit(request, self._on_event)
-        self.ahead = self.session.runner.ahead_of(self.job_id)
+        self._send(request, self._on_event)
         self.started.emit(self.job)
         return True
+
+    def _send(self, request: dict[str, Any], callback: JobCallback) -> None:
+        """Send a job to the session's worker; note what it waits behind there."""
+        runner = self.session.runner
+        self.job_id = runner.submit(request, callback)
+        self.ahead = runner.ahead_of(self.job_id)
 
     def _on_event(self, message: dict[str, Any]) -> None:
         job = self.job or ""

@@ -681,7 +681,7 @@ class GraphLayout:
         own box."""
         if key[0] == "g" and key[2:] in self.expanded:
             return self._expanded_box(key[2:], self._place(key[2:]))[:2]
-        return self._sizes.get(key) or self._size(key)
+        return self._size(key)
 
     def edge_label(self, edge: Edge) -> str:
         """The shape label of an edge ("batch×seq×768", "+2" when it carries more tensors),

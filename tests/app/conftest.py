@@ -1,5 +1,6 @@
-"""Fixtures for the window tests: an output folder per test, models that export slowly, and a
-fresh window per test on a warm worker shared by the test module."""
+"""Fixtures for the window tests: an output folder per test, models that export slowly, small
+ONNX files to compare, and a fresh window per test on a warm worker shared by the test
+module."""
 
 from __future__ import annotations
 
@@ -7,7 +8,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import onnx
 import pytest
+from onnx import TensorProto, helper, numpy_helper
 from PySide6.QtCore import Qt
 from pytestqt.exceptions import TimeoutError as QtWaitTimeout
 
@@ -52,6 +56,21 @@ def _output_dir(tmp_path_factory: pytest.TempPathFactory,
 def write_slow_model(folder: Path) -> Path:
     path = folder / "slow_net.py"
     path.write_text(SLOW_MODEL, encoding="utf-8")
+    return path
+
+
+def write_mlp(path: Path, scale: float, extra: bool = False) -> Path:
+    """x @ w -> (Identity) -> Sigmoid; B gets another weight and one more node."""
+    w = numpy_helper.from_array(np.full((4, 4), scale, np.float32), "w")
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="mm")]
+    if extra:
+        nodes.append(helper.make_node("Identity", ["h"], ["h2"], name="copy"))
+    nodes.append(helper.make_node("Sigmoid", ["h2" if extra else "h"], ["y"], name="sigmoid"))
+    graph = helper.make_graph(
+        nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])], [w])
+    onnx.save_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
+                    str(path))
     return path
 
 

@@ -7,33 +7,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
-import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
 from PySide6.QtCore import Qt
 
 from app.jobs import JobRunner
 from app.session import ExportSession
 from app.tabs import ResultTabs
 from engine import recipe as recipes
-from tests.app.conftest import EXPORT_TIMEOUT_MS, leave_idle
+from tests.app.conftest import EXPORT_TIMEOUT_MS, leave_idle, write_mlp
 from tests.engine.models import write_models
-
-
-def _mlp(path: Path, scale: float, extra: bool = False) -> Path:
-    """x @ w -> (Identity) -> Sigmoid; B gets another weight and one more node."""
-    w = numpy_helper.from_array(np.full((4, 4), scale, np.float32), "w")
-    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="mm")]
-    if extra:
-        nodes.append(helper.make_node("Identity", ["h"], ["h2"], name="copy"))
-    nodes.append(helper.make_node("Sigmoid", ["h2" if extra else "h"], ["y"], name="sigmoid"))
-    graph = helper.make_graph(
-        nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])], [w])
-    onnx.save_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
-                    str(path))
-    return path
 
 
 @pytest.fixture
@@ -57,7 +39,8 @@ def _run(qtbot, tab, start) -> tuple[str, object]:  # type: ignore[no-untyped-de
 def test_compare_two_files_then_profile_onto_the_graph(tabs: ResultTabs, qtbot,
                                                        tmp_path: Path) -> None:
     tab = tabs.compare
-    tab.set_files(_mlp(tmp_path / "a.onnx", 1.0), _mlp(tmp_path / "b.onnx", 1.5, extra=True))
+    tab.set_files(write_mlp(tmp_path / "a.onnx", 1.0),
+                  write_mlp(tmp_path / "b.onnx", 1.5, extra=True))
     assert tab.compare_button.isEnabled()
     with qtbot.waitSignal(tab.jobs.started), \
             qtbot.waitSignal(tab.jobs.finished, timeout=EXPORT_TIMEOUT_MS):

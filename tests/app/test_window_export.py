@@ -18,7 +18,12 @@ from PySide6.QtCore import Qt
 
 from app.window import MainWindow
 from engine import recipe as recipes
-from tests.app.conftest import EXPORT_TIMEOUT_MS, export_and_wait, write_slow_model
+from tests.app.conftest import (
+    EXPORT_TIMEOUT_MS,
+    export_and_wait,
+    write_mlp,
+    write_slow_model,
+)
 
 
 @pytest.fixture
@@ -121,13 +126,11 @@ def test_a_compare_waits_behind_the_export_and_is_cancelled_alone(window: MainWi
                                                                    tmp_path: Path) -> None:
     """The Compare tab's job waits behind a running export, says so, and its Cancel ends it
     alone: the export goes on in the same worker, then the export bar's Cancel ends it."""
-    from tests.app.test_compare_tab import _mlp
-
     load_slow(window, tmp_path)
     worker = window.session.runner.worker_pid
     child = start_slow_export(window, qtbot)
     tab = window.tabs.compare
-    tab.set_files(_mlp(tmp_path / "a.onnx", 1.0), _mlp(tmp_path / "b.onnx", 1.5))
+    tab.set_files(write_mlp(tmp_path / "a.onnx", 1.0), write_mlp(tmp_path / "b.onnx", 1.5))
     with qtbot.waitSignal(tab.jobs.started):
         qtbot.mouseClick(tab.compare_button, Qt.MouseButton.LeftButton)
     assert tab.status.text() == "The compare starts once the export is done…"

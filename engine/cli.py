@@ -24,6 +24,7 @@ from typing import Any, NoReturn, TextIO
 from engine import protocol, shipped, torch_private
 from engine import recipe as recipes
 from engine.analysis import commands as analysis
+from engine.batch import command as batch_command
 from engine.errors import StudioError
 from engine.events import Events
 from engine.export.onnx_file import check_output_path
@@ -105,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.add_argument("model", help="the .onnx file")
     _common(inspect)
     analysis.add_parsers(sub, _common)  # compare, profile, variant (engine.analysis)
+    batch_command.add_parser(sub, _common)  # batch (engine.batch)
     return parser
 
 
@@ -609,6 +611,8 @@ def _run_command(parser: argparse.ArgumentParser, argv: list[str], out: TextIO) 
     try:
         args = parser.parse_args(argv)
         progress = Progress(sys.stderr, verbose)
+        if args.command == "batch":  # its own summary document and exit status
+            return batch_command.run(args, out, want_json)
         if args.command == "inspect":
             doc = _cmd_inspect(args)
             if not want_json:

@@ -21,6 +21,7 @@ KINDS = {
     "model": 1,  # the model's own code failed (sys.exit, its own exception): engine.export.blame
     "out_of_memory": 1,  # the model asked for more memory than there is
     "invalid_file": 1,  # an .onnx file that is readable but unusable: engine.graph.file_check
+    "timeout": 1,  # the job ran past its time limit and was ended (engine.batch's --timeout)
 }
 
 

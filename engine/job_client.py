@@ -58,19 +58,26 @@ class CancelledAfterWrite(StudioError):
 
 
 class _Interrupted(Exception):
-    def __init__(self, signum: int) -> None:
+    def __init__(self, signum: int, timed_out: bool = False) -> None:
         super().__init__(signum)
         self.signum = signum
+        self.timed_out = timed_out
 
 
 def run_job(request: Request, expected: str, on_event: Callable[[Event], None], *,
-            folder: Path | None = None) -> Result:
+            folder: Path | None = None, timeout: float | None = None,
+            stop: threading.Event | None = None, stderr_to: Any = None) -> Result:
     """Run `request` in a fresh worker and return its result (the job named `expected`).
 
     `on_event` hears the job's progress, log, warning and committing events as they come. A
     job that fails raises its StudioError (with its details and exit status); a worker that
     dies raises `worker_crashed`; a SIGINT or SIGTERM raises `cancelled`. `folder` is where
     the job writes its file: its temporary files are removed there when the job is ended.
+
+    From another thread (engine.batch runs several jobs at once): `stop`, once set, ends the
+    job as a SIGINT would (`cancelled`); past `timeout` seconds the job is ended the same way
+    and raises kind `timeout`. `stderr_to` (a stream, default sys.stderr) hears the worker's
+    standard error.
     """
     token = process_tree.new_family_token()
     env = _environment(token)
@@ -81,10 +88,13 @@ def run_job(request: Request, expected: str, on_event: Callable[[Event], None], 
     tail: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL)
     threading.Thread(target=_read_lines, args=(worker.stdout, lines), daemon=True,
                      name="worker-stdout").start()
-    stderr = threading.Thread(target=_forward_stderr, args=(worker.stderr, sys.stderr, tail),
+    stderr = threading.Thread(target=_forward_stderr,
+                              args=(worker.stderr, stderr_to or sys.stderr, tail),
                               daemon=True, name="worker-stderr")
     stderr.start()
     job = _Job(worker, expected, on_event, token)
+    job.deadline = None if timeout is None else time.monotonic() + timeout
+    job.stop = stop
     try:
         with _signals_interrupt():
             _send(worker, request)
@@ -93,6 +103,8 @@ def run_job(request: Request, expected: str, on_event: Callable[[Event], None], 
         job.cancel(interrupt.signum, lines)
         _clean_after(worker.pid, folder)
         stderr.join(_STDERR_JOIN_S)
+        if interrupt.timed_out:
+            raise _timed_out(timeout or 0.0, job.committed) from None
         raise job.cancelled_error(interrupt.signum) from None
     except BaseException:
         job.end()
@@ -120,12 +132,18 @@ class _Job:
         self.on_event = on_event
         self.committed: str | None = None  # the file renamed into place, once announced
         self.family: list[Any] = []  # the worker's descendants, last seen
+        self.deadline: float | None = None  # time.monotonic() past which the job is ended
+        self.stop: threading.Event | None = None  # set from another thread: end the job
 
     def follow(self, lines: queue.SimpleQueue[bytes | None]) -> Result | None:
         """Hear the job's events until its answer (returned; an error is raised) or until the
         worker ends without one (None)."""
         last_look = 0.0
         while True:
+            if self.stop is not None and self.stop.is_set():
+                raise _Interrupted(signal.SIGINT)
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                raise _Interrupted(signal.SIGTERM, timed_out=True)
             try:
                 line = lines.get(timeout=_POLL_S)
             except queue.Empty:
@@ -275,6 +293,15 @@ def _crashed(code: int, tail: collections.deque[str]) -> StudioError:
         "out of memory.",
         details="The worker's last lines on standard error:\n" + "\n".join(tail)
         if tail else f"The worker ended with {how} and wrote nothing on standard error.")
+
+
+def _timed_out(seconds: float, written: str | None) -> StudioError:
+    done = (f"{written} had been written; what came after it (the validation) was not done"
+            if written else "no file was written or changed")
+    return StudioError(
+        "timeout", f"The job ran past its time limit of {seconds:g} s and was ended; {done}.",
+        "Raise the limit (--timeout) if the model is just slow, or look at what it waits for "
+        "(run it alone with --verbose).")
 
 
 def _clean_after(pid: int, folder: Path | None) -> None:

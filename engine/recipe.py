@@ -132,6 +132,9 @@ class ExportOptions:
     extensions: list[str] = field(default_factory=list)
     device: str = "cpu"
     seed: int = 0
+    # CPUs one export takes: `onnx-studio batch --executor ray` reserves this many per task
+    # (None: 1)
+    cpus: int | None = None
 
 
 @dataclass
@@ -475,6 +478,8 @@ def _check(recipe: Recipe) -> list[tuple[str, str]]:
     if opts.operator_export_type != "ONNX" and opts.exporter == "dynamo":
         found.append(("export.operator_export_type", "only the torchscript exporter takes an "
                       "operator export type; set exporter = \"torchscript\" or use \"ONNX\"."))
+    if opts.cpus is not None and opts.cpus < 1:
+        found.append(("export.cpus", f"{opts.cpus} CPUs: write 1 or more, or leave it out."))
     dev = opts.device
     if not (dev in ("cpu", "cuda", "mps") or (dev.startswith("cuda:") and dev[5:].isdigit())):
         found.append(("export.device", f"{dev!r} is not a device; use cpu, cuda, cuda:N or mps."))

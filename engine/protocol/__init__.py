@@ -25,6 +25,7 @@ few lines each. Decoding speed is no concern: a job sends tens of lines.
   `ExportReport.fail(error)`, `ExportResult.from_report(...)`, `InspectDocument.from_summary`.
 """
 
+from engine.protocol.batch import BatchRecord, BatchResult, BatchSummary, ItemError
 from engine.protocol.convert import UNSET, ProtocolError, Unset, Wire, known
 from engine.protocol.documents import (
     Candidate,
@@ -108,6 +109,9 @@ __all__ = [
     "RESULTS",
     "UNSET",
     "AbortRequest",
+    "BatchRecord",
+    "BatchResult",
+    "BatchSummary",
     "Candidate",
     "ChangedInitializer",
     "Committing",
@@ -134,6 +138,7 @@ __all__ = [
     "InitializerDiff",
     "InspectDocument",
     "Intermediates",
+    "ItemError",
     "Latency",
     "LogLine",
     "Message",

@@ -124,7 +124,7 @@ def run(args: argparse.Namespace, events: Events, run_job: RunJob) -> AnalysisDo
         doc = document_of(run_job(request, folder))
         doc.warnings = found + list(doc.warnings)
         if isinstance(doc, CompareDocument):
-            _judge_comparison(doc)
+            judge_comparison(doc)
         return doc
     except StudioError as err:
         empty.fail(err)
@@ -175,7 +175,7 @@ def document_of(result: Result) -> AnalysisDocument:
     return result.variant_report
 
 
-def _judge_comparison(doc: CompareDocument) -> None:
+def judge_comparison(doc: CompareDocument) -> None:
     """Files that disagree fail the command (exit status 1), with the first cause named."""
     if doc.ok or doc.parity is None or doc.error is not None:
         return

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,14 +57,16 @@ class ItemJob:
                    gpus=1 if recipe.export.device.startswith("cuda") else 0)
 
 
-def read_items(texts: list[str], list_file: str | None, report_dir: Path) -> list[ItemJob]:
+def read_items(texts: Sequence[str | Recipe], list_file: str | None, report_dir: Path
+               ) -> list[ItemJob]:
     """The batch's items: the ones named, then those of `list_file` (one a line; `#` starts a
-    comment; relative paths against the list's folder), each once, in that order.
+    comment; relative paths against the list's folder), each once, in that order. A Recipe
+    object (the Python API's) is an item too, known by the file it writes.
 
     Raises StudioError kind `recipe` (exit status 2) naming every item that is missing or
     does not read, and every two items that would write the same file: nothing runs then.
     """
-    named = [(text, Path.cwd()) for text in texts]
+    named: list[tuple[str | Recipe, Path]] = [(text, Path.cwd()) for text in texts]
     if list_file:
         named += [(line, Path(list_file).resolve().parent) for line in _list_lines(list_file)]
     if not named:
@@ -76,7 +79,7 @@ def read_items(texts: list[str], list_file: str | None, report_dir: Path) -> lis
         try:
             job = _item(text, base, report_dir, folders_used)
         except StudioError as err:
-            problems.append(f"{text}: {err.message}")
+            problems.append(f"{_name(text)}: {err.message}")
             continue
         if all(j.key != job.key for j in jobs):
             jobs.append(job)
@@ -87,6 +90,10 @@ def read_items(texts: list[str], list_file: str | None, report_dir: Path) -> lis
                           "Fix or leave out the items named; nothing was run.",
                           details="\n".join(problems), exit_code=2)
     return jobs
+
+
+def _name(item: str | Recipe) -> str:
+    return f"the recipe writing {item.export.output}" if isinstance(item, Recipe) else item
 
 
 def _list_lines(list_file: str) -> list[str]:
@@ -100,7 +107,13 @@ def _list_lines(list_file: str) -> list[str]:
     return [line for line in lines if line]
 
 
-def _item(text: str, base: Path, report_dir: Path, folders_used: set[str]) -> ItemJob:
+def _item(text: str | Recipe, base: Path, report_dir: Path, folders_used: set[str]
+          ) -> ItemJob:
+    if isinstance(text, Recipe):
+        recipe = text.copy()
+        recipe.check()
+        return ItemJob.of(f"recipe:{recipe.output_path}", recipe.output_path.stem, recipe,
+                          validate=None)
     if text.startswith(FOLDER_PREFIXES):
         prefix, _, name = text.partition(":")
         folder = (base / Path(name).expanduser()).resolve()

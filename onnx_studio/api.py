@@ -1,0 +1,256 @@
+"""The Python API's calls: each one runs its job in a worker process of its own and returns the
+typed document the command line prints as JSON.
+
+Every call returns its document on every outcome, as the CLI does: `doc.ok` says whether it
+passed, `doc.error` (an `engine.protocol.Error`) what failed and what to change, and
+`doc.error.exit_status()` the CLI's exit status (2: the request itself is wrong). Whatever the
+model does to its worker (`os._exit`, a segmentation fault, the out-of-memory killer) ends in
+an error of kind `worker_crashed`, never in the caller; Ctrl+C (SIGINT on the main thread)
+ends the job and returns kind `cancelled`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TextIO, TypeVar
+
+from engine import recipe as recipes
+from engine import shipped
+from engine.errors import StudioError
+from engine.protocol import (
+    BatchSummary,
+    CompareDocument,
+    CompareRequest,
+    CompareResult,
+    Event,
+    ExportReport,
+    ExportRequest,
+    ExportResult,
+    ProfileDocument,
+    ProfileRequest,
+    ProfileResult,
+    Request,
+    Result,
+    ValidateFileRequest,
+    VariantReport,
+    VariantRequest,
+    VariantResult,
+)
+from engine.protocol import Progress as ProgressEvent
+from engine.recipe import Recipe
+
+PathLike = str | os.PathLike[str]
+RecipeLike = Recipe | PathLike  # a Recipe object, or the path of a recipe file
+ProgressCallback = Callable[[float, str], None]  # (fraction done, stage)
+D = TypeVar("D", ExportReport, CompareDocument, ProfileDocument, VariantReport)
+
+
+def load_recipe(path: PathLike) -> Recipe:
+    """The recipe in a TOML file (relative paths resolve against its folder); raises
+    `StudioError` kind `recipe` naming the field at fault."""
+    return recipes.load(shipped.runnable(path))
+
+
+def export(recipe: RecipeLike, *, output: PathLike | None = None,
+           validate: bool | None = None, progress: ProgressCallback | None = None,
+           timeout: float | None = None) -> ExportReport:
+    """Export the recipe's model (and validate it when `validate`, or when the recipe says so
+    and `validate` is None): what `onnx-studio export --recipe R --json` prints.
+
+    `output` replaces the recipe's `export.output`; `progress(fraction, stage)` hears the
+    job's stages; past `timeout` seconds the job is ended (kind `timeout`).
+    """
+    def job() -> ExportReport:
+        chosen = _recipe(recipe)
+        if output is not None:
+            chosen.export.output = os.path.abspath(output)
+        if validate:
+            chosen.validate.enabled = True
+        chosen.check()
+        folder = chosen.output_path if recipes.is_folder_source(chosen.model.source) \
+            else chosen.output_path.parent
+        result = _run(ExportRequest(recipe=chosen.to_toml(), base_dir=str(chosen.base_dir),
+                                    validate=validate, plots_beside_onnx=True),
+                      folder, progress, timeout)
+        return _report(result)
+
+    return _document(ExportReport, job)
+
+
+def validate(model: PathLike, recipe: RecipeLike, *, rtol: float | None = None,
+             atol: float | None = None, progress: ProgressCallback | None = None,
+             timeout: float | None = None) -> ExportReport:
+    """Validate an .onnx file (or a Hugging Face export's folder) against the recipe's
+    PyTorch model: what `onnx-studio validate MODEL --recipe R --json` prints."""
+    def job() -> ExportReport:
+        chosen = _recipe(recipe)
+        if rtol is not None:
+            chosen.validate.rtol = rtol
+        if atol is not None:
+            chosen.validate.atol = atol
+        chosen.check()
+        path = Path(model).expanduser().resolve()
+        result = _run(ValidateFileRequest(recipe=chosen.to_toml(),
+                                          base_dir=str(chosen.base_dir), onnx=str(path)),
+                      path.parent, progress, timeout)
+        return _report(result)
+
+    return _document(ExportReport, job)
+
+
+def compare(a: PathLike, b: PathLike, *, recipe: RecipeLike | None = None, runs: int = 20,
+            dims: dict[str, int] | None = None, progress: ProgressCallback | None = None,
+            timeout: float | None = None) -> CompareDocument:
+    """Compare two .onnx files (graphs, weights, outputs on the same inputs, latency), A the
+    reference: what `onnx-studio compare A B --json` prints; files that disagree are a failed
+    document (kind `validation`). `dims` sizes dynamic dimensions when there is no recipe."""
+    from engine.analysis.commands import judge_comparison
+
+    def job() -> CompareDocument:
+        chosen = None if recipe is None else _recipe(recipe)
+        result = _run(CompareRequest(a=_absolute(a), b=_absolute(b),
+                                     recipe=None if chosen is None else chosen.to_toml(),
+                                     base_dir=None if chosen is None else str(chosen.base_dir),
+                                     dims=dict(dims or {}), runs=_at_least_one(runs, "runs")),
+                      Path.cwd(), progress, timeout)
+        assert isinstance(result, CompareResult)
+        judge_comparison(result.comparison)
+        return result.comparison
+
+    return _document(CompareDocument, job)
+
+
+def profile(model: PathLike, *, recipe: RecipeLike | None = None, runs: int = 20,
+            warmup: int = 3, provider: str = "CPUExecutionProvider",
+            threads: int | None = None, optimization: str = "all",
+            dims: dict[str, int] | None = None, progress: ProgressCallback | None = None,
+            timeout: float | None = None) -> ProfileDocument:
+    """Time an .onnx file in ONNX Runtime, per node, operator and module group (and eager
+    PyTorch with a recipe): what `onnx-studio profile MODEL --json` prints."""
+    def job() -> ProfileDocument:
+        chosen = None if recipe is None else _recipe(recipe)
+        result = _run(ProfileRequest(onnx=_absolute(model),
+                                     recipe=None if chosen is None else chosen.to_toml(),
+                                     base_dir=None if chosen is None else str(chosen.base_dir),
+                                     runs=_at_least_one(runs, "runs"), warmup=warmup,
+                                     provider=provider, threads=threads,
+                                     optimization=optimization, dims=dict(dims or {})),
+                      Path.cwd(), progress, timeout)
+        assert isinstance(result, ProfileResult)
+        return result.profile
+
+    return _document(ProfileDocument, job)
+
+
+def variant(model: PathLike, recipe: RecipeLike, kind: str, output: PathLike, *,
+            rtol: float | None = None, atol: float | None = None, keep_io_types: bool = True,
+            optimization: str = "extended", progress: ProgressCallback | None = None,
+            timeout: float | None = None) -> VariantReport:
+    """Write an `optimized`, `fp16` or `int8` copy of an .onnx file and validate it against
+    the recipe's PyTorch model: what `onnx-studio variant --json` prints."""
+    def job() -> VariantReport:
+        if kind not in ("fp16", "int8", "optimized"):
+            raise StudioError("recipe", f"kind {kind!r}: use fp16, int8 or optimized.",
+                              exit_code=2)
+        chosen = _recipe(recipe)
+        target = _absolute(output)
+        result = _run(VariantRequest(onnx=_absolute(model), recipe=chosen.to_toml(),
+                                     base_dir=str(chosen.base_dir), kind=kind, output=target,
+                                     rtol=rtol, atol=atol, keep_io_types=keep_io_types,
+                                     optimization=optimization),
+                      Path(target).parent, progress, timeout)
+        assert isinstance(result, VariantResult)
+        return result.variant_report
+
+    return _document(VariantReport, job)
+
+
+def batch(items: Sequence[RecipeLike], report_dir: PathLike, *, list_file: PathLike | None = None,
+          workers: int | None = None, executor: str = "local", ray_address: str | None = None,
+          timeout: float | None = None, resume: bool = False, verbose: bool = False,
+          stream: TextIO | None = None) -> BatchSummary:
+    """Export (and validate, as each recipe says) many items, each in a worker process of its
+    own, `workers` at a time, here (`executor="local"`) or as Ray tasks (`"ray"`): what
+    `onnx-studio batch ... -o REPORT_DIR --json` prints, with every item's full document in
+    `summary.records`. An item is a recipe (object or path) or an `"hf:DIR"` /
+    `"hf-config:DIR"` folder. REPORT_DIR gets results.jsonl and report.html; progress lines go
+    to `stream` (default standard error).
+    """
+    from engine.batch import BatchOptions, read_items, run_batch
+
+    options = BatchOptions(workers=workers, executor=executor, ray_address=ray_address,
+                           timeout=timeout, resume=resume, verbose=verbose)
+    try:
+        options.check()
+        named = [item if isinstance(item, Recipe) else os.fspath(item) for item in items]
+        jobs = read_items(named, None if list_file is None else os.fspath(list_file),
+                          Path(report_dir))
+        return run_batch(jobs, Path(report_dir), options, stream or sys.stderr)
+    except StudioError as err:
+        return BatchSummary().fail(err)
+
+
+# ---------------------------------------------------------------------------- the plumbing
+
+
+def _recipe(recipe: RecipeLike) -> Recipe:
+    """A copy of a Recipe object (the caller's stays as it was), or the recipe file loaded."""
+    chosen = recipe.copy() if isinstance(recipe, Recipe) else load_recipe(recipe)
+    chosen.check()
+    return chosen
+
+
+def _absolute(path: PathLike) -> str:
+    return str(Path(path).expanduser().resolve())
+
+
+def _at_least_one(value: int, name: str) -> int:
+    if value < 1:
+        raise StudioError("recipe", f"{name} must be at least 1 (got {value}).", exit_code=2)
+    return value
+
+
+def _run(request: Request, folder: Path, progress: ProgressCallback | None,
+         timeout: float | None) -> Result:
+    """The job in a fresh worker process (engine.job_client), its stages told to `progress`."""
+    from engine.job_client import run_job
+    from engine.worker_process import remove_abandoned_temps
+
+    def hear(event: Event) -> None:
+        if progress is not None and isinstance(event, ProgressEvent):
+            progress(event.fraction, event.stage)
+
+    remove_abandoned_temps([folder])
+    return run_job(request, request.TAG, hear, folder=folder, timeout=timeout)
+
+
+def _report(result: Result) -> ExportReport:
+    from engine.batch.item_run import report_of
+    from engine.job_client import remove_job_folder
+
+    assert isinstance(result, ExportResult)
+    remove_job_folder(result.job_dir)
+    return report_of(result)
+
+
+def _document(empty: type[D], job: Callable[[], D]) -> D:
+    """The job's document, or an empty one failed with the error that stopped it."""
+    from engine.job_client import CancelledAfterWrite
+
+    try:
+        return job()
+    except StudioError as err:
+        error = err
+    except Exception as exc:  # our own bug: still a document with one sentence
+        error = StudioError("export", f"onnx_studio failed unexpectedly: {exc}.",
+                            "Report the traceback in the details.",
+                            details=traceback.format_exc())
+    doc = empty()
+    doc.fail(error)
+    if isinstance(error, CancelledAfterWrite) and isinstance(doc, ExportReport):
+        doc.output = error.written  # the file is there: never claim it is not
+    return doc

@@ -1,0 +1,106 @@
+"""The Python API, `import onnx_studio`: each call runs its job in a worker process and answers
+with the typed document; a model that kills its process never takes the caller down."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import onnx_studio
+from tests.conftest import REPO
+from tests.zoo.zoo_models import write_recipe
+
+TIMEOUT_S = 150
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[onnx_studio.ExportReport, Path]:
+    """The pass item exported and validated through the API: its report and its recipe."""
+    folder = tmp_path_factory.mktemp("api")
+    recipe = write_recipe(folder, "net")
+    stages: list[str] = []
+    report = onnx_studio.export(recipe, validate=True,
+                                progress=lambda fraction, stage: stages.append(stage))
+    assert stages, "no progress was reported"
+    return report, recipe
+
+
+@pytest.mark.timeout(TIMEOUT_S)
+def test_export_answers_with_the_typed_report(exported: tuple[onnx_studio.ExportReport, Path]
+                                              ) -> None:
+    report, recipe = exported
+    assert isinstance(report, onnx_studio.ExportReport)
+    assert report.ok and report.error is None, report.error
+    assert report.output == str(recipe.parent / "out" / "net.onnx")
+    assert report.validation is not None and report.validation.ok
+    assert report.validation.outputs[0].max_abs_diff is not None
+    assert report.graph is not None and report.to_dict()["graph"]["nodes"] == report.graph.nodes
+
+
+@pytest.mark.timeout(TIMEOUT_S)
+def test_validate_compare_profile_and_variant(exported: tuple[onnx_studio.ExportReport, Path],
+                                              tmp_path: Path) -> None:
+    report, recipe_path = exported
+    assert report.output is not None
+    recipe = onnx_studio.load_recipe(recipe_path)  # an object this time
+    checked = onnx_studio.validate(report.output, recipe)
+    assert checked.ok and checked.validation is not None and checked.validation.ok
+    compared = onnx_studio.compare(report.output, report.output, runs=2)
+    assert isinstance(compared, onnx_studio.CompareDocument)
+    assert compared.ok and compared.parity is not None and compared.parity.max_abs_diff == 0
+    timed = onnx_studio.profile(report.output, runs=2, warmup=1)
+    assert isinstance(timed, onnx_studio.ProfileDocument)
+    assert timed.ok and timed.latency_ms is not None and timed.ops
+    half = onnx_studio.variant(report.output, recipe, "fp16", tmp_path / "half.onnx")
+    assert isinstance(half, onnx_studio.VariantReport)
+    assert half.variant is not None and half.variant.kind == "fp16"
+    assert (tmp_path / "half.onnx").is_file()
+
+
+@pytest.mark.timeout(TIMEOUT_S)
+@pytest.mark.parametrize(("model", "how"), [("Exits", "exit status 3"),
+                                            ("Segfaults", "SIGSEGV")])
+def test_a_model_that_kills_its_process_never_takes_the_caller_down(
+        tmp_path: Path, model: str, how: str) -> None:
+    report = onnx_studio.export(write_recipe(tmp_path, "dies", model))
+    assert not report.ok and report.error is not None
+    assert report.error.kind == "worker_crashed" and how in report.error.message
+    assert report.error.exit_status() == 1 and report.error.details
+
+
+def test_a_wrong_request_is_a_document_too(tmp_path: Path) -> None:
+    report = onnx_studio.export(tmp_path / "missing.toml")
+    assert report.error is not None and report.error.kind == "recipe"
+    assert report.error.exit_status() == 2
+    assert onnx_studio.variant("a.onnx", tmp_path / "missing.toml", "fp8", "b.onnx").error
+    summary = onnx_studio.batch([tmp_path / "missing.toml"], tmp_path / "report")
+    assert summary.error is not None and summary.exit_status() == 2
+
+
+@pytest.mark.timeout(TIMEOUT_S)
+def test_batch_takes_recipe_objects_and_paths(tmp_path: Path) -> None:
+    path = write_recipe(tmp_path, "a")
+    recipe = onnx_studio.load_recipe(write_recipe(tmp_path, "b"))
+    recipe.export.output = str(tmp_path / "out" / "b-from-code.onnx")
+    stream = io.StringIO()
+    summary = onnx_studio.batch([path, recipe], tmp_path / "report", workers=2, stream=stream)
+    assert isinstance(summary, onnx_studio.BatchSummary)
+    assert summary.ok and summary.exit_status() == 0, stream.getvalue()
+    assert [r.recipe for r in summary.results] == [str(path),
+                                                   f"recipe:{tmp_path}/out/b-from-code.onnx"]
+    assert all(isinstance(r, onnx_studio.BatchRecord) and r.report.ok for r in summary.records)
+    assert (tmp_path / "out" / "b-from-code.onnx").is_file()
+    assert "[2/2]" in stream.getvalue()
+
+
+def test_importing_the_api_loads_no_heavy_library() -> None:
+    code = ("import sys, onnx_studio\n"
+            "heavy = {'torch', 'numpy', 'onnx', 'onnxruntime', 'ray', 'PySide6'}\n"
+            "print(sorted(heavy & set(sys.modules)))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr

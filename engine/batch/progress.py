@@ -4,7 +4,7 @@ and when it ends (its verdict, and the count so far), from any thread.
 Lines, never a redrawn bar: several items run at once, and a log file reads them the same.
 
     batch: 2 items to run, 2 at a time (local); 1 recorded by an earlier run (--resume)
-    batch: bert: started
+    batch: bert: started                (on Ray: "submitted as a Ray task")
     batch: bert: 40% Exporting
     batch: [1/2] bert: passed in 12.3 s (1 running)
     batch: [2/2] gpt2: FAILED in 8.1 s: export: forward() returns a DynamicCache —
@@ -44,10 +44,11 @@ class BatchProgress:
         except (OSError, ValueError):  # a closed or broken stderr must not end the batch
             pass
 
-    def started(self, job: ItemJob) -> None:
+    def started(self, job: ItemJob, how: str = "started") -> None:
+        """The item is running (or, on Ray, submitted: `how` says which)."""
         with self._lock:
             self.running.add(job.key)
-            self._write(f"{job.label}: started")
+            self._write(f"{job.label}: {how}")
 
     def event(self, job: ItemJob, event: Event) -> None:
         """An event of the item's worker: a new stage is shown; logs and warnings when

@@ -111,7 +111,7 @@ class RayExecutor:
                 job = waiting.pop(0)
                 ref = remote.options(**task_options(job)).remote(job, timeout, self.verbose)
                 running[ref] = job
-                progress.started(job)
+                progress.started(job, "submitted as a Ray task")
             if stop.is_set():
                 self._cancel(list(running))
                 return

@@ -2,14 +2,15 @@
 
 Every architecture of tests/corpus/architectures.py (tiny random-weight Hugging Face
 transformers models built from their config classes, no download) is exported with the
-defaults through the command line path (`onnx-studio export --recipe R.toml --validate --json`,
-in process), and, when that fails, again with each hint applied (the fix added to
-model.kwargs). Beside it, in the same process run, a plain
+defaults, and, when that fails, again with each hint applied (the fix added to model.kwargs):
+all of them in one `onnx-studio batch R1.toml R2.toml ... -o REPORT --workers N --json` (in
+process; each recipe validated, each item in a worker of its own, its row read from
+REPORT/results.jsonl). Beside it, in the same process run, a plain
 `torch.onnx.export(model, args, dynamo=True)` of the same model, written to a file: the
 ratio is the studio's export (its whole run minus the validation) over that plain export.
 Medians of --runs N (default 1).
 
-    python tests/benchmarks/bench_corpus.py [--runs 3] [--only GPT-2 T5]
+    python tests/benchmarks/bench_corpus.py [--runs 3] [--only GPT-2 T5] [--workers 1]
 """
 
 from __future__ import annotations
@@ -37,18 +38,35 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 from tests.corpus.architectures import ARCHITECTURES, VOCAB, Architecture  # noqa: E402
 
 
-def studio(arch: Architecture, folder: Path, attempt: int) -> dict[str, Any]:
+def write_validated(arch: Architecture, folder: Path, attempt: int) -> Path:
+    """The attempt's recipe, validated (what `export --validate` did)."""
+    recipe = arch.write(folder, attempt)
+    recipe.write_text(recipe.read_text(encoding="utf-8") + "\n[validate]\nenabled = true\n",
+                      encoding="utf-8")
+    return recipe.resolve()
+
+
+def studio_batch(recipes: list[Path], report: Path, workers: int) -> dict[Path, dict[str, Any]]:
+    """Every recipe through one `onnx-studio batch`; each item's document and seconds (its
+    whole run, its worker's start included), by recipe."""
     from engine import cli
 
-    recipe = arch.write(folder, attempt)
-    out = io.StringIO()
-    started = time.perf_counter()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        status = cli.main(["export", "--recipe", str(recipe), "--validate", "--json"])
-    seconds = time.perf_counter() - started
-    doc = json.loads(out.getvalue().strip().splitlines()[-1])
-    validate = doc["seconds"].get("validate", 0.0)
-    return {"status": status, "doc": doc, "seconds": seconds, "export": seconds - validate}
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        cli.main(["batch", *map(str, recipes), "-o", str(report), "--workers", str(workers),
+                  "--json"])
+    found = {}
+    for line in (report / "results.jsonl").read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        doc, seconds = record["report"], record["seconds"]
+        found[Path(record["recipe"])] = {"status": 0 if doc["ok"] else 1, "doc": doc,
+                                         "seconds": seconds,
+                                         "export": seconds - doc["seconds"].get("validate", 0.0)}
+    return found
+
+
+def studio(arch: Architecture, folder: Path, attempt: int) -> dict[str, Any]:
+    recipe = write_validated(arch, folder, attempt)
+    return studio_batch([recipe], folder / "report", 1)[recipe]
 
 
 def plain(arch: Architecture, folder: Path, attempt: int) -> float:
@@ -115,6 +133,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--only", nargs="*", help="architecture names (default: all)")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="the batch's items at a time (1: each item's time alone)")
     args = parser.parse_args()
     chosen = [a for a in ARCHITECTURES if not args.only or a.name in args.only]
     rows = []
@@ -122,12 +142,18 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         warmup(folder)
+        batches = []
+        for run in range(args.runs):
+            where = folder / f"run{run}"
+            recipes = [write_validated(arch, where, attempt) for arch in chosen
+                       for attempt in range(len(arch.attempts()))]
+            batches.append(studio_batch(recipes, where / "report", args.workers))
         for arch in chosen:
             for attempt, kwargs in enumerate(arch.attempts()):
                 runs, plains = [], []
                 for run in range(args.runs):
                     where = folder / f"run{run}"
-                    runs.append(studio(arch, where, attempt))
+                    runs.append(batches[run][(where / f"{arch.slug}_{attempt}.toml").resolve()])
                     plains.append(plain(arch, where, attempt))
                 doc = runs[-1]["doc"]
                 validation = doc["validation"] or {}

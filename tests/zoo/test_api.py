@@ -4,6 +4,7 @@ with the typed document; a model that kills its process never takes the caller d
 from __future__ import annotations
 
 import io
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,9 @@ from tests.conftest import REPO
 from tests.zoo.zoo_models import write_recipe
 
 TIMEOUT_S = 150
+TINY_BERT = {"architectures": ["BertForSequenceClassification"], "model_type": "bert",
+             "vocab_size": 99, "hidden_size": 32, "num_hidden_layers": 2,
+             "num_attention_heads": 2, "intermediate_size": 64, "max_position_embeddings": 64}
 
 
 @pytest.fixture(scope="module")
@@ -81,20 +85,29 @@ def test_a_wrong_request_is_a_document_too(tmp_path: Path) -> None:
     assert summary.error is not None and summary.exit_status() == 2
 
 
-@pytest.mark.timeout(TIMEOUT_S)
-def test_batch_takes_recipe_objects_and_paths(tmp_path: Path) -> None:
+@pytest.mark.slow  # a BERT exported with dynamo and validated: a minute or two here
+@pytest.mark.timeout(TIMEOUT_S + 150)
+def test_batch_takes_recipe_objects_paths_and_hugging_face_folders(tmp_path: Path) -> None:
     path = write_recipe(tmp_path, "a")
     recipe = onnx_studio.load_recipe(write_recipe(tmp_path, "b"))
     recipe.export.output = str(tmp_path / "out" / "b-from-code.onnx")
+    bert = tmp_path / "tiny-bert"  # a config alone: random weights (hf-config:)
+    bert.mkdir()
+    (bert / "config.json").write_text(json.dumps(TINY_BERT))
     stream = io.StringIO()
-    summary = onnx_studio.batch([path, recipe], tmp_path / "report", workers=2, stream=stream)
+    summary = onnx_studio.batch([path, recipe, f"hf-config:{bert}"], tmp_path / "report",
+                                workers=2, stream=stream)
     assert isinstance(summary, onnx_studio.BatchSummary)
     assert summary.ok and summary.exit_status() == 0, stream.getvalue()
-    assert [r.recipe for r in summary.results] == [str(path),
-                                                   f"recipe:{tmp_path}/out/b-from-code.onnx"]
+    assert [r.recipe for r in summary.results] == [
+        str(path), f"recipe:{tmp_path}/out/b-from-code.onnx", f"hf-config:{bert}"]
     assert all(isinstance(r, onnx_studio.BatchRecord) and r.report.ok for r in summary.records)
     assert (tmp_path / "out" / "b-from-code.onnx").is_file()
-    assert "[2/2]" in stream.getvalue()
+    folder = summary.records[2].report  # a folder item: exported into the report folder
+    assert folder.output == str(tmp_path / "report" / "onnx" / "tiny-bert")
+    assert folder.validation is not None and folder.validation.ok
+    assert folder.files and Path(folder.files[0].path).is_file()
+    assert "[3/3]" in stream.getvalue()
 
 
 def test_importing_the_api_loads_no_heavy_library() -> None:

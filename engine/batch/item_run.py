@@ -46,7 +46,9 @@ def run_item(job: ItemJob, executor: str, on_event: Callable[[Event], None], *,
         remove_job_folder(result.job_dir)
         report = report_of(result)
     except StudioError as err:
-        if stop is not None and stop.is_set() and err.kind == "cancelled":
+        # stopped: whatever the job ended with (a terminal's Ctrl+C reaches the worker too,
+        # which may answer with its own error first) is no result of the item
+        if stop is not None and stop.is_set():
             return None
         report = ExportReport().fail(err)
         if isinstance(err, CancelledAfterWrite):

@@ -71,11 +71,9 @@ def export(recipe: RecipeLike, *, output: PathLike | None = None,
         if validate:
             chosen.validate.enabled = True
         chosen.check()
-        folder = chosen.output_path if recipes.is_folder_source(chosen.model.source) \
-            else chosen.output_path.parent
         result = _run(ExportRequest(recipe=chosen.to_toml(), base_dir=str(chosen.base_dir),
                                     validate=validate, plots_beside_onnx=True),
-                      folder, progress, timeout)
+                      chosen.output_path.parent, progress, timeout)
         return _report(result)
 
     return _document(ExportReport, job)

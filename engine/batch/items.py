@@ -41,17 +41,15 @@ class ItemJob:
     recipe: str  # the recipe as TOML
     base_dir: str  # what the recipe's relative paths resolve against
     validate: bool | None  # None: as the recipe says
-    folder: str  # where its file is written (its temporary files are removed there)
+    folder: str  # the folder its output is written into (its temporary files go there too)
     fingerprint: str
     cpus: int  # CPUs a Ray task reserves for it
     gpus: int  # GPUs a Ray task reserves for it: 1 when the recipe's device is CUDA
 
     @classmethod
     def of(cls, key: str, label: str, recipe: Recipe, validate: bool | None) -> ItemJob:
-        output = recipe.output_path
-        folder = output if recipes.is_folder_source(recipe.model.source) else output.parent
         return cls(key=key, label=label, recipe=recipe.to_toml(), base_dir=str(recipe.base_dir),
-                   validate=validate, folder=str(folder),
+                   validate=validate, folder=str(recipe.output_path.parent),
                    fingerprint=fingerprint(recipe, validate),
                    cpus=recipe.export.cpus or 1,
                    gpus=1 if recipe.export.device.startswith("cuda") else 0)

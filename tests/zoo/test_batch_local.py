@@ -18,8 +18,9 @@ import psutil
 import pytest
 
 from engine import cli
-from engine.batch.items import fingerprint
-from engine.recipe import load
+from engine.batch.items import ItemJob, fingerprint, read_items
+from engine.errors import StudioError
+from engine.recipe import Recipe, load, loads
 from tests.zoo.zoo_models import batch_command, cli_env, hang_pids, write_recipe
 
 TIMEOUT_S = 200
@@ -253,3 +254,31 @@ class _Table(HTMLParser):
     def handle_data(self, data: str) -> None:
         if self._cell is not None and not self._in_small:
             self._cell.append(data)
+
+
+def test_items_come_from_the_command_line_and_a_list(tmp_path: Path) -> None:
+    """Named items first, then the list's (comments skipped, paths against the list's folder),
+    each once; two items writing one file are a wrong request."""
+    zoo_dir = tmp_path / "zoo"
+    zoo_dir.mkdir()
+    first, second = write_recipe(zoo_dir, "a"), write_recipe(zoo_dir, "b")
+    bert = tmp_path / "models" / "bert"
+    bert.mkdir(parents=True)
+    (bert / "config.json").write_text('{"model_type": "bert"}')
+    listing = zoo_dir / "zoo.txt"
+    listing.write_text("# the zoo\nb.toml  # a comment\na.toml\nhf:../models/bert\n\n")
+    jobs = read_items([str(first)], str(listing), tmp_path / "report")
+    assert [j.key for j in jobs] == [str(first), str(second), f"hf:{bert}"]
+    folder_item = load_job_recipe(jobs[2])
+    assert folder_item.output_path == tmp_path / "report" / "onnx" / "bert"
+    assert folder_item.validate.enabled and jobs[2].validate
+
+    clash = write_recipe(tmp_path, "a")  # another folder, but the same output once moved
+    clash.write_text(clash.read_text().replace('"out/a.onnx"', f'"{zoo_dir}/out/a.onnx"'))
+    with pytest.raises(StudioError) as raised:
+        read_items([str(first), str(clash)], None, tmp_path / "report")
+    assert raised.value.exit_code == 2 and "writes" in raised.value.message
+
+
+def load_job_recipe(job: ItemJob) -> Recipe:
+    return loads(job.recipe, Path(job.base_dir))

@@ -86,6 +86,7 @@ def print_text(summary: BatchSummary, out: TextIO) -> None:
     for row in summary.results:
         verdict = "passed" if row.ok else "FAILED"
         cause = f"  {row.error.kind}: {row.error.message}" if row.error is not None else ""
-        out.write(f"{verdict:7} {row.seconds:7.1f} s  {row.recipe}{cause}\n")
+        earlier = " (recorded earlier)" if row.resumed else ""
+        out.write(f"{verdict:7} {row.seconds:7.1f} s  {row.recipe}{earlier}{cause}\n")
     if summary.total:
         out.write(f"{summary.passed} passed, {summary.failed} failed of {summary.total}\n")

@@ -6,12 +6,14 @@ CUDA (`task_options`). The files are written where the recipe says, on the task'
 cluster of several machines, recipes, models and outputs must sit in a folder every node
 reaches at the same path (the README's "Batch" section). Without an address a local Ray
 instance is started and stopped with the batch; with one the batch joins that cluster; a
-caller that has already called `ray.init` keeps its session. `ray` is an optional extra:
+caller that has already called `ray.init` keeps its session. The tasks' stages come back
+through a `ray.util.queue.Queue` (an actor that takes no CPU). `ray` is an optional extra:
 `pip install 'onnx-export-studio[cluster]'`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import logging
@@ -25,7 +27,7 @@ from engine.batch.items import ItemJob
 from engine.batch.local import Finished
 from engine.batch.progress import BatchProgress
 from engine.errors import StudioError
-from engine.protocol import BatchRecord, ExportReport, encode
+from engine.protocol import BatchRecord, Event, ExportReport, Progress, encode
 
 _POLL_S = 0.2
 _CANCEL_GRACE_S = 10.0  # a cancelled task ends its worker in well under a second
@@ -50,11 +52,17 @@ def task_options(job: ItemJob) -> dict[str, Any]:
             "retry_exceptions": False, "name": f"onnx-studio batch: {job.label}"}
 
 
-def run_on_node(job: ItemJob, timeout: float | None, verbose: bool) -> str:
+def run_on_node(job: ItemJob, timeout: float | None, verbose: bool, stages: Any = None) -> str:
     """The task's body, on its node: the item in a worker process there; its record as a JSON
-    line. A cancel (ray.cancel) reaches run_job as KeyboardInterrupt, which ends the worker
-    and its children."""
-    record = run_item(job, "ray", lambda event: None, timeout=timeout,
+    line. Its stages go to the driver through `stages` (a ray.util.queue.Queue, or None). A
+    cancel (ray.cancel) reaches run_job as KeyboardInterrupt, which ends the worker and its
+    children."""
+    def tell(event: Event) -> None:
+        if stages is not None and isinstance(event, Progress):
+            with contextlib.suppress(Exception):  # progress is never worth failing an item
+                stages.put_nowait((job.key, event.fraction, event.stage))
+
+    record = run_item(job, "ray", tell, timeout=timeout,
                       stderr_to=sys.stderr if verbose else None)
     assert record is not None  # no stop event here
     return encode(record)
@@ -103,22 +111,40 @@ class RayExecutor:
             stop: threading.Event, timeout: float | None) -> None:
         ray = self._ray
         remote = ray.remote(run_on_node)
+        stages = self._stage_queue()
         waiting = list(jobs)
         running: dict[Any, ItemJob] = {}
-        while waiting or running:
-            while waiting and not stop.is_set() and (
-                    self.workers is None or len(running) < self.workers):
-                job = waiting.pop(0)
-                ref = remote.options(**task_options(job)).remote(job, timeout, self.verbose)
-                running[ref] = job
-                progress.started(job, "submitted as a Ray task")
-            if stop.is_set():
-                self._cancel(list(running))
-                return
-            ready, _ = ray.wait(list(running), num_returns=1, timeout=_POLL_S)
-            for ref in ready:
-                job = running.pop(ref)
-                finished(job, self._record(ref, job))
+        try:
+            while waiting or running:
+                while waiting and not stop.is_set() and (
+                        self.workers is None or len(running) < self.workers):
+                    job = waiting.pop(0)
+                    ref = remote.options(**task_options(job)).remote(job, timeout,
+                                                                     self.verbose, stages)
+                    running[ref] = job
+                    progress.started(job, "submitted as a Ray task")
+                if stop.is_set():
+                    self._cancel(list(running))
+                    return
+                ready, _ = ray.wait(list(running), num_returns=1, timeout=_POLL_S)
+                _relay(stages, {job.key: job for job in running.values()}, progress)
+                for ref in ready:
+                    job = running.pop(ref)
+                    finished(job, self._record(ref, job))
+        finally:
+            if stages is not None:
+                with contextlib.suppress(Exception):
+                    stages.shutdown()
+
+    def _stage_queue(self) -> Any:
+        """A queue the tasks put their stages on (an actor that takes no CPU); None when Ray
+        cannot make one: the items run all the same, without their stages."""
+        try:
+            from ray.util.queue import Queue
+
+            return Queue(actor_options={"num_cpus": 0})
+        except Exception:
+            return None
 
     def _record(self, ref: Any, job: ItemJob) -> BatchRecord:
         """The task's record; a task that ended without one (its Ray worker or node died)
@@ -150,3 +176,17 @@ class RayExecutor:
             _, pending = ray.wait(pending, num_returns=len(pending), timeout=_POLL_S)
         for ref in pending:
             ray.cancel(ref, force=True)
+
+
+def _relay(stages: Any, jobs: dict[str, ItemJob], progress: BatchProgress) -> None:
+    """The stages the tasks have put on the queue since the last look, to `progress`."""
+    if stages is None:
+        return
+    try:
+        count = stages.qsize()
+        told = stages.get_nowait_batch(count) if count else []
+    except Exception:
+        return
+    for key, fraction, stage in told:
+        if key in jobs:
+            progress.event(jobs[key], Progress(id=None, fraction=fraction, stage=stage))

@@ -46,17 +46,23 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 @pytest.fixture(scope="module")
-def ray_zoo(cluster: Path) -> onnx_studio.BatchSummary:
+def ray_zoo(cluster: Path) -> tuple[onnx_studio.BatchSummary, str]:
+    """The zoo as Ray tasks: the summary and the progress lines."""
     write_recipe(cluster, "pass", validate=True)
     write_recipe(cluster, "fail", "Raises")
     write_recipe(cluster, "crash", "Exits")
+    stream = io.StringIO()
     return onnx_studio.batch([cluster / f"{n}.toml" for n in ("pass", "fail", "crash")],
-                             cluster / "report", executor="ray", stream=io.StringIO())
+                             cluster / "report", executor="ray", stream=stream
+                             ), stream.getvalue()
 
 
 @pytest.mark.timeout(TIMEOUT_S)
-def test_items_run_as_ray_tasks(ray_zoo: onnx_studio.BatchSummary, cluster: Path) -> None:
-    summary = ray_zoo
+def test_items_run_as_ray_tasks(ray_zoo: tuple[onnx_studio.BatchSummary, str], cluster: Path
+                                ) -> None:
+    summary, said = ray_zoo
+    assert "pass: submitted as a Ray task" in said
+    assert "pass: " in said and "% Exporting" in said  # the task's stages came back
     assert (summary.total, summary.passed, summary.failed) == (3, 1, 2), summary.error
     assert summary.exit_status() == 1
     kinds = [None if r.error is None else r.error.kind for r in summary.results]
@@ -71,7 +77,7 @@ def test_items_run_as_ray_tasks(ray_zoo: onnx_studio.BatchSummary, cluster: Path
 
 
 @pytest.mark.timeout(TIMEOUT_S)
-def test_resume_on_ray_runs_nothing_recorded(ray_zoo: onnx_studio.BatchSummary,
+def test_resume_on_ray_runs_nothing_recorded(ray_zoo: tuple[onnx_studio.BatchSummary, str],
                                              cluster: Path) -> None:
     stream = io.StringIO()
     again = onnx_studio.batch([cluster / f"{n}.toml" for n in ("pass", "fail", "crash")],

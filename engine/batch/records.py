@@ -19,8 +19,7 @@ RESULTS = "results.jsonl"
 
 
 def start_fresh(report_dir: Path) -> Path:
-    """An empty results file in `report_dir` (made when missing); its path."""
-    report_dir.mkdir(parents=True, exist_ok=True)
+    """An empty results file in `report_dir`; its path."""
     path = report_dir / RESULTS
     write_text_atomic(path, "")
     return path

@@ -76,7 +76,10 @@ def run_batch(jobs: list[ItemJob], report_dir: Path, options: BatchOptions,
     options.check()
     stream = stream or sys.stderr
     stop = stop or threading.Event()
-    results = _results_file(report_dir, options.resume)
+    if report_dir.exists() and not report_dir.is_dir():
+        raise StudioError("write", f"{report_dir} is a file; -o names the report folder.",
+                          "Name a folder (made when missing).", exit_code=2)
+    results = report_dir / records.RESULTS
     recorded = records.read_records(results) if options.resume else {}
     done: dict[str, BatchRecord] = {j.key: recorded[j.key] for j in jobs
                                     if j.key in recorded
@@ -92,8 +95,10 @@ def run_batch(jobs: list[ItemJob], report_dir: Path, options: BatchOptions,
         progress.finished(job, record)
 
     with _interrupts(stop) as signals:
-        executor.open()
+        if todo:  # (an executor that cannot start leaves the previous results as they were)
+            executor.open()
         try:
+            _prepare(report_dir, fresh=not options.resume)
             at_once = options.workers or ("the cluster's CPUs" if options.executor == "ray"
                                           else default_workers())
             progress.say(f"{len(todo)} items to run, {at_once} at a time ({executor.name})"
@@ -118,15 +123,12 @@ def run_batch(jobs: list[ItemJob], report_dir: Path, options: BatchOptions,
     return summary
 
 
-def _results_file(report_dir: Path, resume: bool) -> Path:
-    if report_dir.exists() and not report_dir.is_dir():
-        raise StudioError("write", f"{report_dir} is a file; -o names the report folder.",
-                          "Name a folder (made when missing).", exit_code=2)
+def _prepare(report_dir: Path, fresh: bool) -> None:
+    """The report folder, made when missing; a fresh run starts results.jsonl anew."""
     try:
-        if resume:
-            report_dir.mkdir(parents=True, exist_ok=True)
-            return report_dir / records.RESULTS
-        return records.start_fresh(report_dir)
+        report_dir.mkdir(parents=True, exist_ok=True)
+        if fresh:
+            records.start_fresh(report_dir)
     except OSError as exc:
         raise StudioError("write", f"Cannot write into the report folder {report_dir}: "
                           f"{exc.strerror or exc}.", "Name a folder you can write to.",

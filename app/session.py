@@ -47,7 +47,7 @@ from app.recipes import (
 from engine import recipe as recipes
 from engine import shipped
 from engine.errors import StudioError
-from engine.paths import rebase_recipe_paths
+from engine.paths import check_recipe_target, rebase_recipe_paths
 from engine.protocol import (
     Candidate,
     DescribeResult,
@@ -443,8 +443,13 @@ class ExportSession(QObject):
 
     def save(self, path: Path) -> bool:
         """Write the recipe to `path` (its paths rewritten relative to the new folder when it
-        moves); False, and a `notice`, when it cannot be written."""
-        path = path.resolve()
+        moves); False, and a `notice`, when it cannot be written or `path` is no place for it
+        (engine.paths.check_recipe_target: a .toml that is no file the recipe names)."""
+        try:
+            path = check_recipe_target(self.recipe, path, "choose another name or folder")
+        except StudioError as exc:
+            self.notice.emit(f"The recipe was not saved. {exc.message}")
+            return False
         moved = path.parent != self.recipe.base_dir.resolve()
         # a copy is rebased and written: the form keeps its recipe when the write fails
         recipe = rebase_recipe_paths(self.recipe, path.parent) if moved else self.recipe

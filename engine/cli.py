@@ -15,7 +15,6 @@ import math
 import os
 import re
 import sys
-import tempfile
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -28,7 +27,7 @@ from engine.batch import command as batch_command
 from engine.errors import StudioError
 from engine.events import Events
 from engine.export.onnx_file import check_output_path
-from engine.paths import rebase_recipe_paths
+from engine.paths import check_recipe_target, rebase_recipe_paths
 from engine.protocol import (
     Error,
     ExportReport,
@@ -308,22 +307,6 @@ def save_recipe_as(recipe: Recipe, path: Path) -> None:
                           exit_code=2) from None
 
 
-def check_recipe_path(path: Path) -> None:
-    """Refuse, before any work, a --save-recipe path whose folder is missing or unwritable."""
-    folder = path.resolve().parent
-    problem = ("is a folder" if path.is_dir() else "" if folder.is_dir()
-               else f"its folder {folder} does not exist")
-    if not problem:
-        try:
-            with tempfile.TemporaryFile(dir=folder):
-                pass
-        except OSError as exc:
-            problem = f"{folder} does not accept new files ({exc.strerror or exc})"
-    if problem:
-        raise StudioError("write", f"Cannot save the recipe to {path}: {problem}; choose "
-                          "another --save-recipe path.", exit_code=2)
-
-
 # ---------------------------------------------------------------------------- progress
 
 
@@ -383,8 +366,8 @@ def _cmd_export(args: argparse.Namespace, progress: Progress) -> ExportReport:
     from engine.source.inputs import ResolvedFill, with_fills
 
     recipe = recipe_from_args(args)
-    if args.save_recipe:
-        check_recipe_path(Path(args.save_recipe))
+    if args.save_recipe:  # refused before any work: not over the model, the output, ...
+        check_recipe_target(recipe, Path(args.save_recipe), "choose another --save-recipe path")
     result = _export_in_worker(
         ExportRequest(recipe=recipe.to_toml(), base_dir=str(recipe.base_dir),
                       validate=True if args.validate else None, plots_beside_onnx=True),

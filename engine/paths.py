@@ -1,19 +1,36 @@
-"""Moving a recipe to another folder: every path it names keeps pointing at the same file.
+"""Moving a recipe to another folder: every path it names keeps pointing at the same file; and
+where a recipe may be saved at all.
 
 One rule for the CLI (--save-recipe) and the window (Save recipe as): a path becomes
 relative to the new folder when the two share a folder below the filesystem root, so a
 project folder moved or checked out elsewhere keeps working; otherwise (only the root or a
 different Windows drive in common) it stays absolute, because `../../../usr/...` would break
-as soon as the recipe moves. Torch-free and Qt-free.
+as soon as the recipe moves. A Hugging Face source keeps its prefix (`hf:DIR`,
+`hf-config:DIR`): only its folder moves. Torch-free and Qt-free.
 """
 
 from __future__ import annotations
 
 import copy
 import os
+import tempfile
 from pathlib import Path
 
-from engine.recipe import Recipe, split_source
+from engine.errors import StudioError
+from engine.recipe import Recipe, is_folder_source, split_source
+
+
+def source_path(source: str) -> tuple[str, str, str] | None:
+    """(prefix, path, suffix) of a source that names a file or a folder, its text being
+    prefix + path + suffix: `hf:DIR` -> ("hf:", "DIR", ""), `net.py:Net` -> ("", "net.py",
+    ":Net"), `model.pt` -> ("", "model.pt", ""); None for one that names neither
+    (`example:alexnet`, `torchvision:resnet18`, nothing)."""
+    text = source.strip()
+    if is_folder_source(text):
+        prefix, _, folder = text.partition(":")
+        return (f"{prefix}:", folder.strip(), "") if folder.strip() else None
+    file, name = split_source(text)
+    return None if file is None else ("", file, f":{name}" if name else "")
 
 
 def rebase_recipe_paths(recipe: Recipe, new_folder: Path, *, absolute: bool = False) -> Recipe:
@@ -30,9 +47,10 @@ def rebase_recipe_paths(recipe: Recipe, new_folder: Path, *, absolute: bool = Fa
         return target if absolute else portable_path(target, folder)
 
     out = copy.deepcopy(recipe)
-    file, name = split_source(recipe.model.source)
-    if file is not None:
-        out.model.source = moved(file) + (f":{name}" if name else "")
+    located = source_path(recipe.model.source)
+    if located is not None:
+        prefix, path, suffix = located
+        out.model.source = prefix + moved(path) + suffix
     if recipe.model.checkpoint:
         out.model.checkpoint = moved(recipe.model.checkpoint)
     if recipe.model.workdir:
@@ -55,3 +73,56 @@ def portable_path(target: str, folder: str) -> str:
         return os.path.relpath(target, folder)
     except ValueError:  # different drives on Windows
         return target
+
+
+def check_recipe_target(recipe: Recipe, path: Path, advice: str) -> Path:
+    """The real path `recipe` may be saved to, or a `write` StudioError (exit status 2) whose
+    sentence ends in `advice` ("choose another --save-recipe path").
+
+    A recipe is saved only to a `.toml` name in a folder that exists and takes new files, and
+    never over a file the recipe itself reads or writes: its model source, checkpoint, input
+    files and extensions, the export's output, or (a Hugging Face source's output being a
+    folder the export replaces) anything inside that folder. Paths are compared with symlinks
+    and `..` resolved, so no other spelling of a file gets past.
+    """
+    real = Path(os.path.realpath(path))
+
+    def refuse(problem: str) -> StudioError:
+        return StudioError("write", f"Cannot save the recipe to {path}: {problem}; {advice}.",
+                           exit_code=2)
+
+    if path.suffix.lower() != ".toml":
+        raise refuse(f"a recipe is a .toml file, name it {path.stem or 'recipe'}.toml")
+    for field, named in _named_paths(recipe):
+        if real == named:
+            raise refuse(f"that is the recipe's {field}, which the recipe would replace")
+    output = Path(os.path.realpath(recipe.output_path))
+    if is_folder_source(recipe.model.source) and real.is_relative_to(output):
+        raise refuse(f"it is inside the export's output folder {output}, which an export "
+                     "replaces")
+    folder = real.parent
+    if real.is_dir():
+        raise refuse("that is a folder")
+    if not folder.is_dir():
+        raise refuse(f"its folder {folder} does not exist" if not folder.exists()
+                     else f"{folder} is a file, not a folder")
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise refuse(f"{folder} does not accept new files ({exc.strerror or exc})") from None
+    return real
+
+
+def _named_paths(recipe: Recipe) -> list[tuple[str, Path]]:
+    """(field, real path) of every file the recipe reads or writes."""
+    named: list[tuple[str, str]] = []
+    located = source_path(recipe.model.source)
+    if located is not None:
+        named.append(("model source", located[1]))
+    if recipe.model.checkpoint:
+        named.append(("checkpoint", recipe.model.checkpoint))
+    named += [(f"input file of {spec.name!r}", spec.file) for spec in recipe.inputs if spec.file]
+    named += [("extension", ext) for ext in recipe.export.extensions]
+    named.append(("export output", recipe.export.output))
+    return [(field, Path(os.path.realpath(recipe.resolve(p)))) for field, p in named]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from engine import dirs, shipped
 from engine import recipe as recipes
+from engine.paths import source_path
 from engine.recipe import Recipe, is_folder_source, split_source
 from engine.source.describe import PICKLE_SUFFIXES, archive_kind
 
@@ -109,9 +110,10 @@ def model_stem(source: str) -> str:
 
 
 def source_file(recipe: Recipe) -> Path | None:
-    """The model file the recipe points at (resolved), or None for built-in sources."""
-    src, _ = split_source(recipe.model.source)
-    return recipe.resolve(src) if src else None
+    """The model file (or a Hugging Face source's folder) the recipe points at, resolved;
+    None for built-in sources."""
+    located = source_path(recipe.model.source)
+    return recipe.resolve(located[1]) if located is not None else None
 
 
 def file_problems(recipe: Recipe) -> list[tuple[str, str]]:

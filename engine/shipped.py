@@ -19,7 +19,7 @@ from pathlib import Path
 from engine import dirs
 from engine import recipe as recipes
 from engine.files import write_text_atomic
-from engine.recipe import split_source
+from engine.paths import source_path
 
 
 def root() -> Path:
@@ -67,16 +67,18 @@ def working_copy(path: str | os.PathLike[str]) -> Path:
 
     def moved(name: str) -> str:
         target = recipe.resolve(name).resolve()
-        if not target.is_relative_to(shipped):  # not ours to copy: keep pointing at it
+        # not ours to copy, or a folder (a Hugging Face model is only read): point at it
+        if not target.is_relative_to(shipped) or target.is_dir():
             return str(target)
         inside = target.relative_to(shipped)
         files[target] = folder / inside
         return inside.as_posix()
 
     local = copy.deepcopy(recipe)
-    file, name = split_source(recipe.model.source)
-    if file is not None:
-        local.model.source = moved(file) + (f":{name}" if name else "")
+    located = source_path(recipe.model.source)  # hf:DIR keeps its prefix
+    if located is not None:
+        prefix, file, suffix = located
+        local.model.source = prefix + moved(file) + suffix
     if recipe.model.checkpoint:
         local.model.checkpoint = moved(recipe.model.checkpoint)
     for spec in local.inputs:

@@ -182,11 +182,18 @@ def format_table(values: dict[str, object]) -> str:
 
 
 def parse_table(text: str) -> dict[str, object]:
-    """Parse `a = 1, b = "x"` into a dict; raises ValueError with a readable reason."""
+    """Parse `a = 1, b = "x"` (a table of a recipe section: model.kwargs, export.custom_opsets)
+    into a dict; raises ValueError with a readable reason."""
     text = text.strip()
     if not text:
         return {}
+    deep = f"nest lists and tables at most {recipes.MAX_NESTING} levels deep"
     try:
-        return dict(tomllib.loads(f"t = {{ {text} }}")["t"])
+        values = dict(tomllib.loads(f"t = {{ {text} }}")["t"])
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"write it as name = value, separated by commas ({exc})") from None
+    except RecursionError:
+        raise ValueError(f"the values are nested too deeply to read; {deep}") from None
+    if (where := recipes.too_deep(values, depth=2)) is not None:  # model.kwargs and the like
+        raise ValueError(f"{where} is nested too deeply; {deep}")
+    return values

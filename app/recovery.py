@@ -18,6 +18,7 @@ from pathlib import Path
 from PySide6.QtCore import QLockFile, QObject, QTimer
 
 from app.session import ExportSession
+from app.settings import backup_path
 from engine import dirs
 from engine import recipe as recipes
 from engine.errors import StudioError
@@ -102,8 +103,13 @@ class Autosave(QObject):
             self._lock = None
 
 
-def find_orphans(folder: Path | None = None) -> list[Orphan]:
-    """Recovery files of windows that ended without closing, newest first."""
+def find_orphans(folder: Path | None = None, notices: list[str] | None = None) -> list[Orphan]:
+    """Recovery files of windows that ended without closing, newest first.
+
+    One that cannot be read (damaged, nested too deeply, its note missing) is moved aside as a
+    timestamped `.bak` beside itself, offered no more, and a sentence saying so goes to
+    `notices`, as for a damaged settings file.
+    """
     folder = folder or recovery_dir()
     found: list[Orphan] = []
     for toml in folder.glob("*.toml") if folder.is_dir() else []:
@@ -118,10 +124,32 @@ def find_orphans(folder: Path | None = None) -> list[Orphan]:
             meta = json.loads(meta_file.read_text(encoding="utf-8"))
             recipe = recipes.load(toml)
             recipe = rebase_recipe_paths(recipe, Path(meta["base_dir"]))
-        except (OSError, ValueError, KeyError, TypeError, StudioError):
-            continue
-        path = meta.get("recipe_path")
-        found.append(Orphan(recipe, Path(path) if path else None,
+            path = meta.get("recipe_path")
+            orphan = Orphan(recipe, Path(path) if path else None,
                             float(meta.get("saved_at") or 0.0),
-                            (toml, meta_file, Path(str(toml) + ".lock"))))
+                            (toml, meta_file, Path(str(toml) + ".lock")))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError,
+                StudioError) as exc:
+            note = _set_aside(toml, meta_file, exc)
+            if note and notices is not None:
+                notices.append(note)
+            continue
+        found.append(orphan)
     return sorted(found, key=lambda o: o.saved_at, reverse=True)
+
+
+def _set_aside(toml: Path, meta: Path, exc: Exception) -> str:
+    """Move an unreadable recovery file (and its note) to backup names; the sentence for the
+    user, "" when it could not be moved (it is tried again at the next start)."""
+    why = exc.message if isinstance(exc, StudioError) else (
+        "its note is missing" if isinstance(exc, FileNotFoundError) else
+        "it nests too deeply to read" if isinstance(exc, RecursionError) else str(exc))
+    backup = backup_path(toml)
+    try:
+        os.rename(toml, backup)
+        if meta.is_file():
+            os.rename(meta, backup_path(meta))
+    except OSError:
+        return ""
+    return (f"Unsaved edits a window kept when it last ended could not be read ({why}); the "
+            f"file was kept as {backup}.")

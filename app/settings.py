@@ -6,12 +6,12 @@ read when no `settings.toml` exists yet, and left in place.
 
 A settings file never locks the user out, and nothing in it is ever deleted:
 
-- A file that cannot be used at all (its bytes are not UTF-8, it is not valid TOML, it holds
-  no table, its `version` is not a whole number, it cannot be read, or a folder stands in its
-  place) is moved aside under a timestamped name, `settings.toml.2026-11-23T18-40-12.bak`
-  (`...-2.bak` for a second one in the same second; earlier backups are kept), and the defaults
-  are used. A folder that cannot be moved is left alone: the defaults are used and nothing is
-  saved until it is gone.
+- A file that cannot be used at all (its bytes are not UTF-8, it is not valid TOML or nests
+  too deeply to read, it holds no table, its `version` is not a whole number, it cannot be
+  read, or a folder stands in its place) is moved aside under a timestamped name,
+  `settings.toml.2026-11-23T18-40-12.bak` (`...-2.bak` for a second one in the same second;
+  earlier backups are kept), and the defaults are used. A folder that cannot be moved is left
+  alone: the defaults are used and nothing is saved until it is gone.
 - A setting of the wrong type (or an unknown theme) is ignored, its default used, the other
   settings kept; the file as it was is copied aside the same way before it is rewritten.
 - A file written by a newer version (`version` greater than ours) is read for the keys this
@@ -138,6 +138,8 @@ def _parse(raw: bytes, parse: Callable[[str], Any], kind: str) -> Any:
         return parse(text)
     except ValueError as exc:  # tomllib.TOMLDecodeError and json.JSONDecodeError
         raise _Unusable(f"not valid {kind}: {exc}") from None
+    except RecursionError:  # both parsers read nested arrays and tables recursively
+        raise _Unusable(f"its {kind} nests arrays or tables too deeply to read") from None
 
 
 def _why(exc: OSError) -> str:
@@ -212,7 +214,7 @@ def _keep_if_not_ours(path: Path) -> None:
         version = tomllib.loads(raw.decode("utf-8")).get("version", SETTINGS_VERSION)
         ours = (isinstance(version, int) and not isinstance(version, bool)
                 and 1 <= version <= SETTINGS_VERSION)
-    except ValueError:
+    except (ValueError, RecursionError):
         ours = False
     if not ours:
         shutil.copy2(path, backup_path(path))

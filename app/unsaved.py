@@ -89,8 +89,11 @@ class UnsavedGuard:
 
     def offer_recovery(self, banner: Banner) -> None:
         """Offer back, in `banner`, the form a window that ended without closing autosaved."""
-        orphans = find_orphans()
+        notices: list[str] = []  # recovery files that could not be read, set aside
+        orphans = find_orphans(notices=notices)
         if not orphans:
+            if notices:
+                banner.show_message(" ".join(notices))
             return
         orphan = orphans[0]
         name = orphan.recipe_path.name if orphan.recipe_path else "an unsaved recipe"
@@ -101,6 +104,7 @@ class UnsavedGuard:
             orphan.discard()
             self.autosave.write_now()  # ours now, until saved
 
-        banner.show_message(
-            f"Unsaved edits to {name} from {when} were kept when the window last ended "
-            "without closing. Restore them?", [("Restore", restore), ("Discard", orphan.discard)])
+        banner.show_message(" ".join([
+            *notices, f"Unsaved edits to {name} from {when} were kept when the window last "
+            "ended without closing. Restore them?"]),
+            [("Restore", restore), ("Discard", orphan.discard)])

@@ -263,6 +263,9 @@ def loads(text: str, base_dir: Path | None = None, name: str = "recipe") -> Reci
         raise RecipeError(
             f"{name} is not valid TOML ({exc}).", "Fix the line named in the message."
         ) from None
+    except RecursionError:  # tomllib reads nested arrays and tables recursively
+        raise RecipeError(f"{name} nests arrays or tables too deeply to read; a recipe's "
+                          f"values nest at most {MAX_NESTING} levels.") from None
     recipe = from_dict(data, base_dir or Path.cwd())
     recipe.check()
     return recipe
@@ -271,6 +274,9 @@ def loads(text: str, base_dir: Path | None = None, name: str = "recipe") -> Reci
 def from_dict(data: dict[str, Any], base_dir: Path) -> Recipe:
     """Build a Recipe from plain data, checking keys and types (not cross-field rules)."""
     data = dict(data)
+    if (deep := too_deep(data)) is not None:
+        raise RecipeError(f"{deep}: nested more than {MAX_NESTING} levels deep; a recipe's "
+                          f"values nest at most {MAX_NESTING} levels.")
     version = data.pop("version", None)
     if version is None:
         raise RecipeError("version: missing; add `version = 1` at the top of the recipe.")
@@ -297,6 +303,29 @@ def from_dict(data: dict[str, Any], base_dir: Path) -> Recipe:
             allowed = ", ".join(["version", *_SECTIONS, "inputs", "outputs", "dims"])
             raise RecipeError(f"{key}: unknown section; the recipe has {allowed}.")
     return Recipe(**kwargs)
+
+
+# Deeper values would exhaust Python's recursion limit in the code that writes, copies or
+# sends them (the TOML writer, deepcopy, the worker protocol) long after they were read.
+MAX_NESTING = 64
+
+
+def too_deep(data: dict[str, Any], depth: int = 0) -> str | None:
+    """The place of a value nested more than MAX_NESTING levels deep in the recipe, `data`
+    sitting `depth` levels down in it (2 for model.kwargs), or None. Walked without
+    recursion: the data may be as deep as the parser allowed."""
+    stack: list[tuple[Any, str, int]] = [(data, "", depth)]
+    while stack:
+        value, where, depth = stack.pop()
+        if depth > MAX_NESTING:
+            return where if len(where) <= 60 else where[:60] + "…"
+        if isinstance(value, dict):
+            stack += [(item, f"{where}.{key}" if where else str(key), depth + 1)
+                      for key, item in value.items()]
+        elif isinstance(value, list):  # a[…]: which item does not matter
+            place = where if where.endswith("[…]") else f"{where}[…]"
+            stack += [(item, place, depth + 1) for item in value]
+    return None
 
 
 def _build(cls: type, value: Any, where: str) -> Any:
@@ -673,6 +702,6 @@ def _recipe_text(path: Path) -> str | None:
     try:
         text = path.read_text(encoding="utf-8")
         is_recipe = "version" in tomllib.loads(text)
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
         return None
     return text if is_recipe else None

@@ -8,6 +8,9 @@ or tensor at fault:
   produces, with the node and the tensor;
 - `missing_external_data`: a weight stored in a data file beside the model that is not there,
   with the file and the tensor;
+- `external_data_outside`: a weight whose data file lies outside the model's folder (an
+  absolute location, `..`, a symlink out), which onnx and ONNX Runtime refuse to read: a file
+  must not make a reader open any file on the machine;
 - `unknown_operator`: an operator of the standard ONNX domains that ONNX does not define (an
   error), or an operator of a domain neither ONNX nor the file defines (a warning: a custom-op
   library may provide it);
@@ -22,6 +25,7 @@ live in external data, are checked too; it reads the external data's places, not
 
 from __future__ import annotations
 
+import os
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -42,6 +46,8 @@ _CHECKER_SAID = {
                        "Graph output", "is not produced"),
     "missing_external_data": ("external", "doesn't exist", "not accessible", "location",
                               "should be stored in", "is not regular file"),
+    "external_data_outside": ("external", "points outside", "should be a relative path",
+                              "location", "should be file inside", "symlink"),
     "unknown_operator": ("No Op registered", "No opset import for domain",
                          "is not a registered function/op"),
 }
@@ -87,7 +93,7 @@ def check_file(path: str | Path, *, model: Any = None, nodes: Sequence[Any] | No
                               "file.", details=str(exc)) from None
     nodes = _read(model.graph) if nodes is None else nodes
     found = graph_problems(model.graph, model, nodes, producer)
-    found += _missing_external_data(model, nodes, path.parent)
+    found += _external_data_problems(model, nodes, path.parent)
     said = {p.code for p in found}
     verdict = _checker_problem(path, full_check) if checker else None
     if verdict is not None and not any(
@@ -332,21 +338,40 @@ def _unknown_operators(nodes: Sequence[Any], model: Any) -> list[Problem]:
     return found
 
 
-def _missing_external_data(model: Any, nodes: Sequence[Any], folder: Path) -> list[Problem]:
-    """Initializers stored in a data file that is not in the model's folder."""
+def _external_data_problems(model: Any, nodes: Sequence[Any], folder: Path) -> list[Problem]:
+    """Initializers stored in a data file that is not in the model's folder: one that lies
+    outside it (absolute, `..`, a symlink out; compared with symlinks resolved), or one that is
+    missing beside the model."""
     from onnx.external_data_helper import ExternalDataInfo, uses_external_data
 
+    outside: dict[str, list[str]] = {}
     missing: dict[str, list[str]] = {}
     for tensor in _tensors(model.graph, nodes):
         if not uses_external_data(tensor):
             continue
         location = ExternalDataInfo(tensor).location
-        if not location or not (folder / location).is_file():
+        if location and lies_outside(folder, location):
+            outside.setdefault(location, []).append(tensor.name)
+        elif not location or not (folder / location).is_file():
             missing.setdefault(location or "(no location)", []).append(tensor.name)
-    return [Problem(ERROR, "missing_external_data",
+    return [Problem(ERROR, "external_data_outside",
+                    f"external data file {location!r} lies outside the model's folder (it holds "
+                    f"{_names(names)}); the data must sit in the .onnx file's folder", (), (),
+                    names[0])
+            for location, names in outside.items()] + [
+            Problem(ERROR, "missing_external_data",
                     f"external data file {location!r} is missing beside the model (it holds "
                     f"{_names(names)})", (), (), names[0])
             for location, names in missing.items()]
+
+
+def lies_outside(folder: Path, location: str) -> bool:
+    """True when the external data file `location` of a model in `folder` is not inside that
+    folder: an absolute path, `..` out of it, or a symlink whose target is elsewhere."""
+    if os.path.isabs(location):
+        return True
+    return not Path(os.path.realpath(folder / location)).is_relative_to(
+        os.path.realpath(folder))
 
 
 def _names(names: list[str]) -> str:

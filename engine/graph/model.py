@@ -16,7 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.graph.file_check import NodeAttributes, Problem, check_file, problem_nodes
+from engine.graph.file_check import (
+    NodeAttributes,
+    Problem,
+    check_file,
+    lies_outside,
+    problem_nodes,
+)
 
 # The graph view runs the ONNX checker on files up to this size (the checker parses the whole
 # file, inline weights included: about 10 s for 300 MB here, on top of the view's own read).
@@ -233,6 +239,9 @@ def _memory_map(t: Any, base: Path) -> Any:
     if dtype is None:
         return None
     info = {e.key: e.value for e in t.external_data}
+    if lies_outside(base, info.get("location", "")):  # a file elsewhere on the machine
+        raise ValueError(f"its external data file {info.get('location')!r} lies outside the "
+                         "model's folder")
     path = base / info.get("location", "")
     shape = tuple(int(d) for d in t.dims)
     count = 1

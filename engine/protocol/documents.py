@@ -314,7 +314,8 @@ class ExportReport(Wire):
 class FileProblem(Wire):
     """One thing wrong with an .onnx file (engine.graph.file_check.Problem): "error" (the file
     is unusable) or "warning", its code (cycle, dangling_input, missing_external_data,
-    unknown_operator, checker), a sentence, and the nodes and tensor it names."""
+    external_data_outside, unknown_operator, checker), a sentence, and the nodes and tensor
+    it names."""
 
     severity: str
     code: str

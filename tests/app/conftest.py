@@ -75,6 +75,10 @@ def write_mlp(path: Path, scale: float, extra: bool = False) -> Path:
 
 
 EXPORT_TIMEOUT_MS = 90_000  # an export here takes seconds; under the 120 s per test
+# A hang guard for what a Cancel or a kill ends, never a time limit: the slow models sleep
+# longer than this, so an end within it is the cancel's doing. How fast things stop is
+# measured by tests/benchmarks/bench_stop.py.
+STOP_TIMEOUT_MS = 30_000
 
 
 @pytest.fixture(scope="module")

@@ -295,7 +295,7 @@ def test_exit_after_paint_prints_timings(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout.strip().splitlines()[-1])
     assert set(data) == {"window_s", "graph_s", "nodes"}
-    assert 0 < data["window_s"] < 30
+    assert data["window_s"] > 0  # the time itself: tests/benchmarks/bench_window.py
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -448,7 +448,7 @@ def test_onnx_studio_gui_exit_after_paint_reports_the_graph(tmp_path) -> None:
     assert result.returncode == 0, result.stderr
     timings = json.loads(result.stdout.strip().splitlines()[-1])
     assert timings["nodes"] == 2
-    assert 0 < timings["window_s"] < 10 and 0 < timings["graph_s"] < 10
+    assert timings["window_s"] > 0 and timings["graph_s"] > 0  # how long: bench_graph.py
 
 
 @pytest.mark.parametrize(("field", "text", "words"), [

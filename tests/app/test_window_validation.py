@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import html
 import math
-import time
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,12 @@ from app.validation.common import texts
 from app.validation.plots import ParityPlots
 from app.window import MainWindow
 from engine import recipe as recipes
-from tests.app.conftest import EXPORT_TIMEOUT_MS, export_and_wait, write_slow_model
+from tests.app.conftest import (
+    EXPORT_TIMEOUT_MS,
+    STOP_TIMEOUT_MS,
+    export_and_wait,
+    write_slow_model,
+)
 
 JOB_TIMEOUT_MS = EXPORT_TIMEOUT_MS
 BAKED = ("import torch\n\n\nclass Baked(torch.nn.Module):\n    def forward(self, x):\n"
@@ -251,10 +255,9 @@ def test_cancel_a_validation(window: MainWindow, qtbot, tmp_path: Path) -> None:
     child = tmp_path / "slow_net.child"
     qtbot.waitUntil(lambda: child.exists() or window.session.validate_job is None, timeout=60_000)
     assert window.session.validate_job is not None, window.tabs.validation.message.text()
-    started = time.perf_counter()
-    with qtbot.waitSignal(window.session.validationFinished, timeout=1000) as blocker:
+    # a hang guard (the model sleeps 60 s); how fast a Cancel ends a job: bench_stop.py
+    with qtbot.waitSignal(window.session.validationFinished, timeout=STOP_TIMEOUT_MS) as blocker:
         qtbot.mouseClick(window.form.export_bar.cancel_button, Qt.MouseButton.LeftButton)
-    assert time.perf_counter() - started < 1.0
     error = blocker.args[0].message["error"]
     assert error["kind"] == "cancelled" and "validation was cancelled" in error["message"]
     assert "Validation cancelled" in window.tabs.validation.verdict.text()

@@ -11,7 +11,6 @@ import json
 import os
 import signal
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -156,16 +155,17 @@ def test_spare_takes_over_after_cancel_and_never_inherits_a_job(qtbot, runner: J
     assert wait_result(qtbot, runner, {"job": "ping"})[-1]["pid"] == first
 
     events: list[dict[str, Any]] = []
-    runner.submit({"job": "sleep", "seconds": 30}, events.append)
+    runner.submit({"job": "sleep", "seconds": 600}, events.append)  # longer than any guard
     qtbot.waitUntil(lambda: bool(events), timeout=10_000)  # inside the job
     assert runner.busy() is False, "a sleep job is not one of the long jobs"
-    started = time.perf_counter()
-    with qtbot.waitSignal(runner.workerReady, timeout=1000):  # the spare is ready already
-        runner.cancel()
-    assert time.perf_counter() - started < 0.1
+    readies: list[object] = []
+    runner.workerReady.connect(readies.append)
+    runner.cancel()
+    # the spare had imported torch already: it said so within cancel(), no wait for it
+    assert readies == [runner.ready_info] and readies[0] is not None
     assert events[-1]["error"]["kind"] == "cancelled"
     assert runner.worker_pid == spare
-    qtbot.waitUntil(lambda: not pid_alive(first), timeout=1000)
+    qtbot.waitUntil(lambda: not pid_alive(first), timeout=30_000)  # a hang guard
 
     assert wait_result(qtbot, runner, {"job": "ping"})[-1]["pid"] == spare
     assert [r["job"] for r in requests_of(tmp_path, spare)] == ["ping"], \
@@ -261,7 +261,7 @@ def test_killed_worker_fails_its_jobs_with_the_signal(qtbot, runner: JobRunner) 
     events: list[dict[str, Any]] = []
     runner.submit({"job": "sleep", "seconds": 30}, events.append)
     qtbot.waitUntil(lambda: bool(events), timeout=10_000)
-    with qtbot.waitSignal(runner.workerLost, timeout=5000) as lost:
+    with qtbot.waitSignal(runner.workerLost, timeout=30_000) as lost:
         os.kill(pid, signal.SIGKILL)
     assert "signal 9 (SIGKILL: killed from outside" in lost.args[0]
     assert events[-1]["error"]["kind"] == "worker_crashed"
@@ -278,7 +278,7 @@ def test_an_exit_during_a_job_is_reported_even_with_status_0(qtbot, runner: JobR
     qtbot.waitUntil(lambda: runner.spare_ready, timeout=10_000)
     spare = runner.spare_pid
     events: list[dict[str, Any]] = []
-    with qtbot.waitSignal(runner.workerLost, timeout=5000) as lost:
+    with qtbot.waitSignal(runner.workerLost, timeout=30_000) as lost:
         runner.submit({"job": "exit", "status": 0}, events.append)
     assert "exit status 0" in lost.args[0]
     assert events[-1]["error"]["kind"] == "worker_crashed"
@@ -303,9 +303,7 @@ def test_shutdown_ends_the_worker_and_the_spare(qtbot, runner: JobRunner) -> Non
         runner.start()
     qtbot.waitUntil(lambda: runner.spare_ready, timeout=10_000)
     pids = [runner.worker_pid, runner.spare_pid]
-    started = time.perf_counter()
-    runner.shutdown()
-    assert time.perf_counter() - started < 1.5
+    runner.shutdown()  # returns once both have ended (how long that takes: bench_stop.py)
     assert runner.worker_pid is None and runner.spare_pid is None
     assert not any(pid_alive(pid) for pid in pids if pid)
     runner.deleteLater()  # no "QProcess: Destroyed while process is still running"

@@ -172,9 +172,7 @@ def test_export_streams_events_then_one_result(worker: Worker, model_dir: Path) 
     recipe = ('version = 1\n[model]\nsource = "net.py:Net"\nkwargs = { features = 5 }\n'
               '[[inputs]]\nname = "x"\nshape = [2, 4]\ndynamic = { 0 = "batch" }\n'
               '[[outputs]]\nname = "y"\n[export]\noutput = "out/net.onnx"\n')
-    started = time.perf_counter()
     events = worker.run({"job": "export", "recipe": recipe, "base_dir": str(model_dir)})
-    assert time.perf_counter() - started < 120
     kinds = [e["type"] for e in events]
     assert kinds[-1] == "result" and kinds.count("result") == 1
     assert "progress" in kinds
@@ -306,8 +304,8 @@ class Sleeper(torch.nn.Module):
         a = torch.randn(4000, 4000)
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
         Path(__file__).with_suffix(".child").write_text(str(child.pid))
-        if native:
-            a @ a @ a @ a @ a @ a
+        if native:  # minutes on one thread, in one call: longer than any guard below
+            torch.linalg.multi_dot([a] * 64)
         else:
             time.sleep(seconds)
         self.fc = torch.nn.Linear(1, 1)
@@ -327,6 +325,11 @@ def pid_alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except (OSError, IndexError):
         return True
+
+
+# A hang guard for what a cancel ends, never a time limit: shorter than the Sleeper's sleeps,
+# so an end within it is the cancel's doing.
+STOP_GUARD_S = 30
 
 
 def wait_gone(pid: int, seconds: float) -> bool:
@@ -362,10 +365,8 @@ def wait_for_child(folder: Path, proc: subprocess.Popen[str]) -> int:
 def test_worker_exits_when_its_stdin_closes(tmp_path: Path) -> None:
     w = Worker(tmp_path)  # ready: torch imported, idle
     assert w.proc.stdin is not None
-    started = time.monotonic()
     w.proc.stdin.close()
-    assert w.proc.wait(timeout=5) == 0
-    assert time.monotonic() - started < 2
+    assert w.proc.wait(timeout=STOP_GUARD_S) == 0
 
 
 def test_requests_sent_before_the_end_of_stdin_are_answered(tmp_path: Path) -> None:
@@ -385,18 +386,18 @@ def test_requests_sent_before_the_end_of_stdin_are_answered(tmp_path: Path) -> N
 def test_ending_a_busy_worker_ends_the_processes_its_job_started(tmp_path: Path, how: str,
                                                                  native: bool) -> None:
     """Cancel (SIGTERM, or the `abort` request where there are no signals) ends the worker
-    and the job's children at once, even while the job is inside one long native call."""
+    and the job's children while the job still runs, even inside one long native call: the
+    job (a 120 s sleep, or minutes of one matrix product) and its child (a 120 s sleep) would
+    outlast the guard on their own. How fast they end: tests/benchmarks/bench_stop.py."""
     w = Worker(tmp_path / "cache")
     w.send_raw(sleeper_request(tmp_path, native=native))
     child = wait_for_child(tmp_path, w.proc)
-    started = time.monotonic()
     if how == "sigterm":
         w.proc.terminate()
     else:
         w.send_raw(json.dumps({"job": "abort"}))
-    w.proc.wait(timeout=5)
-    assert wait_gone(child, 2), "the job's child outlived the worker"
-    assert time.monotonic() - started < 1.0
+    w.proc.wait(timeout=STOP_GUARD_S)
+    assert wait_gone(child, STOP_GUARD_S), "the job's child outlived the worker"
     assert not (tmp_path / "never.onnx").exists()
 
 
@@ -416,7 +417,7 @@ def test_a_worker_whose_client_died_ends_with_its_children(tmp_path: Path) -> No
         os.close(read_end)  # the client is gone: its end of both pipes closes
         proc.stdin.close()
         proc.wait(timeout=30)
-        assert wait_gone(child, 2), "the job's child outlived the worker"
+        assert wait_gone(child, STOP_GUARD_S), "the job's child outlived the worker"
         assert not (tmp_path / "never.onnx").exists()
     finally:
         if proc.poll() is None:

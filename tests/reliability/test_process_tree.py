@@ -21,7 +21,8 @@ time.sleep(300)
 '''
 
 
-def wait_gone(pids: list[int], seconds: float = 5) -> list[int]:
+def wait_gone(pids: list[int], seconds: float = 30) -> list[int]:
+    """The pids still alive after `seconds` (a hang guard: the processes here sleep 300 s)."""
     deadline = time.monotonic() + seconds
     while (alive := [p for p in pids if process_tree.alive(p)]) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -93,9 +94,8 @@ def test_the_commit_gate_lets_a_rename_finish_before_the_end(tmp_path: Path) -> 
     writer.start()
     inside.wait(5)
     assert not gate.held_here()  # another thread's commit
-    started = time.monotonic()
     assert gate.close(timeout=10)  # what end_now does: wait for the renames, start no other
-    assert renamed.is_set() and time.monotonic() - started > 0.3
+    assert renamed.is_set(), "close() returned before the rename under way was done"
     assert heard == [target]  # announced before any rename
     writer.join()
     done: list[bool] = []

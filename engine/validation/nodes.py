@@ -15,6 +15,7 @@ import os
 import re
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -57,21 +58,18 @@ def compare_nodes(
         warn(_warning("Intermediate values are compared for models that take positional "
                       "tensors only; this recipe has keyword, dict/tuple or constant inputs."))
         return {**empty, "message": "keyword, dict/tuple or constant inputs"}
-    producers = _fx_producers(proto)
-    if not producers:
+    if not fx_producers(proto):
         warn(_warning("Intermediate values can only be compared for dynamo exports (their "
                       "nodes name the FX node they come from); this file has no such names."))
         return {**empty, "message": "no FX node names in the ONNX file"}
-    graph_outputs = {o.name for o in proto.graph.output}
-    # the values both sides name alike: value name -> (ONNX node name, FX target)
-    candidates = {value: (node, target) for value, (node, fx_name, target) in producers.items()
-                  if value == fx_name and value not in graph_outputs}
-    streamed = _Streamed(onnx_path, inputs, feed_names, session_options,
-                         recipe.validate.rtol, recipe.validate.atol, budget or BUDGET)
+    feeds = {name: t.detach().cpu().numpy().copy()
+             for name, t in zip(feed_names, inputs, strict=True) if name}
     try:
-        _capture(recipe, loaded, inputs, candidates, streamed.add)
-        streamed.flush()
-    except _OnnxRuntimeFailed as exc:
+        program = recipe_program(recipe, loaded, inputs)
+        found = compare_values(program, inputs, onnx_path, proto, feeds,
+                               rtol=recipe.validate.rtol, atol=recipe.validate.atol,
+                               session_options=session_options, budget=budget)
+    except OnnxRuntimeFailed as exc:
         warn(_warning(f"Intermediate values were not compared: ONNX Runtime could not compute "
                       f"them ({one_line(exc.cause)})."))
         return {**empty, "message": f"onnxruntime failed: {one_line(exc.cause)}"}
@@ -79,24 +77,85 @@ def compare_nodes(
         warn(_warning(f"Intermediate values were not compared: capturing the model again "
                       f"failed ({one_line(exc)})."))
         return {**empty, "message": f"capture failed: {one_line(exc)}"}
-    if not streamed.metrics:
+    if not found.metrics:
         warn(_warning("No intermediate value of the ONNX file matches the model captured "
                       "again here; per-node numbers are not available."))
         return {**empty, "message": "no values matched"}
     nodes: dict[str, dict[str, Any]] = {}
     first = None
-    for value_name, (node_name, _target) in candidates.items():  # in graph order
-        entry = streamed.metrics.get(value_name)
-        if entry is None:
-            continue
+    for value_name, entry in found.metrics.items():  # in graph order
+        node_name = found.producers[value_name]
         nodes[node_name] = {**entry, "value": value_name}
         if first is None and not entry["passed"]:
             first = node_name
     return {"nodes": nodes, "first_divergent": first, "compared": len(nodes),
-            "onnxruntime_runs": streamed.runs}
+            "onnxruntime_runs": found.runs}
 
 
-def _fx_producers(proto: Any) -> dict[str, tuple[str, str, str]]:
+@dataclass
+class ValueComparison:
+    """Each ONNX value compared with PyTorch's, in graph order: its metrics (`_node_metrics`)
+    and the ONNX node that produces it; `runs` ONNX Runtime runs it took."""
+
+    metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
+    producers: dict[str, str] = field(default_factory=dict)
+    runs: int = 0
+
+
+def compare_values(program: Any, args: tuple[Any, ...], onnx_path: Path, proto: Any,
+                   feeds: dict[str, np.ndarray], *, rtol: float, atol: float,
+                   session_options: tuple[Any, list[str]], budget: int | None = None
+                   ) -> ValueComparison:
+    """Every value of the ONNX file that the decomposed exported `program` (run on `args`)
+    computes too, compared: the values named after an FX node, and the graph's outputs
+    against the program's flattened outputs. Streamed: about `budget` bytes held at a time.
+
+    Raises OnnxRuntimeFailed when ONNX Runtime cannot compute the values; anything the capture
+    raises (the model's own errors) passes through.
+    """
+    candidates = _candidates(proto)
+    outputs = [o.name for o in proto.graph.output]
+    streamed = _Streamed(onnx_path, feeds, session_options, rtol, atol, budget or BUDGET)
+    _capture(program, args, candidates, outputs, streamed.add)
+    streamed.flush()
+    order = [*candidates, *(o for o in outputs if o not in candidates)]
+    found = ValueComparison(runs=streamed.runs)
+    producer = {value: node for value, (node, _, _) in fx_producers(proto).items()}
+    producer.update({out: n.name for n in proto.graph.node for out in n.output if out})
+    for value in order:
+        entry = streamed.metrics.get(value)
+        if entry is not None and value in producer:
+            found.metrics[value] = entry
+            found.producers[value] = producer[value]
+    return found
+
+
+def capture_values(program: Any, args: tuple[Any, ...], proto: Any, wanted: set[str]
+                   ) -> dict[str, np.ndarray]:
+    """PyTorch's values of the ONNX values `wanted` (those `compare_values` compares), from one
+    run of the decomposed exported `program` on `args`; only those are kept."""
+    candidates = {v: c for v, c in _candidates(proto).items() if v in wanted}
+    outputs = [o.name if o.name in wanted else "" for o in proto.graph.output]
+    kept: dict[str, np.ndarray] = {}
+    _capture(program, args, candidates, outputs, kept.__setitem__)
+    return kept
+
+
+def recipe_program(recipe: Recipe, loaded: Any, inputs: tuple[Any, ...]) -> Any:
+    """The recipe's exported program (the loaded .pt2's, else torch.export of the module on
+    `inputs`), decomposed as the dynamo exporter decomposes it."""
+    import torch
+
+    from engine.source.inputs import dynamic_shapes
+
+    program = loaded.exported_program
+    if program is None:
+        program = torch.export.export(loaded.module, tuple(inputs),
+                                      dynamic_shapes=dynamic_shapes(recipe), strict=False)
+    return decompose_like_the_exporter(program)
+
+
+def fx_producers(proto: Any) -> dict[str, tuple[str, str, str]]:
     """Value name -> (ONNX node name, FX node name, FX target) from the node metadata."""
     out: dict[str, tuple[str, str, str]] = {}
     for node in proto.graph.node:
@@ -110,20 +169,21 @@ def _fx_producers(proto: Any) -> dict[str, tuple[str, str, str]]:
     return out
 
 
-def _capture(recipe: Recipe, loaded: Any, inputs: tuple[Any, ...],
-             candidates: dict[str, tuple[str, str]],
-             sink: Callable[[str, np.ndarray], None]) -> None:
+def _candidates(proto: Any) -> dict[str, tuple[str, str]]:
+    """The values both sides name alike: value name -> (ONNX node name, FX target), in graph
+    order (the graph's outputs, renamed by the export, are matched by position instead)."""
+    graph_outputs = {o.name for o in proto.graph.output}
+    return {value: (node, target) for value, (node, fx_name, target)
+            in fx_producers(proto).items() if value == fx_name and value not in graph_outputs}
+
+
+def _capture(program: Any, args: tuple[Any, ...], candidates: dict[str, tuple[str, str]],
+             outputs: list[str], sink: Callable[[str, np.ndarray], None]) -> None:
     """Run the decomposed exported program node by node and hand each value that the ONNX
-    file names alike (same name, same op) to `sink` as it is computed: none is kept here."""
+    file names alike (same name, same op) to `sink` as it is computed: none is kept here.
+    The program's flattened outputs go to `sink` under the names in `outputs` ("" skips one)
+    when their counts agree."""
     import torch
-
-    from engine.source.inputs import dynamic_shapes
-
-    program = loaded.exported_program
-    if program is None:
-        program = torch.export.export(loaded.module, tuple(inputs),
-                                      dynamic_shapes=dynamic_shapes(recipe), strict=False)
-    program = _decompose_like_the_exporter(program)
 
     class Recorder(torch.fx.Interpreter):
         def run_node(self, n: torch.fx.Node) -> Any:
@@ -131,19 +191,30 @@ def _capture(recipe: Recipe, loaded: Any, inputs: tuple[Any, ...],
             wanted = candidates.get(n.name)
             if (n.op == "call_function" and isinstance(result, torch.Tensor)
                     and wanted is not None and wanted[1] in ("", str(n.target))):
-                tensor = result.detach().cpu()
-                if tensor.is_complex():
-                    tensor = torch.view_as_real(tensor)
-                if tensor.dtype == torch.bfloat16:
-                    tensor = tensor.float()
-                sink(n.name, tensor.numpy().copy())
+                sink(n.name, _array(result))
             return result
 
     with torch.no_grad():
-        Recorder(program.module()).run(*[t.clone() for t in inputs])
+        result = Recorder(program.module()).run(*[t.clone() for t in args])
+    leaves = [leaf for _, leaf in torch_private.named_leaves(result)]
+    if len(leaves) == len(outputs):
+        for name, leaf in zip(outputs, leaves, strict=True):
+            if name and isinstance(leaf, torch.Tensor):
+                sink(name, _array(leaf))
 
 
-def _decompose_like_the_exporter(program: Any) -> Any:
+def _array(tensor: Any) -> np.ndarray:
+    import torch
+
+    tensor = tensor.detach().cpu()
+    if tensor.is_complex():
+        tensor = torch.view_as_real(tensor)
+    if tensor.dtype == torch.bfloat16:
+        tensor = tensor.float()
+    return np.asarray(tensor.numpy()).copy()
+
+
+def decompose_like_the_exporter(program: Any) -> Any:
     """Decompose as torch.onnx does, so node names match the ONNX values'.
 
     That step is private to torch.onnx; should it move, torch's default decompositions give
@@ -155,7 +226,7 @@ def _decompose_like_the_exporter(program: Any) -> Any:
         return program.run_decompositions()
 
 
-class _OnnxRuntimeFailed(Exception):
+class OnnxRuntimeFailed(Exception):
     """ONNX Runtime could not compute the values asked for."""
 
     def __init__(self, cause: Exception) -> None:
@@ -170,17 +241,17 @@ class _Streamed:
     both are dropped. A model whose intermediates fit the budget takes one run, as before;
     a larger one takes more runs and never holds more than about a budget on each side."""
 
-    def __init__(self, onnx_path: Path, inputs: tuple[Any, ...],
-                 feed_names: list[str | None], session_options: tuple[Any, list[str]],
-                 rtol: float, atol: float, budget: int) -> None:
+    def __init__(self, onnx_path: Path, feeds: dict[str, np.ndarray],
+                 session_options: tuple[Any, list[str]], rtol: float, atol: float,
+                 budget: int) -> None:
         import onnx
 
         self.onnx_path, self.session_options = onnx_path, session_options
         self.rtol, self.atol, self.budget = rtol, atol, budget
         self.graph_only = onnx.load(str(onnx_path), load_external_data=False)
-        self.value_info = {v.name: v for v in self.graph_only.graph.value_info}
-        self.feeds = {name: t.detach().cpu().numpy().copy()
-                      for name, t in zip(feed_names, inputs, strict=True) if name}
+        graph = self.graph_only.graph
+        self.value_info = {v.name: _copy(v) for v in [*graph.value_info, *graph.output]}
+        self.feeds = feeds
         self.pending: dict[str, np.ndarray] = {}
         self.held = 0
         self.metrics: dict[str, dict[str, Any]] = {}
@@ -199,7 +270,7 @@ class _Streamed:
         try:
             got = self._ort_values(names)
         except Exception as exc:
-            raise _OnnxRuntimeFailed(exc) from exc
+            raise OnnxRuntimeFailed(exc) from exc
         self.runs += 1
         for name, cand in zip(names, got, strict=True):
             self.metrics[name] = _node_metrics(self.pending.pop(name), np.asarray(cand),
@@ -232,6 +303,14 @@ class _Streamed:
         return list(session.run(names, self.feeds))
 
 
+def _copy(value: Any) -> Any:
+    import onnx
+
+    copy = onnx.ValueInfoProto()
+    copy.CopyFrom(value)
+    return copy
+
+
 def _node_metrics(ref: np.ndarray, cand: np.ndarray, rtol: float, atol: float
                   ) -> dict[str, Any]:
     if ref.shape != cand.shape:
@@ -261,7 +340,3 @@ def _node_metrics(ref: np.ndarray, cand: np.ndarray, rtol: float, atol: float
         ratio = float(ratios.max())
     return {"max_abs_diff": max_abs, "max_rel_diff": max_rel, "passed": outside == 0,
             "mismatched": outside, "tolerance_ratio": ratio}
-
-
-
-

@@ -282,6 +282,7 @@ JOBS: dict[str, Callable[[Any, Send], Result]] = {
     "compare": _analysis_job("compare"),
     "profile": _analysis_job("profile"),
     "variant": _analysis_job("variant"),
+    "explain": _analysis_job("explain"),
 }
 
 

@@ -1,10 +1,12 @@
-"""The `compare`, `profile` and `variant` commands of `onnx-studio`: their flags, their runs
-and their text output. engine.cli adds these parsers and hands the parsed arguments here.
+"""The `compare`, `profile`, `variant` and `explain` commands of `onnx-studio`: their flags,
+their runs and their text output. engine.cli adds these parsers and hands the parsed
+arguments here.
 
 Each command prints one typed document with --json (engine.protocol: `CompareDocument`,
-`ProfileDocument`, `VariantReport`), on every outcome: a failure is the same document with
-`ok` false and its `error`. Exit status as everywhere: 2 a wrong request, 1 a failed check
-(files that disagree, a variant outside its tolerance), 0 otherwise. The flags and the recipe
+`ProfileDocument`, `VariantReport`, `ExplainDocument`), on every outcome: a failure is the
+same document with `ok` false and its `error`. Exit status as everywhere: 2 a wrong request,
+1 a failed check (files that disagree, a variant outside its tolerance) or a run that could
+not be made, 0 otherwise (explain: whether or not the file diverges). The flags and the recipe
 are checked here; the work runs in a worker process of its own (engine.job_client, through
 engine.cli), so a model that crashes, a signal or the out-of-memory killer still ends in the
 document (`worker_crashed`, `cancelled`).
@@ -24,6 +26,9 @@ from engine.protocol import (
     CompareDocument,
     CompareRequest,
     CompareResult,
+    ExplainDocument,
+    ExplainRequest,
+    ExplainResult,
     ProfileDocument,
     ProfileRequest,
     ProfileResult,
@@ -35,8 +40,8 @@ from engine.protocol import (
 )
 from engine.recipe import Recipe
 
-COMMANDS = ("compare", "profile", "variant")
-AnalysisDocument = CompareDocument | ProfileDocument | VariantReport
+COMMANDS = ("compare", "profile", "variant", "explain")
+AnalysisDocument = CompareDocument | ProfileDocument | VariantReport | ExplainDocument
 
 
 def add_parsers(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> None:
@@ -72,7 +77,18 @@ def add_parsers(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> 
                          help="fp16: make inputs and outputs float16 too")
     variant.add_argument("--optimization", default="extended",
                          choices=("basic", "extended", "all"), help="optimized: the level")
+    variant.add_argument("--keep-fp32", metavar="auto|NODE,...",
+                         help="fp16: nodes to keep in float32; auto finds a small set that "
+                         "lets the variant pass")
     common(variant)
+
+    explain = sub.add_parser("explain", help="name the first node that diverges from PyTorch "
+                             "and write a repro of it")
+    explain.add_argument("model", help="the .onnx file (a Hugging Face recipe: its folder)")
+    explain.add_argument("--recipe", required=True, help="recipe that rebuilds the model")
+    explain.add_argument("-o", "--output", metavar="REPRO_DIR",
+                         help="the repro folder (default: beside the file, NAME.repro)")
+    common(explain)
 
 
 def _dims(parser: argparse.ArgumentParser) -> None:
@@ -109,7 +125,7 @@ def _file(name: str) -> str:
     return str(Path(name).expanduser().resolve())
 
 
-AnalysisRequest = CompareRequest | ProfileRequest | VariantRequest
+AnalysisRequest = CompareRequest | ProfileRequest | VariantRequest | ExplainRequest
 RunJob = Callable[[AnalysisRequest, Path], Result]
 
 
@@ -117,7 +133,8 @@ def run(args: argparse.Namespace, events: Events, run_job: RunJob) -> AnalysisDo
     """Run one analysis command in a worker (`run_job(request, folder)`, engine.cli's): every
     failure comes back inside the document, a worker that crashed or was cancelled included."""
     empty: AnalysisDocument = {"compare": CompareDocument, "profile": ProfileDocument,
-                               "variant": VariantReport}[args.command]()
+                               "variant": VariantReport,
+                               "explain": ExplainDocument}[args.command]()
     found = _collect(events)
     try:
         request, folder = request_of(args)
@@ -153,6 +170,11 @@ def request_of(args: argparse.Namespace) -> tuple[AnalysisRequest, Path]:
                               optimization=args.optimization,
                               dims=parse_dims(args.dim)), Path.cwd()
     assert text is not None  # --recipe is required
+    if args.command == "explain":
+        model = _file(args.model)
+        repro = _file(args.output) if args.output else None
+        return ExplainRequest(onnx=model, recipe=text, base_dir=base, repro_dir=repro), \
+            Path(repro).parent if repro else Path(model).parent
     for name in ("rtol", "atol"):
         value = getattr(args, name)
         if value is not None and not (value >= 0 and value != float("inf")):
@@ -162,7 +184,22 @@ def request_of(args: argparse.Namespace) -> tuple[AnalysisRequest, Path]:
     return VariantRequest(onnx=_file(args.model), recipe=text, base_dir=base, kind=args.kind,
                           output=output, rtol=args.rtol, atol=args.atol,
                           keep_io_types=not args.no_keep_io_types,
-                          optimization=args.optimization), Path(output).parent
+                          optimization=args.optimization,
+                          keep_fp32=_keep_fp32(args.keep_fp32, args.kind)), Path(output).parent
+
+
+def _keep_fp32(text: str | None, kind: str) -> str | None:
+    """--keep-fp32 as the request carries it ("auto" or names joined by commas), checked."""
+    if text is None:
+        return None
+    if kind != "fp16":
+        raise StudioError("recipe", f"--keep-fp32 applies to --kind fp16, not {kind}.",
+                          exit_code=2)
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise StudioError("recipe", "--keep-fp32 needs auto or node names joined by commas.",
+                          exit_code=2)
+    return "auto" if names == ["auto"] else ",".join(names)
 
 
 def document_of(result: Result) -> AnalysisDocument:
@@ -171,6 +208,8 @@ def document_of(result: Result) -> AnalysisDocument:
         return result.comparison
     if isinstance(result, ProfileResult):
         return result.profile
+    if isinstance(result, ExplainResult):
+        return result.explanation
     assert isinstance(result, VariantResult)
     return result.variant_report
 
@@ -219,6 +258,8 @@ def print_text(doc: AnalysisDocument, out: TextIO) -> None:
         _print_compare(doc, out)
     elif isinstance(doc, ProfileDocument):
         _print_profile(doc, out)
+    elif isinstance(doc, ExplainDocument):
+        _print_explain(doc, out)
     else:
         facts = doc.variant
         if facts is not None:
@@ -227,6 +268,9 @@ def print_text(doc: AnalysisDocument, out: TextIO) -> None:
                       f"{facts.max_abs_diff if facts.max_abs_diff is not None else '—'} "
                       f"(rtol {facts.rtol:g}, atol {facts.atol:g}): "
                       f"{'passed' if doc.ok else 'FAILED'}\n")
+            if facts.kept_fp32 is not None:
+                out.write(f"kept in float32 ({len(facts.kept_fp32)}): "
+                          f"{', '.join(facts.kept_fp32) or 'none'}\n")
 
 
 def _print_compare(doc: CompareDocument, out: TextIO) -> None:
@@ -267,3 +311,25 @@ def _print_profile(doc: ProfileDocument, out: TextIO) -> None:
     out.write("slowest module groups:\n")
     for g in doc.groups[:10]:
         out.write(f"  {g.name:40} {g.ms:9.3f} ms\n")
+
+
+def _print_explain(doc: ExplainDocument, out: TextIO) -> None:
+    if not doc.ok:
+        return
+    first = doc.first_divergence
+    if first is None:
+        out.write(f"no divergence: {doc.compared} values agree with PyTorch within rtol "
+                  f"{doc.rtol:g}, atol {doc.atol:g}\n" if doc.compared else
+                  f"nothing compared: {doc.message or 'no value matches the model'}\n")
+        return
+    where = " at ".join(p for p in (f"in {first.module}" if first.module else "",
+                                    first.source) if p)
+    out.write(f"first divergence: {first.op_type} node {first.node}"
+              f"{' ' + where if where else ''}: max abs diff {first.max_abs_diff:.3g} "
+              f"(x{first.tolerance_ratio or float('inf'):.3g} the tolerance); "
+              f"{doc.downstream} node(s) beyond it downstream\n")
+    for item in first.inputs:
+        diff = "—" if item.max_abs_diff is None else f"{item.max_abs_diff:.3g}"
+        out.write(f"  input {item.name} ({item.kind}): max abs diff {diff}\n")
+    if doc.repro is not None:
+        out.write(f"repro: {doc.repro.folder}\n  run: {doc.repro.command}\n")

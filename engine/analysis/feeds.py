@@ -99,13 +99,15 @@ def _symbolic_names(path: Path) -> set[str]:
     return {d for _, _, shape in onnx_inputs(path) for d in shape if isinstance(d, str)}
 
 
-def feeds_from_recipe(recipe: Recipe, onnx_names: list[str], model: Any = None) -> Feeds:
-    """The recipe's export inputs (seeded as in the export), keyed by the ONNX input each one
-    feeds: by name, or by position when the names differ and the counts agree."""
+def feeds_from_recipe(recipe: Recipe, onnx_names: list[str], model: Any = None, *,
+                      seed: int | None = None, sizes: dict[str, int] | None = None) -> Feeds:
+    """The recipe's export inputs (seeded as in the export; another `seed` and dynamic `sizes`
+    draw a validation trial's), keyed by the ONNX input each one feeds: by name, or by
+    position when the names differ and the counts agree."""
     from engine.source.arguments import call_arguments, tensor_names
     from engine.source.inputs import make_inputs
 
-    values = make_inputs(recipe, model=model)
+    values = make_inputs(recipe, model=model, seed=seed, sizes=sizes)
     # constants are fixed into the file: only the tensor entries are ONNX inputs, in the
     # order the exporters flatten (args, kwargs)
     by_name = {s.name: v for s, v in zip(recipe.inputs, values, strict=True) if s.is_tensor}

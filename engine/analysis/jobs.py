@@ -1,7 +1,8 @@
-"""The worker's analysis jobs: compare, profile and variant requests run in engine.analysis,
-answered with the documents the CLI prints. A request that cannot run (a missing file, a
-recipe that does not parse) raises StudioError, which the worker sends as the job's `error`;
-files that disagree or a variant outside its tolerance are results with `ok` false."""
+"""The worker's analysis jobs: compare, profile, variant and explain requests run in
+engine.analysis, answered with the documents the CLI prints. A request that cannot run (a
+missing file, a recipe that does not parse) raises StudioError, which the worker sends as the
+job's `error`; files that disagree or a variant outside its tolerance are results with `ok`
+false."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ from engine.protocol import (
     CompareDocument,
     CompareRequest,
     CompareResult,
+    ExplainDocument,
+    ExplainRequest,
+    ExplainResult,
     ProfileDocument,
     ProfileRequest,
     ProfileResult,
@@ -69,6 +73,19 @@ def variant(request: VariantRequest, events: Events) -> VariantResult:
                           _path(request.output, request.base_dir), events,
                           rtol=request.rtol, atol=request.atol,
                           keep_io_types=request.keep_io_types,
-                          optimization=request.optimization)
+                          optimization=request.optimization,
+                          keep_fp32=request.keep_fp32)
     assert isinstance(report, VariantReport)
     return VariantResult(id=request.id, variant_report=report)
+
+
+def explain(request: ExplainRequest, events: Events) -> ExplainResult:
+    """Name the first divergent node and write its repro (engine.analysis.explain)."""
+    from engine.analysis.explain import explain as explain_file
+
+    recipe = _recipe(request.recipe, request.base_dir)
+    assert recipe is not None
+    repro = _path(request.repro_dir, request.base_dir) if request.repro_dir else None
+    doc = ExplainDocument.from_dict(explain_file(
+        recipe, _path(request.onnx, request.base_dir), events, repro))
+    return ExplainResult(id=request.id, explanation=doc)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -55,14 +56,18 @@ def variant_tolerance(kind: str, recipe: Recipe, rtol: float | None = None,
 def make_variant(source: Path, recipe: Recipe, kind: str, output: Path,
                  events: Events | None = None, *, rtol: float | None = None,
                  atol: float | None = None, keep_io_types: bool = True,
-                 optimization: str = OPTIMIZED_LEVEL, runs: int = DEFAULT_RUNS
-                 ) -> ExportReport:
+                 optimization: str = OPTIMIZED_LEVEL, runs: int = DEFAULT_RUNS,
+                 keep_fp32: str | None = None) -> ExportReport:
     """Write the `kind` variant of `source` to `output`, validate it, and return the export
     document with its `validation` and a `variant` object (sizes, latencies, max error).
 
+    fp16: `keep_fp32` is "auto" (engine.analysis.fp16.auto_keep) or node names joined by
+    commas, computed in float32; the verdict also fails on a value the variant holds in
+    float16 beyond its range (engine.analysis.ranges), naming the node.
+
     Raises StudioError for a wrong request (unknown kind, missing source, unusable output
-    path: exit 2) or a conversion that fails (kind "export"); a variant that misses its
-    tolerance is a report with ok false.
+    path, --keep-fp32 for another kind or naming no node: exit 2) or a conversion that fails
+    (kind "export"); a variant that misses its tolerance is a report with ok false.
     """
     from engine.pipeline import validate_file
     from engine.protocol import VariantFacts, VariantReport
@@ -77,19 +82,27 @@ def make_variant(source: Path, recipe: Recipe, kind: str, output: Path,
     if output == source:
         raise StudioError("write", "The variant would overwrite its source file; choose "
                           "another -o path.", exit_code=2)
+    if keep_fp32 is not None and kind != "fp16":
+        raise StudioError("recipe", f"--keep-fp32 applies to the fp16 variant, not {kind}.",
+                          exit_code=2)
+    r, a = variant_tolerance(kind, recipe, rtol, atol)
     started = time.perf_counter()
-    events.progress(0.0, f"Making the {kind} variant")
-    settings = _write(kind, source, output, keep_io_types, optimization)
+    half = _Half.prepare(source, original, recipe, keep_fp32, r, a, keep_io_types,
+                         events.part(0.0, 0.3)) if kind == "fp16" else None
+    events.progress(0.3 if half else 0.0, f"Making the {kind} variant")
+    settings = _write(kind, source, output, keep_io_types, optimization,
+                      set(half.kept) if half else set())
     made = time.perf_counter() - started
 
-    r, a = variant_tolerance(kind, recipe, rtol, atol)
     checked = dataclasses.replace(recipe, validate=dataclasses.replace(recipe.validate,
                                                                        rtol=r, atol=a))
     checked.base_dir = recipe.base_dir
-    base = validate_file(checked, output, events.part(0.2, 0.8))
+    base = validate_file(checked, output, events.part(0.35 if half else 0.2, 0.8))
     report = VariantReport(**{f.name: getattr(base, f.name)
                               for f in dataclasses.fields(ExportReport)})
     report.seconds = {"variant": made, **base.seconds}
+    if half is not None:
+        half.judge(output, report)
     events.progress(0.8, "Measuring latency")
     facts: dict[str, Any] = {"kind": kind, "source": str(source), "settings": settings,
                              "rtol": r, "atol": a}
@@ -106,6 +119,8 @@ def make_variant(source: Path, recipe: Recipe, kind: str, output: Path,
     if report.validation is not None:
         diffs = [o.max_abs_diff for o in report.validation.outputs if o.max_abs_diff is not None]
         facts["max_abs_diff"] = max(diffs) if diffs else None
+    if half is not None:
+        facts.update(half.facts())
     report.variant = VariantFacts.from_dict(facts)
     if report.error is not None and report.error.kind == "validation":
         report.error.message = (f"The {kind} variant was written to {output.name} but misses "
@@ -115,13 +130,13 @@ def make_variant(source: Path, recipe: Recipe, kind: str, output: Path,
     return report
 
 
-def _write(kind: str, source: Path, output: Path, keep_io_types: bool, optimization: str
-           ) -> dict[str, str]:
+def _write(kind: str, source: Path, output: Path, keep_io_types: bool, optimization: str,
+           keep: set[str]) -> dict[str, str]:
     """Make the variant in a temp folder beside `output` and rename it into place."""
     with AtomicOnnxWrite(output) as write:
         target = write.temp_path
         try:
-            settings = _convert(kind, source, target, keep_io_types, optimization)
+            settings = _convert(kind, source, target, keep_io_types, optimization, keep)
         except StudioError:
             raise
         except Exception as exc:
@@ -132,8 +147,8 @@ def _write(kind: str, source: Path, output: Path, keep_io_types: bool, optimizat
     return settings
 
 
-def _convert(kind: str, source: Path, target: Path, keep_io_types: bool, optimization: str
-             ) -> dict[str, str]:
+def _convert(kind: str, source: Path, target: Path, keep_io_types: bool, optimization: str,
+             keep: set[str]) -> dict[str, str]:
     import onnx
 
     if kind == "optimized":
@@ -142,12 +157,9 @@ def _convert(kind: str, source: Path, target: Path, keep_io_types: bool, optimiz
         del session
         return {"optimization": optimization}
     if kind == "fp16":
-        from onnxruntime.transformers.float16 import convert_float_to_float16
+        from engine.analysis.fp16 import convert
 
-        model = onnx.load(str(source))
-        half = convert_float_to_float16(model, keep_io_types=keep_io_types)
-        # the converter appends its input casts at the end of the node list
-        topological_sort(half.graph)
+        half = convert(onnx.load(str(source)), keep, keep_io_types=keep_io_types)
         onnx.save_model(half, str(target), save_as_external_data=half.ByteSize() > 2**31 - 1)
         return {"keep_io_types": str(keep_io_types).lower()}
     from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -201,3 +213,58 @@ def _latencies(source: Path, variant: Path, recipe: Recipe, runs: int
         mine = {k: v for k, v in feeds.items() if k in wanted}
         results.append(percentiles(time_calls(_runner(session, mine), runs)))
     return results[0], results[1]
+
+
+@dataclass
+class _Half:
+    """The fp16 variant's own part: the nodes kept in float32, the float32 value ranges on the
+    validation inputs, and the overflow check of the verdict."""
+
+    source: Path
+    original: ModelFile
+    feeds: list[dict[str, Any]]
+    rtol: float
+    atol: float
+    kept: list[str] = field(default_factory=list)
+    auto: dict[str, Any] | None = None
+    overflows: list[Any] = field(default_factory=list)
+
+    @classmethod
+    def prepare(cls, source: Path, original: ModelFile, recipe: Recipe, keep_fp32: str | None,
+                rtol: float, atol: float, keep_io_types: bool, events: Events) -> _Half:
+        """Draw the validation inputs and choose the nodes to keep (a `recipe` error, exit 2,
+        for names that are no node of the file)."""
+        from engine.analysis import fp16
+        from engine.analysis.ranges import validation_feeds
+        from engine.source.load import load_model
+
+        names = [t["name"] for t in original.tensors("inputs")]
+        explicit = [] if keep_fp32 in (None, "auto") else [
+            n.strip() for n in str(keep_fp32).split(",") if n.strip()]
+        kept = fp16.kept_fp32_names(original.proto, explicit)
+        events.progress(0.0, "Loading the PyTorch model for the validation inputs")
+        module = load_model(recipe, device="cpu").module
+        half = cls(source, original, validation_feeds(recipe, names, module), rtol, atol,
+                   [n.name for n in original.proto.graph.node if n.name in kept])
+        if keep_fp32 == "auto":
+            found = fp16.auto_keep(source, half.feeds, rtol, atol, keep_io_types=keep_io_types,
+                                   events=events.part(0.2, 1.0))
+            half.kept, half.auto = found.kept, {"passes": found.passes, "probes": found.probes}
+        return half
+
+    def judge(self, output: Path, report: ExportReport) -> None:
+        """Fail `report` for values the variant holds in float16 beyond its range."""
+        from engine.analysis.ranges import fp16_overflows, overflow_error, value_ranges
+
+        variant = ModelFile.read(output).proto
+        ranges = value_ranges(self.source, self.original.proto, self.feeds, self.rtol,
+                              self.atol)
+        self.overflows = fp16_overflows(self.original.proto, variant, ranges)
+        if self.overflows and report.ok:
+            report.fail(overflow_error(self.overflows))
+
+    def facts(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"fp16_overflows": [o.to_dict() for o in self.overflows]}
+        if self.kept or self.auto is not None:
+            out["kept_fp32"] = list(self.kept)
+        return out

@@ -575,6 +575,21 @@ class VariantFacts(Wire):
     latency_ratio: float | None = field(default=None, metadata=OMIT)
     max_abs_diff: float | None = None
     note: str | None = field(default=None, metadata=OMIT)  # why a latency is missing
+    # fp16: the nodes kept in float32 (--keep-fp32), in graph order
+    kept_fp32: list[str] | None = field(default=None, metadata=OMIT)
+    # fp16: values beyond float16's range the variant computes in float16 (fail the verdict)
+    fp16_overflows: list[Fp16Overflow] | None = field(default=None, metadata=OMIT)
+
+
+@dataclass(kw_only=True)
+class Fp16Overflow(Wire):
+    """A value an fp16 variant holds in float16 whose float32 values exceed 65504 on the
+    validation inputs (engine.analysis.ranges): the node computing it and its largest |x|."""
+
+    node: str
+    op_type: str
+    value: str
+    max_abs: float
 
 
 @dataclass(kw_only=True)
@@ -583,3 +598,82 @@ class VariantReport(ExportReport):
     and the `variant` facts after its keys."""
 
     variant: VariantFacts | None = field(default=None, metadata=OMIT)
+
+
+# ---------------------------------------------------------------------------- explain
+
+
+@dataclass(kw_only=True)
+class InputDiff(Wire):
+    """One input of the first divergent node: PyTorch's value against ONNX Runtime's (a graph
+    input: 0; an initializer: the file's against the model's parameter of that name; None:
+    not compared)."""
+
+    name: str
+    max_abs_diff: float | None
+    kind: str = "value"  # value | graph_input | initializer | constant
+
+
+@dataclass(kw_only=True)
+class Divergence(Wire):
+    """The first node whose outputs exceed the tolerance while its inputs are within it."""
+
+    node: str
+    op_type: str
+    module: str  # the nn.Module path ("layers.3"); "" for the model itself
+    source: str  # "file.py:LINE" in the model's code; "" when the file does not say
+    max_abs_diff: float | None
+    tolerance_ratio: float | None
+    inputs: list[InputDiff] = field(default_factory=list)
+    module_type: str | None = field(default=None, metadata=OMIT)  # the module's class
+    source_path: str | None = field(default=None, metadata=OMIT)  # the full path of `source`
+    outputs: list[str] = field(default_factory=list)  # the values compared
+
+
+@dataclass(kw_only=True)
+class Repro(Wire):
+    """The folder reproducing the divergence: its files and the command that runs it."""
+
+    folder: str
+    files: list[str]
+    command: str
+
+
+@dataclass(kw_only=True)
+class ExplainedFile(Wire):
+    """One file's answer (a Hugging Face folder has several)."""
+
+    file: str
+    diverges: bool
+    first_divergence: Divergence | None = None
+    downstream: int = 0
+    repro: Repro | None = None
+    compared: int = 0
+    message: str | None = field(default=None, metadata=OMIT)  # why nothing was compared
+
+
+@dataclass(kw_only=True)
+class ExplainDocument(Wire):
+    """What `onnx-studio explain --json` prints: the first divergent node of the file (of the
+    first file that diverges, for a Hugging Face folder, with every file under `files`), the
+    number of nodes beyond tolerance downstream of it, and the repro folder written."""
+
+    ok: bool = field(default=False, metadata=REQUIRED)
+    diverges: bool = False
+    first_divergence: Divergence | None = None
+    downstream: int = 0
+    repro: Repro | None = None
+    model: str | None = None
+    rtol: float | None = None
+    atol: float | None = None
+    compared: int = 0
+    files: list[ExplainedFile] | None = field(default=None, metadata=OMIT)
+    message: str | None = field(default=None, metadata=OMIT)
+    warnings: list[WarningItem] = field(default_factory=list)
+    error: Error | None = None
+
+    def fail(self, error: Error | StudioError) -> ExplainDocument:
+        """Mark the document failed with `error`; returns it."""
+        self.ok = False
+        self.error = error if isinstance(error, Error) else Error.from_exception(error)
+        return self

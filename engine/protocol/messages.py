@@ -20,6 +20,7 @@ from engine.protocol.convert import FLATTEN, OMIT, ProtocolError, Wire, from_dic
 from engine.protocol.documents import (
     CompareDocument,
     Error,
+    ExplainDocument,
     ExportFacts,
     ExportReport,
     ProfileDocument,
@@ -405,6 +406,21 @@ class VariantRequest(Request):
     atol: float | None = field(default=None, metadata=OMIT)
     keep_io_types: bool = True  # fp16: inputs and outputs stay float32
     optimization: str = "extended"  # optimized: the onnxruntime level
+    # fp16: "auto" (search) or node names joined by commas, kept in float32
+    keep_fp32: str | None = field(default=None, metadata=OMIT)
+
+
+@dataclass(kw_only=True)
+class ExplainRequest(Request):
+    """Name the first node of `onnx` (a Hugging Face recipe: the folder) that diverges from
+    the recipe's model and write its repro into `repro_dir` (engine.analysis.explain)."""
+
+    TAG = "explain"
+    id: int | None = field(default=None, metadata=OMIT)
+    onnx: str
+    recipe: str
+    base_dir: str | None = field(default=None, metadata=OMIT)
+    repro_dir: str | None = field(default=None, metadata=OMIT)  # None: beside the file
 
 
 @dataclass(kw_only=True)
@@ -438,14 +454,25 @@ class VariantResult(Result):
     variant_report: VariantReport
 
 
+@dataclass(kw_only=True)
+class ExplainResult(Result):
+    """The end of an explain job: the document `onnx-studio explain --json` prints."""
+
+    JOB = "explain"
+    KEY = "explanation"
+    id: int | None
+    explanation: ExplainDocument
+
+
 REQUESTS: Final[dict[str, type[Request]]] = {cls.TAG: cls for cls in (
     ExportRequest, ValidateRequest, ValidateFileRequest, DescribeRequest, DevicesRequest,
-    PingRequest, QuitRequest, AbortRequest, CompareRequest, ProfileRequest, VariantRequest)}
+    PingRequest, QuitRequest, AbortRequest, CompareRequest, ProfileRequest, VariantRequest,
+    ExplainRequest)}
 EVENTS: Final[dict[str, type[Event]]] = {cls.TAG: cls for cls in (
     Ready, Progress, LogLine, WarningEvent, Committing, ErrorEvent)}
 RESULTS: Final[dict[str, type[Result]]] = {cls.JOB: cls for cls in (
     ValidateFileResult, ExportResult, ValidateResult, DescribeResult, DevicesResult, Pong,
-    CompareResult, ProfileResult, VariantResult)}
+    CompareResult, ProfileResult, VariantResult, ExplainResult)}
 
 
 # ---------------------------------------------------------------------------- encoder, decoder

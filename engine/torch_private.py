@@ -258,6 +258,21 @@ def onnx_registry(opset_version: int | None = None) -> Any:
     return _registration.ONNXRegistry.from_torchlib(opset_version=opset_version)
 
 
+def capture_like_the_exporter(model: Any, args: tuple[Any, ...], dynamic_shapes: Any) -> Any:
+    """The ExportedProgram torch.onnx.export(dynamo=True) captures from `model`: its capture
+    strategies in its order (torch.export non-strict, retried with the dynamic shapes it
+    suggests, then strict); the last failure is raised."""
+    from torch.onnx._internal.exporter import _capture_strategies
+
+    failure: BaseException | None = None
+    for strategy in _capture_strategies.CAPTURE_STRATEGIES:
+        result = strategy(verbose=False)(model, args, None, dynamic_shapes=dynamic_shapes)
+        if result.success and result.exported_program is not None:
+            return result.exported_program
+        failure = result.exception or failure
+    raise failure or RuntimeError("torch.export could not capture the model")
+
+
 def prepare_for_onnx(program: Any, registry: Any) -> Any:
     """The ExportedProgram decomposed as the dynamo exporter does before translating it."""
     from torch.onnx._internal.exporter import _core

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from engine.analysis.model_file import ModelFile
+from engine.analysis.repro import Slice, slice_graph
 from engine.errors import StudioError, one_line
 from engine.events import Events
 from engine.recipe import Recipe
@@ -114,8 +115,7 @@ def _recipe_subjects(recipe: Recipe, path: Path, events: Events) -> Iterator[Sub
 
 def _hf_subjects(recipe: Recipe, folder: Path, events: Events) -> Iterator[Subject]:
     """Each file of a Hugging Face export with its part's module and inputs."""
-    import torch
-
+    from engine import torch_private
     from engine.export.hf_files import _dims as part_dynamic_shapes
     from engine.source.hf import load_hf
     from engine.validation.nodes import decompose_like_the_exporter
@@ -134,10 +134,8 @@ def _hf_subjects(recipe: Recipe, folder: Path, events: Events) -> Iterator[Subje
         events.log(f"explain {part.file}: capturing the model's values")
 
         def capture(part: Any = part, args: tuple[Any, ...] = args) -> Any:
-            program = torch.export.export(part.module, args,
-                                          dynamic_shapes=part_dynamic_shapes(part),
-                                          strict=False)
-            return decompose_like_the_exporter(program)
+            return decompose_like_the_exporter(torch_private.capture_like_the_exporter(
+                part.module, args, part_dynamic_shapes(part)))
 
         yield Subject(part.file, _read(folder / part.file), _capturing(capture), args,
                       {k: v.detach().cpu().numpy() for k, v in part.inputs.items()})
@@ -198,17 +196,18 @@ def explain_one(subject: Subject, rtol: float, atol: float, providers: list[str]
         return out
     node = proto.graph.node[index]
     failed = [metrics[v] for v in node.output if v in metrics and not metrics[v]["passed"]]
-    where = node_origin(node)
+    piece = slice_graph(proto.graph, index, set(metrics))
     out.update(diverges=True, downstream=downstream(proto.graph, index, metrics))
     out["first_divergence"] = {
-        "node": node.name, "op_type": node.op_type, **where,
+        "node": node.name, "op_type": node.op_type, **node_origin(node),
         "max_abs_diff": _largest(f["max_abs_diff"] for f in failed),
         "tolerance_ratio": None if any(f["tolerance_ratio"] is None for f in failed)
         else _largest(f["tolerance_ratio"] for f in failed),
-        "inputs": input_diffs(subject, node, metrics),
+        "inputs": input_diffs(subject, piece.reads, metrics),
         "outputs": [v for v in node.output if v in metrics]}
     events.progress(0.8, "Writing the repro")
-    out["repro"] = write_repro(subject, index, found.metrics, rtol, atol, repro_folder,
+    repro_folder.parent.mkdir(exist_ok=True)  # a Hugging Face folder's: one per file inside
+    out["repro"] = write_repro(subject, index, piece, metrics, rtol, atol, repro_folder,
                                out["first_divergence"])
     return out
 
@@ -315,17 +314,16 @@ def _library(filename: str) -> bool:
     return path.is_relative_to(stdlib) and not any(path.is_relative_to(p) for p in packages)
 
 
-def input_diffs(subject: Subject, node: Any, metrics: dict[str, dict[str, Any]]
+def input_diffs(subject: Subject, reads: list[str], metrics: dict[str, dict[str, Any]]
                 ) -> list[dict[str, Any]]:
-    """Each value the node reads, PyTorch's against ONNX Runtime's."""
-    from engine.analysis.repro import node_reads
-
+    """Each value the node reads (through the exporter's own intermediates, back to values
+    PyTorch has: the repro's inputs and weights), PyTorch's against ONNX Runtime's."""
     graph = subject.file.proto.graph
     inputs = {v.name for v in graph.input}
     weights = subject.file.initializers()
     constants = {out for n in graph.node if n.op_type == "Constant" for out in n.output}
     out = []
-    for name in node_reads(node):
+    for name in reads:
         if name in metrics:
             out.append({"name": name, "max_abs_diff": metrics[name]["max_abs_diff"]})
         elif name in weights:
@@ -359,17 +357,16 @@ def _weight_diff(subject: Subject, name: str, tensor: Any) -> float | None:
     return float(np.abs(stored - mine).max()) if stored.size else 0.0
 
 
-def write_repro(subject: Subject, index: int, metrics: dict[str, dict[str, Any]],
-                rtol: float, atol: float, folder: Path, divergence: dict[str, Any]
-                ) -> dict[str, Any]:
-    """Write the repro of node `index` into `folder`: {"folder", "files", "command"}."""
+def write_repro(subject: Subject, index: int, piece: Slice,
+                metrics: dict[str, dict[str, Any]], rtol: float, atol: float, folder: Path,
+                divergence: dict[str, Any]) -> dict[str, Any]:
+    """Write the repro of node `index` (the model `piece`) into `folder`: {"folder", "files",
+    "command"}."""
     from engine.analysis import repro
     from engine.analysis.ranges import run_values, value_types
     from engine.validation.nodes import capture_values
 
-    graph = subject.file.proto.graph
-    node = graph.node[index]
-    piece = repro.slice_graph(graph, index, set(metrics))
+    node = subject.file.proto.graph.node[index]
     outputs = [v for v in node.output if v in metrics]
     wanted = {v for v in piece.inputs if v in metrics} | set(outputs)
     values = capture_values(subject.program, subject.args, subject.file.proto, wanted)

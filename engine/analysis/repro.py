@@ -44,6 +44,8 @@ class Slice:
     initializers: list[str]
     # inputs whose value PyTorch does not give (expansion stopped at MAX_NODES)
     unknown: list[str] = field(default_factory=list)
+    # the values the slice reads from outside, in the order met: inputs and weights
+    reads: list[str] = field(default_factory=list)
 
 
 def node_reads(node: Any) -> list[str]:
@@ -74,6 +76,7 @@ def slice_graph(graph: Any, index: int, known: set[str]) -> Slice:
     inputs: list[str] = []
     used_weights: list[str] = []
     unknown: list[str] = []
+    reads: list[str] = []
     pending = list(node_reads(graph.node[index]))
     seen: set[str] = set()
     while pending:
@@ -83,15 +86,18 @@ def slice_graph(graph: Any, index: int, known: set[str]) -> Slice:
         seen.add(name)
         if name in weights and name not in graph_inputs:
             used_weights.append(name)
+            reads.append(name)
         elif name in graph_inputs or name in known or name not in producer:
             inputs.append(name)
+            reads.append(name)
         elif len(chosen) >= MAX_NODES and graph.node[producer[name]].op_type != "Constant":
             inputs.append(name)
             unknown.append(name)
+            reads.append(name)
         else:
             chosen.add(producer[name])
-            pending += node_reads(graph.node[producer[name]])
-    return Slice([graph.node[i] for i in sorted(chosen)], inputs, used_weights, unknown)
+            pending = node_reads(graph.node[producer[name]]) + pending
+    return Slice([graph.node[i] for i in sorted(chosen)], inputs, used_weights, unknown, reads)
 
 
 def check_folder(folder: Path) -> Path:

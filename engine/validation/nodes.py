@@ -142,16 +142,14 @@ def capture_values(program: Any, args: tuple[Any, ...], proto: Any, wanted: set[
 
 
 def recipe_program(recipe: Recipe, loaded: Any, inputs: tuple[Any, ...]) -> Any:
-    """The recipe's exported program (the loaded .pt2's, else torch.export of the module on
-    `inputs`), decomposed as the dynamo exporter decomposes it."""
-    import torch
-
+    """The recipe's exported program (the loaded .pt2's, else the module on `inputs` captured
+    as the dynamo exporter captures it), decomposed as the exporter decomposes it."""
     from engine.source.inputs import dynamic_shapes
 
     program = loaded.exported_program
     if program is None:
-        program = torch.export.export(loaded.module, tuple(inputs),
-                                      dynamic_shapes=dynamic_shapes(recipe), strict=False)
+        program = torch_private.capture_like_the_exporter(loaded.module, tuple(inputs),
+                                                          dynamic_shapes(recipe))
     return decompose_like_the_exporter(program)
 
 

@@ -72,6 +72,19 @@ def _prepare_for_onnx() -> None:
     assert any(node.op == "call_function" for node in program.graph.nodes)
 
 
+def _capture_like_the_exporter() -> None:
+    class Grows(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x.relu() * 2
+
+    batch = torch.export.Dim("batch")
+    program = torch_private.capture_like_the_exporter(Grows(), (torch.ones(3, 4),),
+                                                      ({0: batch},))
+    assert any(node.op == "call_function" for node in program.graph.nodes)
+    with pytest.raises(Exception):  # noqa: B017 (torch's own error, whichever it is)
+        torch_private.capture_like_the_exporter(Grows(), (torch.ones(3, 4), 1), None)
+
+
 def _dispatch() -> None:
     registry = torch_private.onnx_registry()
     program = torch_private.prepare_for_onnx(_program(), registry)
@@ -132,6 +145,7 @@ ACCESSORS: dict[str, Callable[..., None]] = {
     "torchlib_opset": _torchlib_opset,
     "onnx_registry": _onnx_registry,
     "prepare_for_onnx": _prepare_for_onnx,
+    "capture_like_the_exporter": _capture_like_the_exporter,
     "dispatch": _dispatch,
     "DYNAMO_REGISTRATION_LOGGER": _dynamo_registration_logger,
     "pytorch_file_reader": _pytorch_file_reader,

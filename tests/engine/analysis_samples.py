@@ -6,6 +6,9 @@ from engine.protocol import (
     CompareDocument,
     CompareRequest,
     CompareResult,
+    ExplainDocument,
+    ExplainRequest,
+    ExplainResult,
     ProfileDocument,
     ProfileRequest,
     ProfileResult,
@@ -42,6 +45,29 @@ VARIANT = VariantReport.from_dict({
                 "rtol": 0.1, "atol": 0.1, "size_bytes": 30, "source_size_bytes": 100,
                 "size_ratio": 0.3, "latency_ms": {"p50": 1.0, "p90": 1.0},
                 "max_abs_diff": 0.01}})
+HALF = VariantReport.from_dict({
+    "ok": False, "output": "/dir/h.onnx", "exporter": None, "opset": 18, "seconds": {},
+    "graph": None, "warnings": [], "error": {"kind": "validation", "message": "overflows"},
+    "validation": None,
+    "variant": {"kind": "fp16", "source": "/dir/m.onnx", "settings": {}, "rtol": 0.01,
+                "atol": 0.01, "size_bytes": 50, "source_size_bytes": 100, "size_ratio": 0.5,
+                "max_abs_diff": 0.01, "kept_fp32": ["node_mul"],
+                "fp16_overflows": [{"node": "node_add", "op_type": "Add", "value": "add",
+                                    "max_abs": 70000.0}]}})
+EXPLAINED = ExplainDocument.from_dict({
+    "ok": True, "diverges": True,
+    "first_divergence": {"node": "node_linear_1", "op_type": "Gemm", "module": "layers.1.lin",
+                         "source": "net.py:6", "max_abs_diff": 1.2, "tolerance_ratio": 5e4,
+                         "inputs": [{"name": "mul", "max_abs_diff": 2e-7},
+                                    {"name": "layers.1.lin.weight", "max_abs_diff": 0.5,
+                                     "kind": "initializer"}],
+                         "module_type": "torch.nn.modules.linear.Linear",
+                         "outputs": ["linear_1"]},
+    "downstream": 5,
+    "repro": {"folder": "/dir/m.repro", "files": ["model.onnx", "repro.py"],
+              "command": "python /dir/m.repro/repro.py"},
+    "model": "/dir/m.onnx", "rtol": 1e-3, "atol": 1e-5, "compared": 9,
+    "files": [{"file": "model.onnx", "diverges": False, "compared": 3}]})
 
 ANALYSIS_SAMPLES: list[Wire] = [
     CompareRequest(id=20, a="/dir/a.onnx", b="/dir/b.onnx", recipe="version = 1",
@@ -52,5 +78,10 @@ ANALYSIS_SAMPLES: list[Wire] = [
     VariantRequest(id=22, onnx="/dir/a.onnx", recipe="version = 1", kind="int8",
                    output="/dir/v.onnx"),
     VariantResult(id=22, variant_report=VARIANT),
-    COMPARISON, PROFILE, VARIANT,
+    VariantRequest(id=23, onnx="/dir/a.onnx", recipe="version = 1", kind="fp16",
+                   output="/dir/h.onnx", keep_fp32="auto"),
+    VariantResult(id=23, variant_report=HALF),
+    ExplainRequest(id=24, onnx="/dir/m.onnx", recipe="version = 1", repro_dir="/dir/r"),
+    ExplainResult(id=24, explanation=EXPLAINED),
+    COMPARISON, PROFILE, VARIANT, HALF, EXPLAINED,
 ]

@@ -452,11 +452,13 @@ def test_every_job_but_the_light_ones_waits_for_the_warm_up(monkeypatch) -> None
                 m.ValidateFileRequest(recipe="r", onnx="x.onnx"),
                 m.CompareRequest(a="a", b="b"), m.ProfileRequest(onnx="x.onnx"),
                 m.VariantRequest(onnx="x.onnx", recipe="r", kind="fp16", output="y.onnx"),
+                m.ExplainRequest(onnx="x.onnx", recipe="r"),
                 m.DescribeRequest(source="m.py"), m.DevicesRequest(), m.PingRequest()]
     assert {r.TAG for r in requests} == set(worker.JOBS)  # every job is looked at
     out = io.StringIO()
     for request in requests:
         tag = request.TAG
         worker.handle(request, worker.Channel(out))
-    assert joined == ["export", "validate", "validate_file", "compare", "profile", "variant"]
+    assert joined == ["export", "validate", "validate_file", "compare", "profile", "variant",
+                      "explain"]
     assert out.getvalue().count('"message": "not run here"') == len(requests)  # all ran

@@ -33,6 +33,7 @@ from engine.analysis.repro import Slice, slice_graph
 from engine.errors import StudioError, one_line
 from engine.events import Events
 from engine.recipe import Recipe
+from engine.validation.nodes import downstream, first_divergent
 
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
 
@@ -215,36 +216,6 @@ def explain_one(subject: Subject, rtol: float, atol: float, providers: list[str]
 def _largest(values: Iterator[float | None] | Any) -> float | None:
     known = [v for v in values if v is not None]
     return max(known) if known else None
-
-
-def first_divergent(graph: Any, metrics: dict[str, dict[str, Any]]) -> int | None:
-    """The index of the first node whose compared outputs exceed the tolerance while every
-    value it reads is within it (see the module docstring); None when none does."""
-    from engine.analysis.repro import node_reads
-
-    diverged: dict[str, bool] = {}  # graph inputs and weights: absent, i.e. within
-    for index, node in enumerate(graph.node):
-        upstream = any(diverged.get(v, False) for v in node_reads(node))
-        beyond = [v for v in node.output if v in metrics and not metrics[v]["passed"]]
-        if beyond and not upstream:
-            return index
-        for value in node.output:
-            diverged[value] = (not metrics[value]["passed"]) if value in metrics else upstream
-    return None
-
-
-def downstream(graph: Any, index: int, metrics: dict[str, dict[str, Any]]) -> int:
-    """The nodes fed (directly or not) by node `index` whose values exceed the tolerance."""
-    from engine.analysis.repro import node_reads
-
-    reached = set(graph.node[index].output)
-    count = 0
-    for node in list(graph.node)[index + 1:]:
-        if any(v in reached for v in node_reads(node)):
-            reached.update(node.output)
-            if any(v in metrics and not metrics[v]["passed"] for v in node.output):
-                count += 1
-    return count
 
 
 def node_origin(node: Any) -> dict[str, Any]:

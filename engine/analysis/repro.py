@@ -22,7 +22,6 @@ import os
 import secrets
 import shlex
 import shutil
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from engine.errors import StudioError
+from engine.validation.nodes import node_reads
 
 FILES = ("model.onnx", "inputs.npz", "expected.npz", "repro.py")
 MAX_NODES = 64  # nodes pulled in for inputs PyTorch has no value for
@@ -46,24 +46,6 @@ class Slice:
     unknown: list[str] = field(default_factory=list)
     # the values the slice reads from outside, in the order met: inputs and weights
     reads: list[str] = field(default_factory=list)
-
-
-def node_reads(node: Any) -> list[str]:
-    """The values a node reads: its inputs, and the outer values its subgraphs use."""
-    reads = [name for name in node.input if name]
-    for attr in node.attribute:
-        for graph in [attr.g] if attr.HasField("g") else list(attr.graphs):
-            reads += [n for n in _outer_names(graph) if n not in reads]
-    return reads
-
-
-def _outer_names(graph: Any) -> Iterator[str]:
-    defined = {v.name for v in graph.input} | {t.name for t in graph.initializer}
-    for node in graph.node:
-        for name in node_reads(node):
-            if name not in defined:
-                yield name
-        defined.update(node.output)
 
 
 def slice_graph(graph: Any, index: int, known: set[str]) -> Slice:

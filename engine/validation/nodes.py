@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,7 +48,8 @@ def compare_nodes(
     """{"nodes": {onnx node name: {max_abs_diff, max_rel_diff, ...}}, "first_divergent": name}.
 
     Nodes are listed in graph order; `first_divergent` is the first whose values are outside
-    atol + rtol * |reference| (None when all agree or nothing could be compared). The values
+    atol + rtol * |reference| while the values it reads are within (`first_divergent`; None
+    when all agree or nothing could be compared). The values
     are streamed (`_Streamed`): about `budget` bytes of them are held at a time.
     """
     empty: dict[str, Any] = {"nodes": {}, "first_divergent": None, "compared": 0}
@@ -82,12 +83,10 @@ def compare_nodes(
                       "again here; per-node numbers are not available."))
         return {**empty, "message": "no values matched"}
     nodes: dict[str, dict[str, Any]] = {}
-    first = None
     for value_name, entry in found.metrics.items():  # in graph order
-        node_name = found.producers[value_name]
-        nodes[node_name] = {**entry, "value": value_name}
-        if first is None and not entry["passed"]:
-            first = node_name
+        nodes[found.producers[value_name]] = {**entry, "value": value_name}
+    index = first_divergent(proto.graph, found.metrics)
+    first = None if index is None else proto.graph.node[index].name
     return {"nodes": nodes, "first_divergent": first, "compared": len(nodes),
             "onnxruntime_runs": found.runs}
 
@@ -338,3 +337,49 @@ def _node_metrics(ref: np.ndarray, cand: np.ndarray, rtol: float, atol: float
         ratio = float(ratios.max())
     return {"max_abs_diff": max_abs, "max_rel_diff": max_rel, "passed": outside == 0,
             "mismatched": outside, "tolerance_ratio": ratio}
+
+
+def node_reads(node: Any) -> list[str]:
+    """The values a node reads: its inputs, and the outer values its subgraphs use."""
+    reads = [name for name in node.input if name]
+    for attr in node.attribute:
+        for graph in [attr.g] if attr.HasField("g") else list(attr.graphs):
+            reads += [n for n in _outer_names(graph) if n not in reads]
+    return reads
+
+
+def _outer_names(graph: Any) -> Iterator[str]:
+    defined = {v.name for v in graph.input} | {t.name for t in graph.initializer}
+    for node in graph.node:
+        for name in node_reads(node):
+            if name not in defined:
+                yield name
+        defined.update(node.output)
+
+
+def first_divergent(graph: Any, metrics: dict[str, dict[str, Any]]) -> int | None:
+    """The index of the first node of `graph` (topologically sorted, as ONNX requires) whose
+    compared outputs exceed the tolerance while every value it reads is within it; None when
+    none does. A value with `metrics` is judged by its numbers, one without by the values it
+    is computed from; graph inputs and weights are within."""
+    diverged: dict[str, bool] = {}  # graph inputs and weights: absent, i.e. within
+    for index, node in enumerate(graph.node):
+        upstream = any(diverged.get(v, False) for v in node_reads(node))
+        beyond = [v for v in node.output if v in metrics and not metrics[v]["passed"]]
+        if beyond and not upstream:
+            return index
+        for value in node.output:
+            diverged[value] = (not metrics[value]["passed"]) if value in metrics else upstream
+    return None
+
+
+def downstream(graph: Any, index: int, metrics: dict[str, dict[str, Any]]) -> int:
+    """The nodes fed (directly or not) by node `index` whose values exceed the tolerance."""
+    reached = set(graph.node[index].output)
+    count = 0
+    for node in list(graph.node)[index + 1:]:
+        if any(v in reached for v in node_reads(node)):
+            reached.update(node.output)
+            if any(v in metrics and not metrics[v]["passed"] for v in node.output):
+                count += 1
+    return count

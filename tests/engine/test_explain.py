@@ -17,9 +17,10 @@ import onnx
 import pytest
 
 from engine import recipe as recipes
-from engine.analysis.explain import explain, first_divergent, model_frame
+from engine.analysis.explain import explain, model_frame
 from engine.cli import main
 from engine.errors import StudioError
+from engine.validation.nodes import first_divergent
 from tests.engine.explain_models import exported, linear_line, patched, scope_ending
 
 

@@ -51,9 +51,10 @@ class Subject:
 
 
 def explain(recipe: Recipe, path: Path, events: Events | None = None,
-            repro_dir: Path | None = None) -> dict[str, Any]:
+            repro_dir: Path | None = None, *, write_repro: bool = True) -> dict[str, Any]:
     """The explain document of `path` against the recipe's model (see the module docstring);
-    the repro goes to `repro_dir` (default: beside the file, `NAME.repro`).
+    the repro goes to `repro_dir` (default: beside the file, `NAME.repro`) unless
+    `write_repro` is false (then `repro` is null).
 
     Raises StudioError: exit 2 for a wrong request (no such file, not a dynamo export, inputs
     the capture cannot take, a repro folder holding other files), 1 when it cannot run.
@@ -65,7 +66,7 @@ def explain(recipe: Recipe, path: Path, events: Events | None = None,
     path = Path(path)
     hf = is_hf_source(recipe.model.source)
     folder = check_folder(repro_dir or path.with_name(
-        path.name + ".repro" if hf else path.stem + ".repro"))
+        path.name + ".repro" if hf else path.stem + ".repro")) if write_repro else None
     rtol, atol = recipe.validate.rtol, recipe.validate.atol
     doc: dict[str, Any] = {"ok": True, "diverges": False, "first_divergence": None,
                            "downstream": 0, "repro": None, "model": str(path), "rtol": rtol,
@@ -75,7 +76,8 @@ def explain(recipe: Recipe, path: Path, events: Events | None = None,
     files = []
     for subject in subjects:
         found = explain_one(subject, rtol, atol, recipe.validate.providers,
-                            folder / Path(subject.name).stem if hf else folder, events)
+                            folder / Path(subject.name).stem if hf and folder else folder,
+                            events)
         files.append(found)
         doc["compared"] += found["compared"]
         if found["diverges"] and not doc["diverges"]:
@@ -161,9 +163,9 @@ def _capturing(capture: Any) -> Any:
 
 
 def explain_one(subject: Subject, rtol: float, atol: float, providers: list[str],
-                repro_folder: Path, events: Events) -> dict[str, Any]:
-    """The ExplainedFile dict of one file; its repro written into `repro_folder` when it
-    diverges."""
+                repro_folder: Path | None, events: Events) -> dict[str, Any]:
+    """The ExplainedFile dict of one file; its repro written into `repro_folder` (None: not
+    written) when it diverges."""
     from engine.validation.nodes import OnnxRuntimeFailed, compare_values, fx_producers
     from engine.validation.ort_session import session_settings
 
@@ -206,6 +208,8 @@ def explain_one(subject: Subject, rtol: float, atol: float, providers: list[str]
         else _largest(f["tolerance_ratio"] for f in failed),
         "inputs": input_diffs(subject, piece.reads, metrics),
         "outputs": [v for v in node.output if v in metrics]}
+    if repro_folder is None:
+        return out
     events.progress(0.8, "Writing the repro")
     repro_folder.parent.mkdir(exist_ok=True)  # a Hugging Face folder's: one per file inside
     out["repro"] = write_repro(subject, index, piece, metrics, rtol, atol, repro_folder,

@@ -87,5 +87,6 @@ def explain(request: ExplainRequest, events: Events) -> ExplainResult:
     assert recipe is not None
     repro = _path(request.repro_dir, request.base_dir) if request.repro_dir else None
     doc = ExplainDocument.from_dict(explain_file(
-        recipe, _path(request.onnx, request.base_dir), events, repro))
+        recipe, _path(request.onnx, request.base_dir), events, repro,
+        write_repro=request.write_repro))
     return ExplainResult(id=request.id, explanation=doc)

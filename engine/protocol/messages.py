@@ -421,6 +421,8 @@ class ExplainRequest(Request):
     recipe: str
     base_dir: str | None = field(default=None, metadata=OMIT)
     repro_dir: str | None = field(default=None, metadata=OMIT)  # None: beside the file
+    # false: name the divergence only (the window's Why?; Save repro… asks again with a folder)
+    write_repro: bool = True
 
 
 @dataclass(kw_only=True)

@@ -82,6 +82,7 @@ ANALYSIS_SAMPLES: list[Wire] = [
                    output="/dir/h.onnx", keep_fp32="auto"),
     VariantResult(id=23, variant_report=HALF),
     ExplainRequest(id=24, onnx="/dir/m.onnx", recipe="version = 1", repro_dir="/dir/r"),
+    ExplainRequest(id=25, onnx="/dir/m.onnx", recipe="version = 1", write_repro=False),
     ExplainResult(id=24, explanation=EXPLAINED),
     COMPARISON, PROFILE, VARIANT, HALF, EXPLAINED,
 ]

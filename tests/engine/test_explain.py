@@ -131,8 +131,10 @@ def test_the_first_divergence_is_the_earliest_not_the_worst(stack: tuple[Path, P
     patched(source, once, "layers.1.lin", scale=1.01)
     twice = tmp_path / "twice.onnx"
     patched(once, twice, "layers.3.lin", scale=50.0)
-    doc = explain(recipes.load(recipe_path), twice, repro_dir=tmp_path / "r")
+    doc = explain(recipes.load(recipe_path), twice, write_repro=False)
     assert doc["first_divergence"]["module"] == "layers.1.lin"
+    assert doc["repro"] is None  # asked for the node only (the window's Why?)
+    assert not twice.with_name("twice.repro").exists()
 
 
 def test_first_divergent_judges_unnamed_values_by_what_they_come_from() -> None:

@@ -1,5 +1,6 @@
-"""ONNX Export Studio from Python: export, validate, compare, profile, make variants and run a
-zoo of recipes, each call answered with the typed document the command line prints as JSON.
+"""ONNX Export Studio from Python: export, validate, compare, profile, make variants, explain a
+difference and run a zoo of recipes, each call answered with the typed document the command
+line prints as JSON.
 
     import onnx_studio
 
@@ -16,7 +17,8 @@ A recipe is a `Recipe` object (`load_recipe(path)`, or built in code) or the pat
 file. Every job runs in a worker process of its own, as the CLI's do, so a model that crashes
 its process (`os._exit`, a segmentation fault, running out of memory) comes back as an error
 of kind `worker_crashed` and the caller goes on. The documents are engine.protocol's classes
-(`ExportReport`, `CompareDocument`, `ProfileDocument`, `VariantReport`, `BatchSummary`):
+(`ExportReport`, `CompareDocument`, `ProfileDocument`, `VariantReport`, `ExplainDocument`,
+`BatchSummary`):
 `doc.to_dict()` is the JSON the CLI prints. Importing this package loads no torch.
 """
 
@@ -27,6 +29,7 @@ from engine.protocol import (
     BatchSummary,
     CompareDocument,
     Error,
+    ExplainDocument,
     ExportReport,
     ProfileDocument,
     VariantReport,
@@ -37,6 +40,7 @@ from onnx_studio.api import (
     RecipeLike,
     batch,
     compare,
+    explain,
     export,
     load_recipe,
     profile,
@@ -50,6 +54,7 @@ __all__ = [
     "BatchSummary",
     "CompareDocument",
     "Error",
+    "ExplainDocument",
     "ExportReport",
     "ProfileDocument",
     "ProgressCallback",
@@ -59,6 +64,7 @@ __all__ = [
     "VariantReport",
     "batch",
     "compare",
+    "explain",
     "export",
     "load_recipe",
     "profile",

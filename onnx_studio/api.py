@@ -27,6 +27,9 @@ from engine.protocol import (
     CompareRequest,
     CompareResult,
     Event,
+    ExplainDocument,
+    ExplainRequest,
+    ExplainResult,
     ExportReport,
     ExportRequest,
     ExportResult,
@@ -46,7 +49,8 @@ from engine.recipe import Recipe
 PathLike = str | os.PathLike[str]
 RecipeLike = Recipe | PathLike  # a Recipe object, or the path of a recipe file
 ProgressCallback = Callable[[float, str], None]  # (fraction done, stage)
-D = TypeVar("D", ExportReport, CompareDocument, ProfileDocument, VariantReport)
+D = TypeVar("D", ExportReport, CompareDocument, ProfileDocument, VariantReport,
+              ExplainDocument)
 
 
 def load_recipe(path: PathLike) -> Recipe:
@@ -146,25 +150,53 @@ def profile(model: PathLike, *, recipe: RecipeLike | None = None, runs: int = 20
 
 def variant(model: PathLike, recipe: RecipeLike, kind: str, output: PathLike, *,
             rtol: float | None = None, atol: float | None = None, keep_io_types: bool = True,
-            optimization: str = "extended", progress: ProgressCallback | None = None,
+            optimization: str = "extended", keep_fp32: str | Sequence[str] | None = None,
+            progress: ProgressCallback | None = None,
             timeout: float | None = None) -> VariantReport:
     """Write an `optimized`, `fp16` or `int8` copy of an .onnx file and validate it against
-    the recipe's PyTorch model: what `onnx-studio variant --json` prints."""
+    the recipe's PyTorch model: what `onnx-studio variant --json` prints. `keep_fp32` (fp16
+    only): `"auto"` finds the nodes to keep in float32 so the variant passes, or name them."""
     def job() -> VariantReport:
         if kind not in ("fp16", "int8", "optimized"):
             raise StudioError("recipe", f"kind {kind!r}: use fp16, int8 or optimized.",
                               exit_code=2)
+        from engine.analysis.commands import keep_fp32_request
+
         chosen = _recipe(recipe)
         target = _absolute(output)
+        keep = keep_fp32 if keep_fp32 is None or isinstance(keep_fp32, str) \
+            else ",".join(keep_fp32)
         result = _run(VariantRequest(onnx=_absolute(model), recipe=chosen.to_toml(),
                                      base_dir=str(chosen.base_dir), kind=kind, output=target,
                                      rtol=rtol, atol=atol, keep_io_types=keep_io_types,
-                                     optimization=optimization),
+                                     optimization=optimization,
+                                     keep_fp32=keep_fp32_request(keep, kind)),
                       Path(target).parent, progress, timeout)
         assert isinstance(result, VariantResult)
         return result.variant_report
 
     return _document(VariantReport, job)
+
+
+def explain(model: PathLike, recipe: RecipeLike, *, repro_dir: PathLike | None = None,
+            write_repro: bool = True, progress: ProgressCallback | None = None,
+            timeout: float | None = None) -> ExplainDocument:
+    """Name the first node of an .onnx file (a Hugging Face recipe: its export folder) whose
+    outputs leave the tolerance while its inputs are within it, with its module and source
+    line, and write a repro folder (default: beside the file): what `onnx-studio explain
+    --json` prints; `diverges` is false for a file that computes what the model computes."""
+    def job() -> ExplainDocument:
+        chosen = _recipe(recipe)
+        target = _absolute(model)
+        repro = None if repro_dir is None else _absolute(repro_dir)
+        result = _run(ExplainRequest(onnx=target, recipe=chosen.to_toml(),
+                                     base_dir=str(chosen.base_dir), repro_dir=repro,
+                                     write_repro=write_repro),
+                      Path(repro).parent if repro else Path(target).parent, progress, timeout)
+        assert isinstance(result, ExplainResult)
+        return result.explanation
+
+    return _document(ExplainDocument, job)
 
 
 def batch(items: Sequence[RecipeLike], report_dir: PathLike, *, list_file: PathLike | None = None,

@@ -185,10 +185,11 @@ def request_of(args: argparse.Namespace) -> tuple[AnalysisRequest, Path]:
                           output=output, rtol=args.rtol, atol=args.atol,
                           keep_io_types=not args.no_keep_io_types,
                           optimization=args.optimization,
-                          keep_fp32=_keep_fp32(args.keep_fp32, args.kind)), Path(output).parent
+                          keep_fp32=keep_fp32_request(args.keep_fp32, args.kind)), \
+        Path(output).parent
 
 
-def _keep_fp32(text: str | None, kind: str) -> str | None:
+def keep_fp32_request(text: str | None, kind: str) -> str | None:
     """--keep-fp32 as the request carries it ("auto" or names joined by commas), checked."""
     if text is None:
         return None

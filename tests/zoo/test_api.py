@@ -117,3 +117,30 @@ def test_importing_the_api_loads_no_heavy_library() -> None:
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr
+
+
+@pytest.mark.timeout(300)
+def test_explain_names_the_patched_layer_and_variant_keeps_fp32(tmp_path: Path) -> None:
+    """explain through the API: a weight patched in a middle layer is named with its module and
+    its repro folder written; a correct file diverges nowhere. variant's keep_fp32="auto"
+    passes where plain fp16 overflows."""
+    from tests.engine.explain_models import exported, patched
+
+    source, recipe = exported(tmp_path, "Stack")
+    clean = onnx_studio.explain(source, recipe, write_repro=False)
+    assert isinstance(clean, onnx_studio.ExplainDocument)
+    assert clean.ok and clean.diverges is False, clean.error
+    bad = tmp_path / "patched.onnx"
+    patched(source, bad, "layers.2.lin")
+    found = onnx_studio.explain(bad, recipe, repro_dir=tmp_path / "repro")
+    assert found.ok and found.diverges is True, found.error
+    assert found.first_divergence is not None
+    assert found.first_divergence.module == "layers.2.lin"
+    assert found.repro is not None and (tmp_path / "repro" / "repro.py").is_file()
+
+    hot, hot_recipe = exported(tmp_path, "Scaled")
+    plain = onnx_studio.variant(hot, hot_recipe, "fp16", tmp_path / "plain16.onnx")
+    kept = onnx_studio.variant(hot, hot_recipe, "fp16", tmp_path / "kept16.onnx",
+                               keep_fp32="auto")
+    assert not plain.ok and kept.ok, (plain.error, kept.error)
+    assert kept.variant is not None and kept.variant.kept_fp32

@@ -18,9 +18,10 @@ from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import pairwise
 from typing import Any
 
-from engine.graph.layered import LayeredLayout, Placement
+from engine.graph.layered import H_GAP, LayeredLayout, Placement
 from engine.graph.model import GraphModel, auxiliary_nodes, format_shape, no_gc
 from engine.graph.scene import Boxes, Edge, Edges, Scene
 
@@ -162,15 +163,18 @@ class GraphLayout:
         inputs = []
         for i, name in enumerate(m.inputs + extra_inputs):
             key = "i:" + name
-            kind = "input" if i < len(m.inputs) else "outer input"
-            self.items[key] = Item(key, "input", name, f"{kind} {format_shape(m.shape(name))}",
+            # the shape alone: the box's colour and place say it is an input (a graph's
+            # inputs often have long symbolic shapes, and many of them share a row)
+            shape = format_shape(m.shape(name))
+            self.items[key] = Item(key, "input", name,
+                                   shape if i < len(m.inputs) else f"outer · {shape}",
                                    -1.0 - len(m.inputs) + i)
             inputs.append(key)
             self.parent_of[key] = ""
         vgroups[""].items[:0] = inputs  # in front, in order
         for name in m.outputs:
             key = "o:" + name
-            self.items[key] = Item(key, "output", name, f"output {format_shape(m.shape(name))}",
+            self.items[key] = Item(key, "output", name, format_shape(m.shape(name)),
                                    float(len(m.nodes) + 1))
             self._attach(key, "")
         for gid in list(self.groups):
@@ -474,10 +478,27 @@ class GraphLayout:
             sig = (tuple(edges), len(keys))
             core = self._cores.get(sig)
             if core is None:
-                rank = [-1e18 if k == IN else 1e18 if k == OUT else self.rank(k) for k in keys]
-                core = self._cores[sig] = LayeredLayout(len(keys), edges, rank)
+                core = self._cores[sig] = LayeredLayout(len(keys), edges, self._ranks(keys))
             st = self._structure[gid] = (core, keys, pairs)
         return st
+
+    def _ranks(self, keys: list[str]) -> list[float]:
+        return [-1e18 if k == IN else 1e18 if k == OUT else self.rank(k) for k in keys]
+
+    def _stacked(self, core: LayeredLayout, keys: list[str],
+                 sizes: list[tuple[float, float]]) -> LayeredLayout:
+        """The whole graph's core with its inputs (outputs) in rows where one layer of them
+        would be wider than the rest of the graph (GPT-2 with its cache: 7 inputs, 5 outputs),
+        so the graph keeps the shape of its body and reads at Fit."""
+        below = _io_rows(keys, sizes, core.layer)
+        if not below:
+            return core
+        sig = ("stacked", id(core), tuple(below))
+        stacked = self._cores.get(sig)
+        if stacked is None:
+            stacked = self._cores[sig] = LayeredLayout(core.n, core.edges, self._ranks(keys),
+                                                       below)
+        return stacked
 
     def _size(self, key: str) -> tuple[float, float]:
         s = self._sizes.get(key)
@@ -530,6 +551,8 @@ class GraphLayout:
                 out_port.append(None)
         if self.left_to_right:  # lay out across: the core's "width" is our height
             sizes = [(h, w) for w, h in sizes]
+        if not gid:
+            core = self._stacked(core, keys, sizes)
         sig = (id(core), tuple(sizes), tuple(in_port), tuple(out_port))
         pl = self._placed.get(sig)
         if pl is None:  # placements depend only on the structure, sizes and ports
@@ -738,6 +761,35 @@ class _NodeItems(dict[str, Item]):
         node = self.model.nodes[int(key[1:])]
         item = self[key] = Item(key, "node", node.op_type, _short(node.label), float(node.index))
         return item
+
+
+def _io_rows(keys: list[str], sizes: list[tuple[float, float]], layer: list[int]
+             ) -> list[tuple[int, int]]:
+    """(upper, lower) pairs that stack the graph inputs (outputs) of one layer into rows, each
+    row no wider than the graph's widest other box (or its widest input): the `below`
+    constraints of LayeredLayout. Empty when every layer of them fits on one row."""
+    io = [i for i, k in enumerate(keys) if k[:2] in ("i:", "o:")]
+    if len(io) < 3:
+        return []
+    body = max((sizes[i][0] for i, k in enumerate(keys) if k[:2] not in ("i:", "o:")),
+               default=0.0)
+    limit = max([body] + [sizes[i][0] for i in io])
+    by_layer: dict[tuple[str, int], list[int]] = {}
+    for i in io:
+        by_layer.setdefault((keys[i][:2], layer[i]), []).append(i)
+    below: list[tuple[int, int]] = []
+    for members in by_layer.values():
+        rows: list[list[int]] = [[]]
+        width = 0.0
+        for i in members:
+            w = sizes[i][0]
+            if rows[-1] and width + H_GAP + w > limit:
+                rows.append([])
+            width = (width + H_GAP + w) if rows[-1] else w
+            rows[-1].append(i)
+        for upper, lower in pairwise(rows):
+            below.extend((u, v) for u in upper for v in lower)
+    return below
 
 
 def _short(name: str, limit: int = 28) -> str:

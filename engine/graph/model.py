@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.graph.file_check import NodeAttributes, Problem, check_file, problem_nodes
+from engine.graph.source_frame import source_frame
 
 # The graph view runs the ONNX checker on files up to this size (the checker parses the whole
 # file, inline weights included: about 10 s for 300 MB here, on top of the view's own read).
@@ -35,7 +36,6 @@ _SCOPE_ITEM = re.compile(r"'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"")
 # The dynamo exporter files nodes made by its own passes under this pseudo module.
 _NO_MODULE = "_empty_nn_module_stack_from_metadata_hook"
 _SCOPES_KEY = "pkg.torch.onnx.name_scopes"
-_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
 
 Shape = list[int | str | None]
 
@@ -166,17 +166,11 @@ class Node(NodeAttributes):
 
     @property
     def source(self) -> str | None:
-        """``file:line`` of the user's code that made the node: the innermost frame outside
-        torch and site-packages, else the innermost frame."""
-        frames = _FRAME.findall(self.stack_trace)
-        if not frames:
-            return None
-        for path, line, _func in reversed(frames):
-            p = path.replace("\\", "/")
-            if "site-packages/" not in p and "/torch/" not in p and not p.startswith("torch/"):
-                return f"{path}:{line}"
-        path, line, _func = frames[-1]
-        return f"{path}:{line}"
+        """``file:line`` of the model's code that made the node (engine.graph.source_frame:
+        the user's code, else a library's model file; never torch or the studio's wrappers),
+        or None."""
+        frame = source_frame(self.stack_trace)
+        return str(frame) if frame is not None else None
 
 
 def _format_attribute(a: Any) -> str:

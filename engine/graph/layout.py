@@ -767,7 +767,8 @@ def _io_rows(keys: list[str], sizes: list[tuple[float, float]], layer: list[int]
              ) -> list[tuple[int, int]]:
     """(upper, lower) pairs that stack the graph inputs (outputs) of one layer into rows, each
     row no wider than the graph's widest other box (or its widest input): the `below`
-    constraints of LayeredLayout. Empty when every layer of them fits on one row."""
+    constraints of LayeredLayout. Empty when every layer of them fits on one row (or holds
+    fewer than three)."""
     io = [i for i, k in enumerate(keys) if k[:2] in ("i:", "o:")]
     if len(io) < 3:
         return []
@@ -779,6 +780,8 @@ def _io_rows(keys: list[str], sizes: list[tuple[float, float]], layer: list[int]
         by_layer.setdefault((keys[i][:2], layer[i]), []).append(i)
     below: list[tuple[int, int]] = []
     for members in by_layer.values():
+        if len(members) < 3:  # two side by side read well enough
+            continue
         rows: list[list[int]] = [[]]
         width = 0.0
         for i in members:

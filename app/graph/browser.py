@@ -596,4 +596,4 @@ class GraphBrowser(QWidget):
             self.view.minimap.rebuild()
         if event.type() == QEvent.Type.PaletteChange and self.properties.model is not None:
             # After the children have their new palette too: links take colours when rendered.
-            QTimer.singleShot(0, self.properties.refresh)
+            QTimer.singleShot(0, self.properties, self.properties.refresh)

@@ -17,7 +17,6 @@ from PySide6.QtCore import QPointF, QRect, Qt
 from PySide6.QtWidgets import QAbstractButton, QComboBox, QToolBar, QWidget
 
 from app.graph import GraphBrowser
-from app.graph.canvas import TEXT_LOD
 from app.window import MainWindow
 from tests.app.conftest import EXPORT_TIMEOUT_MS
 from tests.engine.graph_files import gpt2_hf, user_models

@@ -16,7 +16,7 @@ import pytest
 from engine.graph.browser_model import BrowserModel, Search, Selection
 from engine.graph.model import GraphModel
 from engine.graph.overlay import Overlay, Scale
-from engine.graph.source_frame import LIBRARY, MODEL_FILE, STUDIO, TORCH, USER, kind_of, frames
+from engine.graph.source_frame import LIBRARY, MODEL_FILE, STUDIO, TORCH, USER, frames, kind_of
 from tests.conftest import REPO
 from tests.engine.graph_files import gpt2_hf, user_models
 

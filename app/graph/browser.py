@@ -19,7 +19,8 @@ from PySide6.QtGui import QKeySequence, QPalette, QShortcut
 from PySide6.QtWidgets import QFileDialog, QSplitter, QToolButton, QVBoxLayout, QWidget
 
 from app.graph import colors
-from app.graph.canvas import BoxFonts, GraphCanvas
+from app.graph.canvas import GraphCanvas
+from app.graph.fonts import BoxFonts
 from app.graph.pictures import save_png, save_svg
 from app.graph.properties import PropertiesPanel
 from app.graph.toolbar import GraphToolbar, SearchRow

@@ -76,10 +76,10 @@ class ResultTabs(QTabWidget):
         self.compare = CompareTab(session)  # not in TABS: its shortcut is the menu's own
         self.addTab(self.compare, "Compare")
         self.compare.showOnGraph.connect(self.show_profile_on_graph)
-        self.compare.clearGraph.connect(self.graph.clear_overlay)
+        self.compare.clearGraph.connect(lambda: self.graph.clear_overlay("profile"))
         self.warnings.statusMessage.connect(self.statusMessage)
         self.validation.showOnGraph.connect(self.show_on_graph)
-        self.validation.clearGraph.connect(self.graph.clear_overlay)
+        self.validation.clearGraph.connect(lambda: self.graph.clear_overlay("validation"))
         session.warningsChanged.connect(self._count_warnings)
         session.exportStarted.connect(self._export_started)
         session.exportFinished.connect(self._export_finished)
@@ -132,14 +132,14 @@ class ResultTabs(QTabWidget):
         self.setCurrentWidget(self.validation)
 
     def show_profile_on_graph(self, onnx: Path, values: dict[str, float], label: str) -> bool:
-        """Colour the Graph tab by a profile of `onnx` (ms per node) and switch to it."""
-        if self.graph.loaded_path != onnx and not self.graph.load_file(onnx):
-            self.statusMessage.emit(f"The graph of {onnx.name} cannot be shown.")
-            return False
-        if not self.graph.set_overlay(values, label):
-            return False
-        self.setCurrentWidget(self.graph)
-        return True
+        """Colour `onnx`'s nodes on the Graph tab by its profile (ms per node) whenever that
+        file is shown there; the tab and the file shown stay as they are (the box ticked is
+        no request to go elsewhere). True when the overlay shows now."""
+        if self.graph.set_overlay(values, label, file=onnx, source="profile"):
+            return True
+        self.statusMessage.emit(f"The profile overlay shows on the Graph tab while {onnx.name} "
+                                "is the file shown there.")
+        return False
 
     def show_on_graph(self, values: dict[str, float], label: str, node: str = "") -> bool:
         """Colour the Graph tab by per-node error of the session's last validation, switch to
@@ -149,7 +149,9 @@ class ResultTabs(QTabWidget):
         if onnx is not None and self.graph.loaded_path != onnx and not self.graph.load_file(onnx):
             self.statusMessage.emit(f"The graph of {onnx.name} cannot be shown.")
             return False
-        if not self.graph.set_overlay(values, label, scale=ERROR_SCALE):
+        shown = self.graph.set_overlay(values, label, scale=ERROR_SCALE, file=onnx,
+                                       source="validation")
+        if not shown:
             return False
         self.setCurrentWidget(self.graph)
         self.graph.select_node(node)

@@ -1,161 +1,152 @@
-"""GraphBrowser: the Graph tab — toolbar, breadcrumb, graph view and properties panel."""
+"""GraphBrowser: the Graph tab's browser — toolbar, breadcrumb, graph view and properties panel.
+
+A view of a `BrowserModel` (engine.graph.browser_model): it draws what the model says (the
+graph shown, its expansion, the selection, the search, the overlay and the marks), subscribes
+to the model's events, and turns clicks and keys into the model's methods. What only a screen
+has stays here: the zoom and scroll position, fonts and colours, the idle work after a paint.
+"""
 
 from __future__ import annotations
 
 import html
-import importlib.util
 import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from PySide6.QtCore import QEvent, QPointF, QRectF, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QImage, QKeySequence, QPainter, QPalette, QShortcut
-from PySide6.QtWidgets import (
-    QComboBox,
-    QFileDialog,
-    QHBoxLayout,
-    QLabel,
-    QLineEdit,
-    QSplitter,
-    QToolBar,
-    QToolButton,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, QTimer, Signal
+from PySide6.QtGui import QKeySequence, QPalette, QShortcut
+from PySide6.QtWidgets import QFileDialog, QSplitter, QToolButton, QVBoxLayout, QWidget
 
 from app.graph import colors
-from app.graph.canvas import BoxFonts, GraphCanvas
+from app.graph.canvas import GraphCanvas
+from app.graph.fonts import BoxFonts
+from app.graph.pictures import save_png, save_svg
 from app.graph.properties import PropertiesPanel
+from app.graph.toolbar import GraphToolbar, SearchRow
 from app.graph.view import GraphView
+from engine.graph.browser_model import BrowserModel, Search, Selection
 from engine.graph.layout import GraphLayout
 from engine.graph.model import GraphModel, no_gc
-
-MAX_EXPORT_PIXELS = 12000  # longest side of an exported PNG
+from engine.graph.overlay import Overlay
 
 
 class GraphBrowser(QWidget):
-    """Browse an ONNX graph: module groups, search, properties, subgraphs, overlays."""
+    """Browse an ONNX graph: module groups, search, properties, subgraphs, overlays.
+
+    `state` is the model it shows (a fresh one when not given); everything the browser shows
+    is read from it, everything the user does goes through its methods."""
 
     nodeActivated = Signal(str)  # ONNX node name, on double-click of a plain node
     loadFailed = Signal(str)  # a sentence saying why the file could not be shown
     graphShown = Signal()  # a (sub)graph was laid out and put on screen
     problemsChanged = Signal()  # the file's checks, run once it was shown, found problems
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, state: BrowserModel | None = None
+                 ) -> None:
         super().__init__(parent)
         self.fonts = BoxFonts(self.font())
         self.canvas = GraphCanvas(self.fonts)
         self.view = GraphView(self.canvas, self)
         self.properties = PropertiesPanel(self)
-        self.root: GraphModel | None = None
-        self.model: GraphModel | None = None
-        self.layout_state: GraphLayout | None = None
-        self._layouts: dict[int, GraphLayout] = {}
-        self.fold_shape_ops = True
-        self.left_to_right = False
-        self.overlay: dict[str, float] | None = None
-        self.overlay_label = ""
-        self.overlay_scale: colors.Scale | None = None
-        self.marks: dict[str, str] = {}  # ONNX node name -> what is wrong with it
-        self.hits: list[int] = []  # node indices matching the search
-        self.hit_pos = -1
-        self.selected_key: str | None = None
+        self.state = state if state is not None else BrowserModel()
+        if self.state.measure is None:
+            self.state.measure = self.fonts.measure
+            self.state.measure_nodes = self.fonts.measure_nodes
         self._build_ui()
         self._auto_view = True  # place the view for the user until they move it
+        self._unindexed: GraphModel | None = None  # shown, its indexes not built yet
         self.view.userMoved.connect(self._user_moved)
         self.view.resized.connect(self._view_resized)
         self.view.boxClicked.connect(self._clicked)
         self.view.edgeClicked.connect(self._edge_clicked)
         self.view.boxDoubleClicked.connect(self._double_clicked)
-        self._unindexed: GraphModel | None = None  # shown, its indexes not built yet
         self.view.painted.connect(self._painted)
         self.properties.linkActivated.connect(self._link)
+        events = self.state.events
+        events.graph.connect(self._graph_shown)
+        events.layout.connect(self._layout_changed)
+        events.selection.connect(self._selection_changed)
+        events.focus.connect(self._bring_into_view)
+        events.search.connect(self._search_changed)
+        events.overlay.connect(self._overlay_changed)
+        events.marks.connect(self._marks_changed)
+
+    # ------------------------------------------------------------------ the model's state
+    @property
+    def root(self) -> GraphModel | None:
+        """The file's main graph."""
+        return self.state.root
+
+    @property
+    def model(self) -> GraphModel | None:
+        """The graph shown (the main graph, a subgraph or a function)."""
+        return self.state.graph
+
+    @property
+    def layout_state(self) -> GraphLayout | None:
+        """The shown graph's layout and expansion."""
+        return self.state.layout
+
+    @property
+    def selected_key(self) -> str | None:
+        """The key of the box selected ("n12", "g:h.0", "i:x"), or None."""
+        return self.state.selection.key
+
+    @property
+    def overlay(self) -> dict[str, float] | None:
+        """The values the nodes are coloured by now (None: by op type)."""
+        shown = self.state.overlay
+        return dict(shown.values) if shown is not None else None
+
+    @property
+    def overlay_label(self) -> str:
+        shown = self.state.overlay
+        return shown.label if shown is not None else ""
+
+    @property
+    def overlay_scale(self) -> colors.Scale | None:
+        shown = self.state.overlay
+        return shown.ramp if shown is not None else None
+
+    @property
+    def marks(self) -> dict[str, str]:
+        """ONNX node name -> what is wrong with it (outlined)."""
+        return self.state.marks
 
     # ------------------------------------------------------------------ ui
     def _build_ui(self) -> None:
-        bar = QToolBar(self)
-        bar.setIconSize(QSize(16, 16))
-        bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
-        self.toolbar = bar
-
-        def act(text: str, slot: object, tip: str, shortcut: str | None = None,
-                on_bar: bool = True) -> QAction:
-            a = QAction(text, self)
-            a.setToolTip(tip + (f" ({shortcut})" if shortcut else ""))
-            a.triggered.connect(slot)
-            if shortcut:
-                a.setShortcut(QKeySequence(shortcut))
-                a.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
-            self.addAction(a)
-            if on_bar:
-                bar.addAction(a)
-            return a
-
-        act("Fit", self.fit, "Show the whole graph", "0")
-        act("+", lambda: self.view.zoom(1.25), "Zoom in", "Ctrl++")
-        act("−", lambda: self.view.zoom(0.8), "Zoom out", "Ctrl+-")
-        bar.addSeparator()
-        act("Expand all", self.expand_all, "Open every module box")
-        self.depth_combo = QComboBox(self)
-        self.depth_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
-        self.depth_combo.setToolTip(
-            "How deep module boxes are opened. Level 1 opens the top-level modules (each "
-            "transformer block, say) to show what is inside them, level 2 the modules inside "
-            "those, and so on; deeper modules stay closed boxes. Double-click a box to open or "
-            "close one module.")
+        bar = self.toolbar = GraphToolbar(self)
+        self.addActions(bar.shortcut_actions)
+        bar.fit_action.triggered.connect(self.fit)
+        bar.zoom_in_action.triggered.connect(lambda: self.view.zoom(1.25))
+        bar.zoom_out_action.triggered.connect(lambda: self.view.zoom(0.8))
+        bar.expand_action.triggered.connect(self.expand_all)
+        self.depth_combo = bar.depth_combo
         self.depth_combo.activated.connect(self._depth_chosen)
-        bar.addWidget(self.depth_combo)
-        self.direction_action = QAction("Left to right", self)
-        self.direction_action.setCheckable(True)
-        self.direction_action.setToolTip("Lay the graph out left to right instead of top to "
-                                         "bottom (suits wide screens and long chains)")
+        self.direction_action = bar.direction_action
         self.direction_action.toggled.connect(self.set_left_to_right)
-        bar.addAction(self.direction_action)
-        self.fold_action = QAction("Fold shapes", self)
-        self.fold_action.setCheckable(True)
-        self.fold_action.setChecked(True)
-        self.fold_action.setToolTip("Fold constants and shape arithmetic into the node they feed")
+        self.fold_action = bar.fold_action
         self.fold_action.toggled.connect(self.set_fold_shape_ops)
-        bar.addAction(self.fold_action)
-        bar.addSeparator()
-        act("PNG…", self._export_png_clicked, "Save the graph as a PNG image")
-        act("SVG…", self._export_svg_clicked, "Save the graph as an SVG drawing")
-        self.netron_action = act("Netron", self.open_in_netron,
-                                 "Open the file in Netron (the netron package is installed)")
-        self.netron_action.setVisible(importlib.util.find_spec("netron") is not None)
+        bar.png_action.triggered.connect(lambda: self._save_clicked("png"))
+        bar.svg_action.triggered.connect(lambda: self._save_clicked("svg"))
+        self.netron_action = bar.netron_action
+        self.netron_action.triggered.connect(self.open_in_netron)
 
-        # Second row: where we are (breadcrumb of subgraphs) on the left, search on the right.
-        row = QWidget(self)
-        row_layout = QHBoxLayout(row)
-        row_layout.setContentsMargins(4, 0, 4, 0)
-        row_layout.setSpacing(2)
-        self.crumbs = QWidget(row)
-        self.crumb_layout = QHBoxLayout(self.crumbs)
-        self.crumb_layout.setContentsMargins(0, 0, 0, 0)
-        self.crumb_layout.setSpacing(2)
-        row_layout.addWidget(self.crumbs)
-        row_layout.addStretch(1)
-        self.search = QLineEdit(self)
-        self.search.setPlaceholderText("Find node, op type or tensor (Ctrl+F)")
-        self.search.setClearButtonEnabled(True)
-        self.search.setMinimumWidth(180)
-        self.search.returnPressed.connect(self.find_next)
-        self.search.textChanged.connect(lambda _t: self._search_timer.start())
-        self._search_timer: QTimer = QTimer(self)
+        row = self.search_row = SearchRow(self)
+        self.crumbs = row.crumbs
+        row.crumbChosen.connect(self._crumb_chosen)
+        self.search = row.search
+        self.hit_label = row.hit_label
+        self.addActions([row.previous_action, row.next_action])
+        row.previous_action.triggered.connect(lambda: self.find_next(-1))
+        row.next_action.triggered.connect(lambda: self.find_next())
+        self.search.returnPressed.connect(lambda: self.find_next())
+        self._search_timer = QTimer(self)
         self._search_timer.setSingleShot(True)
         self._search_timer.setInterval(250)
         self._search_timer.timeout.connect(self._run_search)
-        row_layout.addWidget(self.search, 2)
-        for text, slot, tip, key in (("◀", self.find_previous, "Previous match", "Shift+F3"),
-                                     ("▶", self.find_next, "Next match", "F3")):
-            button = QToolButton(row)
-            button.setDefaultAction(act(text, slot, tip, key, on_bar=False))
-            button.setAutoRaise(True)
-            row_layout.addWidget(button)
-        self.hit_label = QLabel("", self)
-        self.hit_label.setMinimumWidth(56)
-        row_layout.addWidget(self.hit_label)
+        self.search.textChanged.connect(lambda _t: self._search_timer.start())
         find = QShortcut(QKeySequence.StandardKey.Find, self)
         find.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
         find.activated.connect(self._focus_search)
@@ -183,13 +174,11 @@ class GraphBrowser(QWidget):
         """Open an ``.onnx`` file (with every module expanded when `expand_all`: laid out
         once, expanded); on failure show why (and emit loadFailed) and return False."""
         try:
-            with no_gc(freeze=True):
-                model = GraphModel.load(path, checks_now=False)
+            self.state.load_file(path, expand_all)
         except FileNotFoundError:
             return self._fail(f"{Path(path).name} does not exist.")
         except ValueError as exc:
             return self._fail(str(exc))
-        self.load_model(model, expand_all)
         return True
 
     def _fail(self, message: str) -> bool:
@@ -201,50 +190,26 @@ class GraphBrowser(QWidget):
 
     def load_model(self, model: GraphModel, expand_all: bool = False) -> None:
         """Show a GraphModel (its top level collapsed, or every module expanded)."""
-        self.root = model
-        self._layouts.clear()
-        self._show(model, expand_all)
+        self.state.load(model, expand_all)
 
-    def open_subgraph(self, node_index: int, attribute: str) -> None:
-        """Show the subgraph of an If/Loop/Scan node of the current graph."""
-        assert self.model is not None
-        self._show(self.model.subgraph(node_index, attribute))
-
-    def open_function(self, node_index: int) -> None:
-        """Show the body of the local function a node calls."""
-        assert self.model is not None
-        key = self.model.function_of(node_index)
-        if key is not None:
-            self._show(self.model.function_graph(key))
-
-    def _show(self, model: GraphModel, expand_all: bool = False) -> None:
-        self.model = model
-        lay = self._layouts.get(id(model))
-        if lay is None:
-            with no_gc(freeze=True):
-                lay = GraphLayout(model, measure=self.fonts.measure,
-                                  measure_nodes=self.fonts.measure_nodes, fold=self.fold_shape_ops,
-                                  left_to_right=self.left_to_right)
-            self._layouts[id(model)] = lay
-        if expand_all:
-            lay.expand_all()
-        self.layout_state = lay
-        self.selected_key = None
-        self.hits, self.hit_pos = [], -1
-        self.properties.set_graph(model, lay)
-        self.properties.overlay = self.overlay
-        self.properties.overlay_label = self.overlay_label
-        self.properties.marks = self.marks
+    def _graph_shown(self, graph: GraphModel) -> None:
+        """Another graph (or the same one laid out anew): draw everything the model holds."""
+        lay = self.state.layout
+        assert lay is not None
+        self.properties.set_graph(graph, lay)
+        self._overlay_changed(self.state.overlay, redraw=False)
+        self.properties.marks = self.state.marks
         self._apply_layout()
         self._auto_view = True
         self._initial_view()
         self._fill_depth_choices()
-        if expand_all:
-            self.depth_combo.setCurrentIndex(self.depth_combo.count() - 1)
         self._update_crumbs()
-        if self.search.text():
-            self._run_search()
-        self._unindexed = model
+        self._search_changed(self.state.search)
+        if self.direction_action.isChecked() != self.state.left_to_right:
+            self.direction_action.setChecked(self.state.left_to_right)
+        if self.fold_action.isChecked() != self.state.fold:
+            self.fold_action.setChecked(self.state.fold)
+        self._unindexed = graph
         self.graphShown.emit()
 
     def _painted(self) -> None:
@@ -262,7 +227,7 @@ class GraphBrowser(QWidget):
         if root.run_checks() and root is self.root:
             self.problemsChanged.emit()
 
-    def _user_moved(self) -> None:
+    def _user_moved(self) -> None:  # zoomed or panned: the view is the user's now
         self._auto_view = False
 
     def fit(self) -> None:
@@ -295,8 +260,8 @@ class GraphBrowser(QWidget):
 
     def _apply_layout(self, anchor: str | None = None) -> None:
         """Lay out the current expansion state; keep ``anchor``'s box where it was on screen."""
-        lay = self.layout_state
-        assert lay is not None and self.model is not None
+        lay, graph = self.state.layout, self.state.graph
+        assert lay is not None and graph is not None
         before = None
         if anchor is not None and self.canvas.scene_data is not None:
             i = self.canvas.scene_data.index.get(anchor)
@@ -306,11 +271,7 @@ class GraphBrowser(QWidget):
         # 100k boxes: collections triggered by allocations would cost seconds
         with no_gc(freeze=True):
             scene = lay.scene()
-            self.canvas.overlay = self.overlay
-            if self.overlay is not None:
-                self.canvas.overlay_norm = self.overlay_scale or colors.Scale.of_values(
-                    self.overlay.values())
-            self.canvas.set_data(scene, self.model, lay, self.palette())
+            self.canvas.set_data(scene, graph, lay, self.palette())
         self.view.content_changed()
         if before is not None and anchor in scene.index:
             b = scene.boxes[scene.index[anchor]]
@@ -321,47 +282,51 @@ class GraphBrowser(QWidget):
             self.view.verticalScrollBar().setValue(self.view.verticalScrollBar().value() + d.y())
         self._restore_marks()
 
+    def _box_of(self, key: str | None) -> int:
+        """The box showing `key` now (itself or its collapsed group), or -1."""
+        sc, lay = self.canvas.scene_data, self.state.layout
+        if key is None or sc is None or lay is None:
+            return -1
+        return sc.index.get(lay.visible_key(key) if key in lay.parent_of else key, -1)
+
     def _restore_marks(self) -> None:
+        """Selection, search hits and problem marks onto the boxes laid out now."""
         sc = self.canvas.scene_data
-        lay = self.layout_state
+        lay = self.state.layout
+        graph = self.state.graph
         if sc is None or lay is None:
             return
-        if self.selected_key is not None:
-            self.canvas.selected = sc.index.get(lay.visible_key(self.selected_key)
-                                                if self.selected_key in lay.parent_of
-                                                else self.selected_key, -1)
+        self.canvas.selected = self._box_of(self.state.selection.key)
+        search = self.state.search
         self.canvas.hits = {sc.index[k] for k in
-                            (lay.visible_key(lay.node_key(i)) for i in self.hits)
+                            (lay.visible_key(lay.node_key(i)) for i in search.hits)
                             if k in sc.index}
+        hit = search.hit
+        self.canvas.current_hit = self._box_of(lay.node_key(hit)) if hit is not None else -1
         marked: set[int] = set()
-        if self.marks and self.model is not None:
-            for i in (n.index for n in self.model.nodes if n.name in self.marks):
+        marks = self.state.marks
+        if marks and graph is not None:
+            for i in (n.index for n in graph.nodes if n.name in marks):
                 k = lay.visible_key(lay.node_key(i))
                 if k in sc.index:
                     marked.add(sc.index[k])
         self.canvas.marks = marked
         self.canvas.update()
 
+    @property
+    def crumb_buttons(self) -> list[QToolButton]:
+        """The breadcrumb's buttons, the main graph's first."""
+        return self.search_row.crumb_buttons
+
     def _update_crumbs(self) -> None:
-        while self.crumb_layout.count():
-            item = self.crumb_layout.takeAt(0)
-            w = item.widget() if item is not None else None
-            if w is not None:
-                w.deleteLater()
-        assert self.model is not None
-        chain = self.model.breadcrumb()
-        self.crumb_buttons: list[QToolButton] = []
-        for k, g in enumerate(chain):
-            if k:
-                self.crumb_layout.addWidget(QLabel("›", self.crumbs))
-            b = QToolButton(self.crumbs)
-            b.setText(g.title)
-            b.setAutoRaise(True)
-            b.setEnabled(k < len(chain) - 1)
-            b.clicked.connect(lambda _c=False, target=g: self._show(target))
-            self.crumb_layout.addWidget(b)
-            self.crumb_buttons.append(b)
-        self.crumbs.setVisible(len(chain) > 1)
+        graph = self.state.graph
+        assert graph is not None
+        self.search_row.set_crumbs([g.title for g in graph.breadcrumb()])
+
+    def _crumb_chosen(self, k: int) -> None:
+        graph = self.state.graph
+        if graph is not None:
+            self.state.show(graph.breadcrumb()[k])
 
     def breadcrumb(self) -> list[str]:
         """Titles from the main graph down to the one shown."""
@@ -370,28 +335,25 @@ class GraphBrowser(QWidget):
     # ------------------------------------------------------------------ expand / collapse
     def toggle_group(self, gid: str) -> None:
         """Expand or collapse one module group."""
-        assert self.layout_state is not None
         self._auto_view = False
-        self.layout_state.toggle(gid)
-        self._apply_layout(anchor="g:" + gid)
+        self.state.toggle(gid)
 
     def expand_all(self) -> None:
         """Expand every module group."""
-        if self.layout_state is not None:
-            self.layout_state.expand_all()
-            self._apply_layout()
-            self.depth_combo.setCurrentIndex(self.depth_combo.count() - 1)
+        self.state.expand_all()
 
     def collapse_to_depth(self, depth: int) -> None:
         """Expand modules up to ``depth`` levels; 0 shows each top-level module as a box."""
-        if self.layout_state is not None:
-            self.layout_state.collapse_to_depth(depth)
-            self._apply_layout()
+        if self.state.layout is not None:
+            self.state.collapse_to_depth(depth)
             self._initial_view()
-            self.depth_combo.setCurrentIndex(min(depth, self.depth_combo.count() - 1))
+
+    def _layout_changed(self, anchor: str | None) -> None:
+        self._apply_layout(anchor)
+        self.depth_combo.setCurrentIndex(min(self.state.depth, self.depth_combo.count() - 1))
 
     def _depth_chosen(self, index: int) -> None:
-        lay = self.layout_state
+        lay = self.state.layout
         if lay is None:
             return
         if index >= lay.max_depth():
@@ -402,7 +364,7 @@ class GraphBrowser(QWidget):
 
     def _fill_depth_choices(self) -> None:
         """One entry per nesting level of the graph shown: what each one opens."""
-        lay = self.layout_state
+        lay = self.state.layout
         deepest = lay.max_depth() if lay is not None else 0
         self.depth_combo.clear()
         for d in range(deepest + 1):
@@ -413,267 +375,212 @@ class GraphBrowser(QWidget):
             else:
                 text = f"Modules open {d} level{'s' if d > 1 else ''} deep"
             self.depth_combo.addItem(text, d)
-        self.depth_combo.setCurrentIndex(0)
+        self.depth_combo.setCurrentIndex(min(self.state.depth, deepest))
         self.depth_combo.setEnabled(deepest > 0)
 
     def set_left_to_right(self, across: bool) -> None:
         """Lay the graph out left to right (True) or top to bottom (False, the default)."""
-        self.left_to_right = across
         if self.direction_action.isChecked() != across:
-            self.direction_action.setChecked(across)
-        if self.model is not None:
-            self._layouts.clear()
-            self._show(self.model)
+            self.direction_action.setChecked(across)  # back here once
+            return
+        self.state.set_left_to_right(across)
 
     def set_fold_shape_ops(self, fold: bool) -> None:
         """Fold (default) or show constants and shape arithmetic as nodes of their own."""
-        self.fold_shape_ops = fold
         if self.fold_action.isChecked() != fold:
-            self.fold_action.setChecked(fold)
-        if self.model is not None:
-            self._layouts.pop(id(self.model), None)
-            self._show(self.model)
+            self.fold_action.setChecked(fold)  # back here once
+            return
+        self.state.set_fold(fold)
 
     # ------------------------------------------------------------------ selection
     def _clicked(self, index: int) -> None:
         sc = self.canvas.scene_data
-        if sc is None:
-            return
-        if index < 0:
-            self.selected_key = None
-            self.canvas.selected = -1
-            self.canvas.update()
-            self.properties.show_empty()
-            return
-        self.select_key(sc.boxes[index].key)
+        if sc is not None:
+            self.state.select(sc.boxes[index].key if index >= 0 else None)
 
     def _edge_clicked(self, index: int) -> None:
         sc = self.canvas.scene_data
         assert sc is not None
-        self.show_tensor(sc.edges[index].tensors[0])
+        self.state.select_tensor(sc.edges[index].tensors[0])
 
     def show_tensor(self, name: str) -> None:
         """Show a tensor's properties (type, shape, producer, consumers, values)."""
-        self.properties.show_tensor(name)
+        self.state.select_tensor(name)
 
-    def select_key(self, key: str, center: bool = False) -> None:
+    def select_key(self, key: str) -> None:
         """Select a box by item key ("n12", "g:h.0", "i:x") and show its properties."""
-        sc = self.canvas.scene_data
-        assert sc is not None
-        self.selected_key = key
-        self.canvas.selected = sc.index.get(key, -1)
-        self.canvas.update()
-        if center and self.canvas.selected >= 0:
-            self._auto_view = False
-            b = sc.boxes[self.canvas.selected]
-            self.view.center_on_rect(QRectF(b.x, b.y, b.w, b.h))
-        if key.startswith("n"):
-            self.properties.show_node(int(key[1:]))
-        elif key.startswith("g:"):
-            self.properties.show_group(key[2:])
-        elif key[:2] in ("i:", "o:"):
-            self.properties.show_tensor(key[2:])
+        self.state.select(key)
 
     def select_node(self, index: int) -> None:
         """Reveal a node (expanding its modules), select and centre it, show its details."""
-        lay = self.layout_state
-        assert lay is not None
-        key = lay.node_key(index)
-        if lay.visible_key(key) != key:
-            lay.reveal(key)
-            self._apply_layout()
-        self.select_key(key, center=True)
-        if key != f"n{index}":  # a folded node: its consumer is selected, its details shown
-            self.properties.show_node(index)
+        self.state.select_node(index)
+
+    def select_group(self, gid: str) -> None:
+        """Reveal and select a module group."""
+        self.state.select_group(gid)
+
+    def _selection_changed(self, selection: Selection) -> None:
+        self.canvas.selected = self._box_of(selection.key)
+        self.canvas.update()
+        key = selection.key or ""
+        if selection.tensor is not None:
+            self.properties.show_tensor(selection.tensor)
+        elif selection.node is not None:
+            self.properties.show_node(selection.node)
+        elif key.startswith("g:"):
+            self.properties.show_group(key[2:])
+        else:
+            self.properties.show_empty()
+
+    def _bring_into_view(self, key: str) -> None:
+        """Centre a box at a readable zoom (a search hit, a node chosen elsewhere)."""
+        i = self._box_of(key)
+        sc = self.canvas.scene_data
+        if i < 0 or sc is None:
+            return
+        self._auto_view = False
+        b = sc.boxes[i]
+        self.view.center_on_rect(QRectF(b.x, b.y, b.w, b.h))
 
     def _double_clicked(self, index: int) -> None:
         sc = self.canvas.scene_data
-        assert sc is not None and self.model is not None
+        graph = self.state.graph
+        assert sc is not None and graph is not None
         key = sc.boxes[index].key
         if key.startswith("g:"):
             self.toggle_group(key[2:])
         elif key.startswith("n"):
             ni = int(key[1:])
-            subs = self.model.nodes[ni].subgraph_attributes
+            subs = graph.nodes[ni].subgraph_attributes
             if subs:
-                self.open_subgraph(ni, subs[0])
-            elif self.model.function_of(ni):
-                self.open_function(ni)
+                self.state.open_subgraph(ni, subs[0])
+            elif graph.function_of(ni):
+                self.state.open_function(ni)
             else:
-                self.nodeActivated.emit(self.model.nodes[ni].name)
+                self.nodeActivated.emit(graph.nodes[ni].name)
 
     def _link(self, link: str) -> None:
         kind, _, rest = link.partition(":")
         if kind == "node":
-            self.select_node(int(rest))
+            self.state.select_node(int(rest))
         elif kind == "tensor":
-            self.properties.show_tensor(rest)
+            self.state.select_tensor(rest)
         elif kind == "group":
-            self.select_group(rest)
+            self.state.select_group(rest)
         elif kind == "sub":
             idx, _, attr = rest.partition(":")
-            self.open_subgraph(int(idx), attr)
+            self.state.open_subgraph(int(idx), attr)
         elif kind == "func":
-            self.open_function(int(rest))
-
-    def select_group(self, gid: str) -> None:
-        """Reveal and select a module group."""
-        lay = self.layout_state
-        assert lay is not None
-        key = "g:" + gid
-        if lay.visible_key(key) != key:
-            lay.reveal(key)
-            self._apply_layout()
-        self.select_key(key, center=True)
+            self.state.open_function(int(rest))
 
     # ------------------------------------------------------------------ search
     def find_nodes(self, text: str) -> int:
-        """Search by node name, op type or tensor name; select the first match.
+        """Search by node name, op type or tensor name and bring the first match into view.
         Returns the number of matches."""
-        self.search.blockSignals(True)
-        self.search.setText(text)
-        self.search.blockSignals(False)
-        self._run_search()
-        if self.hits:
-            self.find_next()
-        return len(self.hits)
+        self._search_timer.stop()
+        found = self.state.find(text)
+        if found:
+            self.state.find_next()
+        return found
 
     def _run_search(self) -> None:
-        if self.model is None:
-            return
-        self.hits = self.model.search(self.search.text())
-        self.hit_pos = -1
-        self._update_hit_label()
-        self._restore_marks()
+        if self.state.graph is not None:
+            self.state.find(self.search.text())
 
-    def _update_hit_label(self) -> None:
-        if not self.search.text().strip():
-            self.hit_label.setText("")
-        elif not self.hits:
-            self.hit_label.setText("no match")
-        else:
-            self.hit_label.setText(f"{max(self.hit_pos, 0) + 1 if self.hit_pos >= 0 else 0}"
-                                   f" / {len(self.hits)}")
-
-    def find_next(self) -> None:
-        """Go to the next search match."""
-        self._step(1)
+    def find_next(self, step: int = 1) -> None:
+        """Bring the next search match into view (`step` -1: the previous one)."""
+        self._search_now()
+        (self.state.find_next if step > 0 else self.state.find_previous)()
 
     def find_previous(self) -> None:
-        """Go to the previous search match."""
-        self._step(-1)
+        self.find_next(-1)
 
-    def _step(self, d: int) -> None:
-        if self._search_timer.isActive():
+    def _search_now(self) -> None:
+        """The text typed but not searched yet (the field waits for a pause): search it."""
+        if self._search_timer.isActive() or self.search.text() != self.state.search.text:
             self._search_timer.stop()
             self._run_search()
-        if not self.hits:
-            return
-        self.hit_pos = (self.hit_pos + d) % len(self.hits)
-        self.select_node(self.hits[self.hit_pos])
-        query = self.search.text().strip()
-        model = self.model
-        if model is not None and (query in model.producer or query in model.consumers):
-            self.show_tensor(query)  # the query names a tensor: show the tensor itself
+
+    def _search_changed(self, search: Search) -> None:
+        if self.search.text() != search.text:  # a new file cleared it
+            self._search_timer.stop()
+            self.search.blockSignals(True)
+            self.search.setText(search.text)
+            self.search.blockSignals(False)
+        self.hit_label.setText(search.status)
         self._restore_marks()
-        self.canvas.current_hit = self.canvas.selected
-        self._update_hit_label()
 
     # ------------------------------------------------------------------ overlay
     def set_overlay(self, values: Mapping[str, float], label: str, *,
-                    scale: colors.Scale | None = None) -> None:
-        """Colour nodes by a value per ONNX node name; a collapsed group takes its largest.
+                    scale: colors.Scale | None = None, file: Path | None = None,
+                    source: str = "") -> None:
+        """Colour nodes by a value per ONNX node name, computed on `file` (None: the file
+        shown); drawn while that file is shown. A collapsed group takes its largest value.
 
         ``scale`` None fits the ramp to the values (relative); a fixed `colors.Scale` colours
         on an absolute scale, e.g. ``Scale(0.01, 100, log=True, mark=1.0)`` for error against
         tolerance (values in [0, inf), 1.0 = at tolerance). The legend shows ``label``, the
         range and the mark. Nodes without a value are drawn grey.
         """
-        self.overlay = dict(values)
-        self.overlay_label = label
-        self.properties.overlay = self.overlay
-        self.properties.overlay_label = label
-        norm = scale if scale is not None else colors.Scale.of_values(self.overlay.values())
-        self.overlay_scale = norm
-        self.canvas.overlay = self.overlay
-        self.canvas.overlay_norm = norm
-        self.canvas.refresh_colors()
-        self.view.legend.set_range(label, norm)
-        self.view.legend.show()
-        self.view.minimap.rebuild()
+        target = file if file is not None else self.state.file
+        self.state.set_overlay(Overlay.on(target if target is not None else Path(),
+                                          values, label, source=source, scale=scale))
 
-    def clear_overlay(self) -> None:
-        """Back to colouring by op type."""
-        self.overlay = None
-        self.overlay_scale = None
-        self.properties.overlay = None
-        self.canvas.overlay = None
-        self.canvas.refresh_colors()
-        self.view.legend.hide()
-        self.view.minimap.rebuild()
+    def clear_overlay(self, source: str | None = None) -> None:
+        """Back to colouring by op type (forget the overlays of `source`; None: all)."""
+        self.state.clear_overlay(source)
+
+    def _overlay_changed(self, overlay: Overlay | None, redraw: bool = True) -> None:
+        self.properties.overlay = dict(overlay.values) if overlay is not None else None
+        self.properties.overlay_label = overlay.label if overlay is not None else ""
+        self.canvas.overlay = self.properties.overlay
+        self.canvas.overlay_norm = overlay.ramp if overlay is not None else None
+        if overlay is not None:
+            self.view.legend.set_range(overlay.label, overlay.ramp)
+        self.view.legend.setVisible(overlay is not None)
+        if redraw:
+            self.canvas.refresh_colors()
+            self.view.minimap.rebuild()
+            self.properties.refresh()
 
     def set_marks(self, reasons: Mapping[str, str]) -> None:
         """Outline nodes that have a problem: ONNX node name -> one sentence saying what.
 
         A collapsed group holding a marked node is outlined too; the properties panel of a
         marked node shows its sentence. Replaces earlier marks; names not in the graph are
-        ignored.
+        ignored; they leave when another file is loaded.
         """
-        self.marks = dict(reasons)
-        self.properties.marks = self.marks
-        self._restore_marks()
+        self.state.set_marks(reasons)
 
     def clear_marks(self) -> None:
         """Remove every problem outline."""
-        self.set_marks({})
+        self.state.set_marks({})
+
+    def _marks_changed(self, marks: Mapping[str, str]) -> None:
+        self.properties.marks = dict(marks)
+        self._restore_marks()
 
     # ------------------------------------------------------------------ export
     def export_png(self, path: str | Path) -> None:
         """Save the whole laid-out graph as a PNG (scaled down when very large)."""
-        rect = self.canvas.boundingRect()
-        s = min(1.5, MAX_EXPORT_PIXELS / max(rect.width(), rect.height(), 1))
-        img = QImage(max(1, int(rect.width() * s)), max(1, int(rect.height() * s)),
-                     QImage.Format.Format_ARGB32)
-        img.fill(self.palette().color(QPalette.ColorRole.Base))
-        p = QPainter(img)
-        p.setRenderHint(QPainter.RenderHint.Antialiasing)
-        self.view.scene().render(p, QRectF(img.rect()), rect)
-        p.end()
-        if not img.save(str(path), "PNG"):  # type: ignore[call-overload]
-            raise OSError(f"Could not write {path}.")
+        save_png(self.view.scene(), self.canvas.boundingRect(),
+                 self.palette().color(QPalette.ColorRole.Base), path)
 
     def export_svg(self, path: str | Path) -> None:
         """Save the whole laid-out graph as an SVG drawing."""
-        from PySide6.QtSvg import QSvgGenerator
+        save_svg(self.view.scene(), self.canvas.boundingRect(),
+                 self.palette().color(QPalette.ColorRole.Base), path,
+                 self.model.title if self.model else "graph")
 
-        rect = self.canvas.boundingRect()
-        gen = QSvgGenerator()
-        gen.setFileName(str(path))
-        gen.setSize(rect.size().toSize())
-        gen.setViewBox(QRectF(0, 0, rect.width(), rect.height()))
-        gen.setTitle(self.model.title if self.model else "graph")
-        p = QPainter(gen)
-        p.fillRect(QRectF(0, 0, rect.width(), rect.height()),
-                   self.palette().color(QPalette.ColorRole.Base))
-        self.view.scene().render(p, QRectF(0, 0, rect.width(), rect.height()), rect)
-        p.end()
-
-    def _export_png_clicked(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Save graph as PNG", self._export_name(".png"),
-                                              "PNG image (*.png)")
+    def _save_clicked(self, kind: str) -> None:
+        """Ask where, then save the graph as a PNG ("png") or SVG ("svg")."""
+        title, types = {"png": ("PNG", "PNG image (*.png)"),
+                        "svg": ("SVG", "SVG drawing (*.svg)")}[kind]
+        root = self.root
+        name = str(root.path.with_suffix("." + kind)) if root and root.path else "graph." + kind
+        path, _ = QFileDialog.getSaveFileName(self, f"Save graph as {title}", name, types)
         if path:
-            self.export_png(path)
-
-    def _export_svg_clicked(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Save graph as SVG", self._export_name(".svg"),
-                                              "SVG drawing (*.svg)")
-        if path:
-            self.export_svg(path)
-
-    def _export_name(self, suffix: str) -> str:
-        if self.root is not None and self.root.path is not None:
-            return str(self.root.path.with_suffix(suffix))
-        return "graph" + suffix
+            (self.export_png if kind == "png" else self.export_svg)(path)
 
     def open_in_netron(self) -> None:
         """Open the file in Netron in the background (only offered when it is installed)."""
@@ -690,4 +597,4 @@ class GraphBrowser(QWidget):
             self.view.minimap.rebuild()
         if event.type() == QEvent.Type.PaletteChange and self.properties.model is not None:
             # After the children have their new palette too: links take colours when rendered.
-            QTimer.singleShot(0, self.properties.refresh)
+            QTimer.singleShot(0, self.properties, self.properties.refresh)

@@ -26,7 +26,8 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem, QWidget
 
 from app.graph import colors
-from engine.graph.layout import HEADER, Item
+from app.graph.fonts import BoxFonts
+from engine.graph.layout import HEADER
 from engine.graph.model import GraphModel
 from engine.graph.scene import Scene
 
@@ -36,76 +37,6 @@ EDGE_LOD = 0.06  # below this (a layer gap under ~2 px) edges are not drawn
 EDGE_LABEL_LOD = 0.75
 FAR_TEXT_PX = 10.0  # screen size of labels drawn below TEXT_LOD, where they fit
 MAX_FAR_LABELS = 400
-
-
-class BoxFonts:
-    """The two fonts of a box and the measure the layout uses (real text widths)."""
-
-    def __init__(self, base: QFont) -> None:
-        self.label = QFont(base)
-        self.label.setPixelSize(12)
-        self.label.setBold(True)
-        self.sub = QFont(base)
-        self.sub.setPixelSize(10)
-        self.edge = QFont(base)
-        self.edge.setPixelSize(9)
-        self._fm_label = QFontMetricsF(self.label)
-        self._fm_sub = QFontMetricsF(self.sub)
-        self._widths: dict[tuple[bool, str], float] = {}
-        # per character, in each font (printable ASCII measured up front)
-        ascii_chars = [chr(i) for i in range(32, 127)]
-        self._chars_label = {c: self._fm_label.horizontalAdvance(c) for c in ascii_chars}
-        self._chars_sub = {c: self._fm_sub.horizontalAdvance(c) for c in ascii_chars}
-
-    def _advance(self, sub: bool, text: str) -> float:
-        """Width of a line of text, kept per string; a string seen once (a node's unique
-        name) is summed from cached character widths, which is what the layout needs (the
-        box's width) at a fraction of Qt's cost per call on 100k-node graphs."""
-        key = (sub, text)
-        w = self._widths.get(key)
-        if w is not None:
-            return w
-        table = self._chars_sub if sub else self._chars_label
-        try:  # one C-level pass over the characters: 100k names in a tenth of a second
-            w = sum(map(table.__getitem__, text))
-        except KeyError:  # a character not measured yet
-            fm = self._fm_sub if sub else self._fm_label
-            for c in text:
-                if c not in table:
-                    table[c] = fm.horizontalAdvance(c)
-            w = sum(map(table.__getitem__, text))
-        if len(self._widths) < 200_000:
-            self._widths[key] = w
-        return w
-
-    def text_width(self, text: str) -> float:
-        """Width of a box label in the label font (scene units at 100 %)."""
-        return self._advance(False, text)
-
-    def measure_nodes(self, labels: list[str], sublabels: list[str]
-                      ) -> list[tuple[float, float]]:
-        """Sizes of node boxes (each with a sublabel), as `measure` gives them, for many
-        nodes at once: the few op types measured once each, the names summed in one pass."""
-        widths = {label: self._advance(False, label) for label in set(labels)}
-        char = self._chars_sub.__getitem__
-        out = []
-        for label, sub in zip(labels, sublabels, strict=True):
-            try:  # a unique name: summed, not kept
-                ws = sum(map(char, sub))
-            except KeyError:  # a character not measured yet
-                ws = self._advance(True, sub)
-            w = max(widths[label], ws)
-            out.append((max(w + 18.0, 44.0), 34.0 if sub else 22.0))
-        return out
-
-    def measure(self, item: Item) -> tuple[float, float]:
-        """Size of an item's box: its two lines of text plus padding."""
-        w = self._advance(False, item.label)
-        if item.kind == "title":  # label and sublabel side by side in a group's title strip
-            return w + self._advance(True, item.sublabel) + 34.0, HEADER
-        if item.sublabel:
-            w = max(w, self._advance(True, item.sublabel))
-        return max(w + 18.0, 44.0), (34.0 if item.sublabel else 22.0)
 
 
 class GraphCanvas(QGraphicsItem):

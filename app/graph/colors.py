@@ -1,12 +1,14 @@
-"""Box colours: by op category (default) or by an overlay value, on light and dark palettes."""
+"""Box colours: by op category (default) or by an overlay value (on its `Scale`, from
+engine.graph.overlay), on light and dark palettes."""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable
-from dataclasses import dataclass
-
 from PySide6.QtGui import QColor, QPalette
+
+from engine.graph.overlay import Scale
+
+__all__ = ["Scale", "category", "category_color", "group_color", "is_dark", "ramp_color",
+           "text_color_on"]
 
 # Netron-like families, so a user coming from there reads the picture at once.
 _CATEGORY_HUE = {
@@ -86,47 +88,6 @@ def ramp_color(t: float) -> QColor:
     f = pos - i
     a, b = _RAMP[i], _RAMP[i + 1]
     return QColor(*(round(a[k] + (b[k] - a[k]) * f) for k in range(3)))
-
-
-@dataclass(frozen=True)
-class Scale:
-    """How overlay values map onto the colour ramp: ``lo`` is its first colour, ``hi`` its
-    last (values beyond are clamped), ``log`` spaces it by decades, and ``mark`` is a reference
-    value the legend ticks (e.g. 1.0 for "at tolerance" on an error/tolerance overlay).
-
-    A fixed Scale gives an absolute colour (the same error has the same colour in every
-    graph); `Scale.of_values` fits the ramp to the values shown (relative colours)."""
-
-    lo: float
-    hi: float
-    log: bool = False
-    mark: float | None = None
-
-    @classmethod
-    def of_values(cls, values: Iterable[float]) -> Scale:
-        """A ramp from the smallest to the largest finite value; log when positive values
-        span more than three decades."""
-        finite = [v for v in values if math.isfinite(v)]
-        lo = min(finite) if finite else 0.0
-        hi = max(finite) if finite else 1.0
-        return cls(lo, hi, bool(finite) and lo > 0 and hi / lo > 1e3)
-
-    def __call__(self, v: float) -> float:
-        """Position of a value on the ramp, in [0, 1] (NaN for NaN, 1 for +inf)."""
-        if v != v:
-            return float("nan")
-        if v == math.inf:
-            return 1.0
-        if v == -math.inf:
-            return 0.0
-        if self.hi <= self.lo:
-            return 0.5
-        if self.log:
-            if v <= 0 or self.lo <= 0:
-                return 0.0
-            lo, hi = math.log10(self.lo), math.log10(self.hi)
-            return min(1.0, max(0.0, (math.log10(v) - lo) / (hi - lo)))
-        return min(1.0, max(0.0, (v - self.lo) / (self.hi - self.lo)))
 
 
 def text_color_on(fill: QColor) -> QColor:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import html
+import re
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, Qt, QUrl, Signal
-from PySide6.QtGui import QPalette
+from PySide6.QtGui import QDesktopServices, QPalette
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
@@ -29,6 +30,9 @@ _INDENT = 12  # pixels: a tensor's type under its name
 # A key ("IR version") and a type ("float32[batch×3×32×32]") stay on one line: Qt would break
 # a type at "[" and "×" (and a word anywhere when it does not fit) in a narrow column.
 _NO_WRAP = " td.key, td.type { white-space: nowrap; }"
+_MAX_DOC = 3000  # characters of an operator's documentation shown (Loop's runs to 8000)
+_ONNX_DOCS = "https://github.com/onnx/onnx/blob/main/docs/"
+_RELATIVE_LINK = re.compile(r"\]\((?!https?:|#|mailto:)([^)\s]+)\)")
 
 
 def _e(text: object) -> str:
@@ -57,7 +61,8 @@ def _model_metadata_html(m: GraphModel) -> str:
 
 
 def _op_doc_html(op_type: str, domain: str, opsets: dict[str, int]) -> str:
-    """The operator's documentation from onnx.defs, for the opset the model imports."""
+    """The operator's documentation from onnx.defs, for the opset the model imports; onnx
+    writes it in markdown, rendered here (lists, emphasis, code, links)."""
     import onnx.defs
 
     dom = "" if domain in ("", "ai.onnx") else domain
@@ -68,14 +73,28 @@ def _op_doc_html(op_type: str, domain: str, opsets: dict[str, int]) -> str:
     except Exception:  # a custom or contrib op: onnx has no schema for it
         return (f"<h4>Operator</h4><p><i>No documentation: {_e(op_type)} is not an operator "
                 f"onnx knows in domain {_e(dom or 'ai.onnx')}.</i></p>")
-    doc = " ".join((schema.doc or "").split())
-    if len(doc) > 1500:
-        doc = doc[:1500] + "…"
+    doc = (schema.doc or "").strip()
+    if len(doc) > _MAX_DOC:  # cut at a paragraph, the whole of it one click away
+        cut = doc.rfind("\n\n", 0, _MAX_DOC)
+        doc = doc[:cut if cut > 0 else _MAX_DOC] + (
+            f"\n\n… [the rest in the ONNX documentation]({_ONNX_DOCS}Operators.md#"
+            f"{schema.name})")
     ios = "".join(f"<tr><td class=key><b>{_e(f.name)}</b></td>"
-                  f"<td>{_e(' '.join(f.description.split()))}</td></tr>"
+                  f"<td>{markdown_html(f.description)}</td></tr>"
                   for f in list(schema.inputs) + list(schema.outputs))
     return (f"<h4>Operator {_e(schema.name)} (since opset {schema.since_version})</h4>"
-            f"<p>{_e(doc)}</p><table>{ios}</table>")
+            f"{markdown_html(doc)}<table>{ios}</table>")
+
+
+def markdown_html(text: str) -> str:
+    """Markdown as an HTML fragment for the panel (Qt's own markdown reader); links
+    relative to onnx's docs folder made whole."""
+    from PySide6.QtGui import QTextDocument
+
+    doc = QTextDocument()
+    doc.setMarkdown(_RELATIVE_LINK.sub(lambda m: f"]({_ONNX_DOCS}{m.group(1)})", text.strip()))
+    out = doc.toHtml()
+    return out[out.find(">", out.find("<body")) + 1:out.rfind("</body>")]
 
 
 class ValuesModel(QAbstractTableModel):
@@ -154,7 +173,10 @@ class PropertiesPanel(QWidget):
         self.browser.setHtml(text)
 
     def _anchor(self, url: QUrl) -> None:
-        self.linkActivated.emit(url.toString())
+        if url.scheme() in ("http", "https"):  # an operator's documentation links the web
+            QDesktopServices.openUrl(url)
+        else:
+            self.linkActivated.emit(url.toString())
 
     def set_graph(self, model: GraphModel, layout: GraphLayout) -> None:
         """A new graph: forget the selection."""

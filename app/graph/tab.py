@@ -163,8 +163,9 @@ class GraphTab(QWidget):
         if self.second is None:
             from app.graph.browser import GraphBrowser
 
-            self.ensure_browser()
+            first = self.ensure_browser()
             self.second = GraphBrowser()
+            self.second.state.overlays = list(first.state.overlays)  # each with its file
             self.graphs.addWidget(self.second)
         return self.second
 
@@ -206,15 +207,32 @@ class GraphTab(QWidget):
         return self.browser.node_count() if self.browser is not None else None
 
     def set_overlay(self, values: Mapping[str, float], label: str, *,
-                    scale: Scale | None = None) -> bool:
-        """Colour the loaded graph's nodes by `values` (per ONNX node name), on `scale`
-        (None: fitted to the values; see GraphBrowser.set_overlay); False when no graph is
-        loaded."""
-        browser = self.ensure_browser()
-        if browser.model is None:
+                    scale: Scale | None = None, file: Path | None = None,
+                    source: str = "") -> bool:
+        """Colour the nodes of `file` (None: the file shown) by `values` (per ONNX node name),
+        on `scale` (None: fitted to the values; see GraphBrowser.set_overlay), whenever that
+        file is shown here; nothing else changes (no other file is opened). A newer overlay
+        from the same `source` ("profile", "validation") replaces the older. True when it is
+        drawn now (its file is shown)."""
+        from engine.graph.overlay import Overlay
+
+        target = file if file is not None else self.shown[0]
+        if target is not None and target.is_dir():  # a folder's export: its first file
+            target = next(iter(export_files(target)), None)
+        if target is None:
             return False
-        browser.set_overlay(values, label, scale=scale)
-        return True
+        overlay = Overlay.on(target, values, label, source=source, scale=scale)
+        for browser in self._browsers():
+            browser.state.set_overlay(overlay)
+        return any(b.state.overlay is overlay for b in self._browsers())
+
+    def clear_overlay(self, source: str | None = None) -> None:
+        """Forget the overlays from `source` (None: every one); their colours go."""
+        for browser in self._browsers():
+            browser.clear_overlay(source)
+
+    def _browsers(self) -> list[GraphBrowser]:
+        return [b for b in (self.ensure_browser(), self.second) if b is not None]
 
     def set_marks(self, reasons: Mapping[str, str]) -> bool:
         """Outline the nodes named in `reasons` (node name -> its problem); False when no
@@ -231,10 +249,6 @@ class GraphTab(QWidget):
         index = browser.model.node_by_name(name) if name and browser and browser.model else None
         if browser is not None and index is not None:
             browser.select_node(index)
-
-    def clear_overlay(self) -> None:
-        if self.browser is not None:
-            self.browser.clear_overlay()
 
     def clear(self) -> None:
         self.loaded_path = None

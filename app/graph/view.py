@@ -100,7 +100,9 @@ class GraphView(QGraphicsView):
         self.fit_mode = False
 
     def center_on_rect(self, rect: QRectF, min_scale: float = 0.8) -> None:
-        """Bring a box into the middle of the view at a readable zoom."""
+        """Bring a box into the middle of the view at a readable zoom; the view stays there
+        (no longer fitted: scroll bars coming with the zoom would fit it again)."""
+        self.fit_mode = False
         if self.scale_factor() < min_scale:
             self.set_zoom(min_scale)
         self.centerOn(rect.center())

@@ -9,6 +9,7 @@ module groups: engine.graph.layout lays out each group with it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 H_GAP = 24.0  # between two boxes in a layer
 D_GAP = 8.0  # next to an edge's dummy
@@ -42,7 +43,11 @@ class Placement:
 class LayeredLayout:
     """Layers, order and dummies of one DAG (computed once; coordinates per size change)."""
 
-    def __init__(self, n: int, edges: list[tuple[int, int]], rank: list[float]) -> None:
+    def __init__(self, n: int, edges: list[tuple[int, int]], rank: list[float],
+                 below: list[tuple[int, int]] | None = None) -> None:
+        """`below`: (u, v) pairs of items without an edge where v still goes in a layer
+        below u's (u first in graph order): rows of a stack of boxes (engine.graph.layout
+        stacks a graph's many inputs and outputs)."""
         self.n = n
         self.edges = edges
         order = sorted(range(n), key=rank.__getitem__)
@@ -59,13 +64,20 @@ class LayeredLayout:
             if u != v:
                 preds[v].append(u)
                 succs[u].append(v)
+        if below:  # the rows of a stack count as predecessors when layering, no more
+            preds_or_above = [p[:] for p in preds]
+            for u, v in below:
+                preds_or_above[v].append(u)
+        else:
+            preds_or_above = preds
+        stacked = self.stacked = {v for pair in below or () for v in pair}
         layer = [0] * n
         for v in order:
-            if preds[v]:
-                layer[v] = max(layer[u] for u in preds[v]) + 1
+            if preds_or_above[v]:
+                layer[v] = max(layer[u] for u in preds_or_above[v]) + 1
         # Sources (constants, side inputs) sit just above their first consumer, not at the top.
         for v in reversed(order):
-            if not preds[v] and succs[v]:
+            if not preds[v] and succs[v] and v not in stacked:
                 layer[v] = max(layer[v], min(layer[s] for s in succs[v]) - 1)
         # Build the proper graph: dummies on edges spanning several layers.
         self.layer = layer[:]
@@ -118,7 +130,10 @@ class LayeredLayout:
                 for v in lay:
                     ns = nbrs[v]
                     key[v] = sum(pos[u] for u in ns) / len(ns) if ns else pos[v]
-                lay.sort(key=lambda v: (key[v], pos[v]))
+                if self.stacked:  # a stack's boxes first, the edges passing it after
+                    lay.sort(key=lambda v: (v not in self.stacked, key[v], pos[v]))
+                else:
+                    lay.sort(key=lambda v: (key[v], pos[v]))
                 for i, v in enumerate(lay):
                     pos[v] = float(i)
 
@@ -146,7 +161,11 @@ class LayeredLayout:
             rng = range(1, len(self.layers)) if down else range(len(self.layers) - 2, -1, -1)
             nbrs = self.up if down else self.down
             for li in rng:
-                self._align(self.layers[li], nbrs, x, w)
+                lay = self.layers[li]
+                if lay and lay[0] in self.stacked:
+                    self._pack(lay, x, w)
+                else:
+                    self._align(lay, nbrs, x, w)
         minx = min((x[v] - w[v] / 2 for v in range(total)), default=0.0)
         maxx = max((x[v] + w[v] / 2 for v in range(total)), default=0.0)
         tops = []
@@ -197,6 +216,14 @@ class LayeredLayout:
             pts.append((in_x[ei], pos[v][1]))
             routes.append(pts)
         return Placement(pos=pos, routes=routes, width=maxx - minx, height=height)
+
+    def _pack(self, lay: list[int], x: list[float], w: list[float]) -> None:
+        """A row of a stack: its boxes from the stack's left edge (x = 0), side by side, and
+        what else the layer holds (the edges passing down) packed on their right; the
+        other layers align to that."""
+        x[lay[0]] = w[lay[0]] / 2
+        for a, b in pairwise(lay):
+            x[b] = x[a] + self._sep(a, b, w)
 
     @staticmethod
     def _sep(a: int, b: int, w: list[float]) -> float:

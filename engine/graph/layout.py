@@ -14,15 +14,29 @@ level (a few milliseconds either way), so the core that knows real sizes wins.
 
 from __future__ import annotations
 
-from bisect import bisect_right
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import partial
+from itertools import pairwise
 from typing import Any
 
-from engine.graph.layered import LayeredLayout, Placement
+from engine.graph.edges import LiftedEdges
+from engine.graph.items import (
+    IN,
+    OUT,
+    Item,
+    Measure,
+    NodeItems,
+    NodeMeasure,
+    ViewGroup,
+    default_measure,
+    measure_each,
+    short,
+)
+from engine.graph.layered import H_GAP, LayeredLayout, Placement
 from engine.graph.model import GraphModel, auxiliary_nodes, format_shape, no_gc
-from engine.graph.scene import Boxes, Edge, Edges, Scene
+from engine.graph.scene import Boxes, Edge, Edges, Run, Scene, make_edge
+
+__all__ = ["HEADER", "IN", "OUT", "PAD", "GraphLayout", "Item", "Measure", "NodeMeasure",
+           "ViewGroup", "default_measure", "measure_each"]
 
 PAD = 14.0  # inside an expanded group
 HEADER = 22.0  # title strip of an expanded group
@@ -30,55 +44,9 @@ SECTION = 500  # items per section when a group is split
 MAX_CHILDREN = 1000
 
 
-@dataclass(slots=True)
-class Item:
-    """Something that takes a box in a group: a node, a group, a graph input or output."""
-
-    key: str  # "n12", "g:h.0", "i:input_ids", "o:logits"
-    kind: str  # "node" | "group" | "section" | "input" | "output"
-    label: str
-    sublabel: str
-    rank: float  # position in graph order, used for layering and cycle breaking
-
-
-@dataclass(slots=True)
-class ViewGroup:
-    """A group as the view sees it: a module, the whole graph, or a section of a big group."""
-
-    id: str
-    label: str
-    sublabel: str
-    parent: str | None
-    items: list[str] = field(default_factory=list)
-    depth: int = 0
-    count: int = 0  # visible nodes inside, subgroups included
-
-
-Measure = Callable[[Item], tuple[float, float]]
-# Sizes of many node boxes at once, from their labels and sublabels (100k nodes in one call).
-NodeMeasure = Callable[[list[str], list[str]], list[tuple[float, float]]]
-
-
-def default_measure(item: Item) -> tuple[float, float]:
-    """Box size without a font: about 7 px per character, two lines."""
-    w = max(len(item.label) * 7.5, len(item.sublabel) * 6.0) + 20.0
-    return max(w, 48.0), 36.0 if item.sublabel else 24.0
-
-
-def measure_each(measure: Measure) -> NodeMeasure:
-    """A NodeMeasure that asks `measure` once per node."""
-    def nodes(labels: list[str], sublabels: list[str]) -> list[tuple[float, float]]:
-        return [measure(Item("", "node", a, b, 0.0))
-                for a, b in zip(labels, sublabels, strict=True)]
-    return nodes
-
-
 # --------------------------------------------------------------------------- the hierarchy
 
-IN, OUT = "^in", "^out"
-
-
-class GraphLayout:
+class GraphLayout(LiftedEdges):
     """The expand/collapse state of a graph's module groups and its current layout."""
 
     def __init__(self, model: GraphModel, measure: Measure | None = None,
@@ -95,7 +63,7 @@ class GraphLayout:
         self.folded_into: dict[int, list[int]] = {}
         for a, owner in self.folded.items():
             self.folded_into.setdefault(owner, []).append(a)
-        self.items: dict[str, Item] = _NodeItems(model)
+        self.items: dict[str, Item] = NodeItems(model)
         self.groups: dict[str, ViewGroup] = {}
         self.parent_of: dict[str, str] = {}  # item key -> view group id
         self._node_keys: list[str] = []  # node index -> its item key ("" when folded)
@@ -162,15 +130,18 @@ class GraphLayout:
         inputs = []
         for i, name in enumerate(m.inputs + extra_inputs):
             key = "i:" + name
-            kind = "input" if i < len(m.inputs) else "outer input"
-            self.items[key] = Item(key, "input", name, f"{kind} {format_shape(m.shape(name))}",
+            # the shape alone: the box's colour and place say it is an input (a graph's
+            # inputs often have long symbolic shapes, and many of them share a row)
+            shape = format_shape(m.shape(name))
+            self.items[key] = Item(key, "input", name,
+                                   shape if i < len(m.inputs) else f"outer · {shape}",
                                    -1.0 - len(m.inputs) + i)
             inputs.append(key)
             self.parent_of[key] = ""
         vgroups[""].items[:0] = inputs  # in front, in order
         for name in m.outputs:
             key = "o:" + name
-            self.items[key] = Item(key, "output", name, f"output {format_shape(m.shape(name))}",
+            self.items[key] = Item(key, "output", name, format_shape(m.shape(name)),
                                    float(len(m.nodes) + 1))
             self._attach(key, "")
         for gid in list(self.groups):
@@ -232,133 +203,6 @@ class GraphLayout:
             count = f"{total} node" + ("" if total == 1 else "s")
             item.sublabel = f"{base} · {count}" if base else count
         return total
-
-    def chain(self, key: str) -> list[str]:
-        """View group ids from the root down to the group holding ``key``."""
-        out = []
-        gid: str | None = self.parent_of[key]
-        while gid is not None:
-            out.append(gid)
-            gid = self.groups[gid].parent if gid else None
-        return out[::-1]
-
-    # ------------------------------------------------------------------ edges
-    def _edges_of(self, gid: str) -> dict[tuple[str, str], list[str]]:
-        """The edges between a group's children (keys ``IN``/``OUT`` for what enters and
-        leaves it): the top level's from one pass over the graph's edges, every other
-        group's when the first of them is laid out (a graph opened collapsed never lifts its
-        100k edges into the modules)."""
-        if gid not in self._edges and not self._lifted:
-            if gid or len(self.expanded) > 1:  # a group is open: every level's edges are needed
-                with no_gc():
-                    self._build_edges()
-            else:
-                self._edges[""] = self._top_edges()
-        return self._edges.get(gid, {})
-
-    def _visible_edges(self) -> list[tuple[str, str, str]]:
-        """(source item, target item, tensor) of every edge drawn at full expansion, in the
-        order the lifting visits them (graph order of the consumers, then graph outputs)."""
-        m = self.model
-        producer = m.producer
-        keys = self._node_keys
-        shown_inputs = {k[2:] for k in self.groups[""].items if k[:2] == "i:"}
-        out: list[tuple[str, str, str]] = []
-        add = out.append
-        for node, dst in zip(m.nodes, keys, strict=True):
-            if not dst:  # folded
-                continue
-            for t in node.inputs:
-                p = producer.get(t)
-                if p is not None:
-                    src = keys[p]
-                    if src:
-                        add((src, dst, t))
-                elif t in shown_inputs:
-                    add(("i:" + t, dst, t))
-        for t in m.outputs:
-            p = producer.get(t)
-            if p is not None and keys[p]:
-                add((keys[p], "o:" + t, t))
-            elif t in shown_inputs:
-                add(("i:" + t, "o:" + t, t))
-        return out
-
-    def _top_edges(self) -> dict[tuple[str, str], list[str]]:
-        """The top level's edges: between the top-level items holding either end."""
-        top: dict[str, str] = {"": ""}  # view group -> its top-level group item
-
-        def top_of(key: str) -> str:
-            gid = self.parent_of[key]
-            t = top.get(gid)
-            if t is None:
-                chain = self.chain(key)
-                t = top[gid] = "g:" + chain[1]
-            return t or key
-
-        edges: dict[tuple[str, str], list[str]] = {}
-        self._pending = self._visible_edges()  # kept for the lifting, often right after
-        for src, dst, t in self._pending:
-            a, b = top_of(src), top_of(dst)
-            if a != b:
-                lst = edges.setdefault((a, b), [])
-                if t not in lst:
-                    lst.append(t)
-        return edges
-
-    def _build_edges(self) -> None:
-        """Lift every visible edge to the groups it passes through: an edge between
-        siblings in its lowest common group, and entry/exit edges in the groups below. The
-        top level's edges, when already found, are kept as they are (the same by
-        construction; its layout may be cached on them)."""
-        self._lifted = True
-        top = self._edges.pop("", None)
-        chains: dict[str, list[str]] = {}
-        edges = self._edges
-
-        def chain_of(key: str) -> list[str]:
-            gid = self.parent_of[key]
-            c = chains.get(gid)
-            if c is None:
-                c = chains[gid] = self.chain(key)
-            return c
-
-        def add(gid: str, a: str, b: str, tensor: str) -> None:
-            lst = edges.setdefault(gid, {}).setdefault((a, b), [])
-            if tensor not in lst:
-                lst.append(tensor)
-
-        parent_of = self.parent_of
-
-        def connect(src: str, dst: str, tensor: str) -> None:
-            gu = parent_of[src]
-            if gu == parent_of[dst]:  # most edges stay inside one module
-                add(gu, src, dst, tensor)
-                return
-            cu, cv = chain_of(src), chain_of(dst)
-            k = 0
-            while k < len(cu) and k < len(cv) and cu[k] == cv[k]:
-                k += 1
-            lca = cu[k - 1]
-            a = "g:" + cu[k] if k < len(cu) else src
-            b = "g:" + cv[k] if k < len(cv) else dst
-            add(lca, a, b, tensor)
-            for j in range(k, len(cu)):
-                add(cu[j], "g:" + cu[j + 1] if j + 1 < len(cu) else src, OUT, tensor)
-            for j in range(k, len(cv)):
-                add(cv[j], IN, "g:" + cv[j + 1] if j + 1 < len(cv) else dst, tensor)
-
-        visible, self._pending = self._pending or self._visible_edges(), []
-        for src, dst, t in visible:
-            gd = parent_of[dst]
-            if parent_of[src] == gd:  # most edges stay inside one module
-                lst = edges.setdefault(gd, {}).setdefault((src, dst), [])
-                if t not in lst:
-                    lst.append(t)
-            else:
-                connect(src, dst, t)
-        if top is not None:
-            edges[""] = top
 
     # ------------------------------------------------------------------ state
     def is_group(self, key: str) -> bool:
@@ -474,10 +318,27 @@ class GraphLayout:
             sig = (tuple(edges), len(keys))
             core = self._cores.get(sig)
             if core is None:
-                rank = [-1e18 if k == IN else 1e18 if k == OUT else self.rank(k) for k in keys]
-                core = self._cores[sig] = LayeredLayout(len(keys), edges, rank)
+                core = self._cores[sig] = LayeredLayout(len(keys), edges, self._ranks(keys))
             st = self._structure[gid] = (core, keys, pairs)
         return st
+
+    def _ranks(self, keys: list[str]) -> list[float]:
+        return [-1e18 if k == IN else 1e18 if k == OUT else self.rank(k) for k in keys]
+
+    def _stacked(self, core: LayeredLayout, keys: list[str],
+                 sizes: list[tuple[float, float]]) -> LayeredLayout:
+        """The whole graph's core with its inputs (outputs) in rows where one layer of them
+        would be wider than the rest of the graph (GPT-2 with its cache: 7 inputs, 5 outputs),
+        so the graph keeps the shape of its body and reads at Fit."""
+        below = _io_rows(keys, sizes, core.layer)
+        if not below:
+            return core
+        sig = ("stacked", id(core), tuple(below))
+        stacked = self._cores.get(sig)
+        if stacked is None:
+            stacked = self._cores[sig] = LayeredLayout(core.n, core.edges, self._ranks(keys),
+                                                       below)
+        return stacked
 
     def _size(self, key: str) -> tuple[float, float]:
         s = self._sizes.get(key)
@@ -492,7 +353,7 @@ class GraphLayout:
         for k in keys:
             node = nodes[int(k[1:])]
             labels.append(node.op_type)
-            subs.append(_short(node.label))
+            subs.append(short(node.label))
         self._sizes.update(zip(keys, self.measure_nodes(labels, subs), strict=True))
         self._op_types.update(zip(keys, labels, strict=True))
 
@@ -530,6 +391,8 @@ class GraphLayout:
                 out_port.append(None)
         if self.left_to_right:  # lay out across: the core's "width" is our height
             sizes = [(h, w) for w, h in sizes]
+        if not gid:
+            core = self._stacked(core, keys, sizes)
         sig = (id(core), tuple(sizes), tuple(in_port), tuple(out_port))
         pl = self._placed.get(sig)
         if pl is None:  # placements depend only on the structure, sizes and ports
@@ -569,17 +432,17 @@ class GraphLayout:
         if self._scene is not None:
             return self._scene
         root = self._place("")
-        runs: list[_Run] = []
+        runs: list[Run] = []
         with no_gc():
             self._walk("", root, 0.0, 0.0, None, runs)
             self._scene = self._columns(runs, root)
         return self._scene
 
     def _walk(self, gid: str, pl: Placement, ox: float, oy: float,
-              frame: tuple[float, float] | None, runs: list[_Run]) -> None:
+              frame: tuple[float, float] | None, runs: list[Run]) -> None:
         """Where each expanded group is drawn: one run per group, parents first."""
         _core, keys, _pairs = self._structure_of(gid)
-        run = _Run(gid, pl, ox, oy, frame, [])
+        run = Run(gid, pl, ox, oy, frame, [])
         runs.append(run)
         expanded, pos, across = self.expanded, pl.pos, self.left_to_right
         slots = self._group_slots.get(gid)
@@ -599,17 +462,17 @@ class GraphLayout:
             self._walk(k[2:], sub, x + dx, y + HEADER + PAD,
                        (x, x + w) if across else (y, y + h), runs)
 
-    def _columns(self, runs: list[_Run], root: Placement) -> Scene:
+    def _columns(self, runs: list[Run], root: Placement) -> Scene:
         """The scene's columns from the runs: the runs sharing a placement (the blocks of a
         deep model) are offset together, so the work per box is a few numpy operations."""
         import numpy as np  # lazily: the window shows before numpy is needed
 
-        batches: dict[int, list[_Run]] = {}
+        batches: dict[int, list[Run]] = {}
         for run in runs:
             batches.setdefault(id(run.pl), []).append(run)
         keys: list[str] = []
         xs, ys, ws, hs, depths, opened, bounds = [], [], [], [], [], [], []
-        edge_batches: list[tuple[int, int, list[_Run]]] = []  # first edge, per run, runs
+        edge_batches: list[tuple[int, int, list[Run]]] = []  # first edge, per run, runs
         n_edges = 0
         across = self.left_to_right
         for group in batches.values():
@@ -670,7 +533,7 @@ class GraphLayout:
         boxes = Boxes(keys, kinds, labels, items, joined(xs, float), joined(ys, float),
                       joined(ws, float), joined(hs, float), joined(depths, int),
                       joined(opened, bool))
-        edges = Edges(n_edges, partial(_edge, edge_batches, across, self._structure,
+        edges = Edges(n_edges, partial(make_edge, edge_batches, across, self._structure,
                                        self._edges))
         return Scene(boxes=boxes, edges=edges, width=root.width, height=root.height,
                      index=dict(zip(keys, range(len(keys)), strict=True)),
@@ -693,56 +556,33 @@ class GraphLayout:
         return edge.label
 
 
-def _edge(batches: list[tuple[int, int, list[_Run]]], across: bool,
-          structure: dict[str, tuple[LayeredLayout, list[str], list[tuple[str, str]]]],
-          tensors: dict[str, dict[tuple[str, str], list[str]]], i: int) -> Edge:
-    """Edge `i` of a scene GraphLayout._columns made (the runs sharing a placement in turn),
-    from the layout's structures and lifted edges (not the layout: a scene holds no cycle)."""
-    start, k, runs = batches[bisect_right(batches, i, key=lambda t: t[0]) - 1]
-    g, ei = divmod(i - start, k)
-    run = runs[g]
-    core, _keys, pairs = structure[run.gid]
-    a, b = pairs[ei]
-    frame = run.frame
-    head = frame[0] if frame is not None and a == IN else None
-    tail = frame[1] if frame is not None and b == OUT else None
-    # The parent's edge already names what enters a group.
-    return Edge(run.pl.routes[ei], run.ox, run.oy, tensors[run.gid][(a, b)],
-                "" if a == IN else None, core.flipped[ei], a == IN, head, tail, across)
-
-
-@dataclass(slots=True)
-class _Run:
-    """An expanded group as drawn: its placement, offset, the parent's frame its entry and
-    exit edges reach (None for the whole graph), and the positions of its open children."""
-
-    gid: str
-    pl: Placement
-    ox: float
-    oy: float
-    frame: tuple[float, float] | None
-    opened: list[int]
-
-
-class _NodeItems(dict[str, Item]):
-    """Items by key; a node's Item is built on first use (most stay inside collapsed
-    groups and are never measured or drawn)."""
-
-    def __init__(self, model: GraphModel) -> None:
-        super().__init__()
-        self.model = model
-
-    def __missing__(self, key: str) -> Item:
-        if not key.startswith("n"):
-            raise KeyError(key)
-        node = self.model.nodes[int(key[1:])]
-        item = self[key] = Item(key, "node", node.op_type, _short(node.label), float(node.index))
-        return item
-
-
-def _short(name: str, limit: int = 28) -> str:
-    """A long ONNX name cut in the middle so both ends stay readable."""
-    if len(name) <= limit:
-        return name
-    half = (limit - 1) // 2
-    return name[:half] + "…" + name[-(limit - 1 - half):]
+def _io_rows(keys: list[str], sizes: list[tuple[float, float]], layer: list[int]
+             ) -> list[tuple[int, int]]:
+    """(upper, lower) pairs that stack the graph inputs (outputs) of one layer into rows, each
+    row no wider than the graph's widest other box (or its widest input): the `below`
+    constraints of LayeredLayout. Empty when every layer of them fits on one row (or holds
+    fewer than three)."""
+    io = [i for i, k in enumerate(keys) if k[:2] in ("i:", "o:")]
+    if len(io) < 3:
+        return []
+    body = max((sizes[i][0] for i, k in enumerate(keys) if k[:2] not in ("i:", "o:")),
+               default=0.0)
+    limit = max([body] + [sizes[i][0] for i in io])
+    by_layer: dict[tuple[str, int], list[int]] = {}
+    for i in io:
+        by_layer.setdefault((keys[i][:2], layer[i]), []).append(i)
+    below: list[tuple[int, int]] = []
+    for members in by_layer.values():
+        if len(members) < 3:  # two side by side read well enough
+            continue
+        rows: list[list[int]] = [[]]
+        width = 0.0
+        for i in members:
+            w = sizes[i][0]
+            if rows[-1] and width + H_GAP + w > limit:
+                rows.append([])
+            width = (width + H_GAP + w) if rows[-1] else w
+            rows[-1].append(i)
+        for upper, lower in pairwise(rows):
+            below.extend((u, v) for u in upper for v in lower)
+    return below

@@ -1,4 +1,5 @@
 """GraphModel: an ONNX graph read for browsing — nodes, tensors, module groups, subgraphs.
+(Its nodes and tensors are engine.graph.nodes'; which nodes fold away, engine.graph.folding.)
 
 Built to open large exports fast: only what every view needs (op type, names, edges, module
 path) is read eagerly; attributes, shapes, stack traces and initializer values are read from
@@ -16,34 +17,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.graph.file_check import (
-    NodeAttributes,
-    Problem,
-    check_file,
-    lies_outside,
-    problem_nodes,
+from engine.graph.file_check import Problem, check_file, problem_nodes
+from engine.graph.folding import auxiliary_nodes
+from engine.graph.nodes import (
+    Node,
+    Shape,
+    TensorInfo,
+    _memory_map,
+    _shape_of,
+    dtype_name,
+    format_shape,
 )
+
+__all__ = ["GraphModel", "Group", "Node", "Shape", "TensorInfo", "auxiliary_nodes",
+           "dtype_name", "format_shape", "no_gc"]
 
 # The graph view runs the ONNX checker on files up to this size (the checker parses the whole
 # file, inline weights included: about 10 s for 300 MB here, on top of the view's own read).
 VIEW_CHECKER_LIMIT = 256 * 2**20
 
-# onnx.TensorProto.DataType numbers -> numpy-style names (a table beats a protobuf lookup).
-_DTYPES = {
-    1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64",
-    8: "string", 9: "bool", 10: "float16", 11: "float64", 12: "uint32", 13: "uint64",
-    14: "complex64", 15: "complex128", 16: "bfloat16", 17: "float8_e4m3fn",
-    18: "float8_e4m3fnuz", 19: "float8_e5m2", 20: "float8_e5m2fnuz", 21: "uint4", 22: "int4",
-    23: "float4_e2m1",
-}
 _SUBGRAPH_TYPES = (5, 10)  # AttributeProto.GRAPH, GRAPHS
 _SCOPE_ITEM = re.compile(r"'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"")
 # The dynamo exporter files nodes made by its own passes under this pseudo module.
 _NO_MODULE = "_empty_nn_module_stack_from_metadata_hook"
 _SCOPES_KEY = "pkg.torch.onnx.name_scopes"
-_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
-
-Shape = list[int | str | None]
 
 
 @contextmanager
@@ -68,37 +65,9 @@ def no_gc(freeze: bool = False) -> Iterator[None]:
             gc.enable()
 
 
-def dtype_name(elem_type: int) -> str:
-    """The torch-style name of an ONNX element type ("float32", "int64", "float8_e5m2"...),
-    as recipes write dtypes; used by the graph view and the CLI's JSON alike."""
-    return _DTYPES.get(elem_type, f"type{elem_type}")
-
-
-def format_shape(shape: Shape | None) -> str:
-    """A shape as the view prints it: ``batch×seq×768``; ``?`` for unknown."""
-    if shape is None:
-        return "?"
-    if not shape:
-        return "scalar"
-    return "×".join("?" if d is None else str(d) for d in shape)
-
-
 def _parse_list(text: str) -> list[str]:
     """Parse the exporter's ``"['', 'h.0', 'layer_norm']"`` without ast (4k nodes add up)."""
     return [a if a else b for a, b in _SCOPE_ITEM.findall(text)]
-
-
-@dataclass
-class TensorInfo:
-    """One value of the graph: its type, where it comes from and where it goes."""
-
-    name: str
-    dtype: str
-    shape: Shape | None
-    kind: str  # "input" | "output" | "initializer" | "value" | "outer"
-    producer: int | None
-    consumers: list[int]
-    is_initializer: bool = False
 
 
 @dataclass
@@ -113,163 +82,6 @@ class Group:
     children: list[str] = field(default_factory=list)
     nodes: list[int] = field(default_factory=list)
     depth: int = 0
-
-
-class Node(NodeAttributes):
-    """One ONNX node; the protobuf stays behind it for details read on demand (its
-    subgraphs and tensors: NodeAttributes, what engine.graph.file_check reads too)."""
-
-    __slots__ = ("_attrs", "_meta", "_payload", "domain", "group", "index", "inputs", "name",
-                 "op_type", "outputs", "proto")
-
-    def __init__(self, index: int, proto: Any) -> None:
-        self.index = index
-        self.proto = proto
-        self.name: str = proto.name
-        self.op_type: str = proto.op_type
-        self.domain: str = proto.domain
-        self.inputs: list[str] = proto.input[:]
-        self.outputs: list[str] = proto.output[:]
-        self.group = ""
-        self._attrs: dict[str, str] | None = None
-        self._meta: dict[str, str] | None = None
-        self._payload: tuple[list[Any], list[Any]] | None = None
-
-    @property
-    def label(self) -> str:
-        """The name shown for the node: its ONNX name, or op type and index when unnamed."""
-        return self.name or f"{self.op_type}_{self.index}"
-
-    @property
-    def metadata(self) -> dict[str, str]:
-        """The node's metadata_props (exporter annotations) as a dict."""
-        if self._meta is None:
-            self._meta = {p.key: p.value for p in self.proto.metadata_props}
-        return self._meta
-
-    @property
-    def attributes(self) -> dict[str, str]:
-        """Attributes formatted for reading (tensors summarised, subgraphs named)."""
-        if self._attrs is None:
-            self._attrs = {a.name: _format_attribute(a) for a in self.proto.attribute}
-        return self._attrs
-
-    @property
-    def subgraph_attributes(self) -> list[str]:
-        """Names of attributes holding subgraphs (``then_branch``, ``body``, ``branches[0]``)."""
-        names: list[str] = []
-        for a in self.proto.attribute:
-            if a.type == 5:
-                names.append(a.name)
-            elif a.type == 10:
-                names.extend(f"{a.name}[{i}]" for i in range(len(a.graphs)))
-        return names
-
-    @property
-    def stack_trace(self) -> str:
-        """The Python stack that made this node (dynamo exports), or ""."""
-        return self.metadata.get("pkg.torch.onnx.stack_trace", "")
-
-    @property
-    def source(self) -> str | None:
-        """``file:line`` of the user's code that made the node: the innermost frame outside
-        torch and site-packages, else the innermost frame."""
-        frames = _FRAME.findall(self.stack_trace)
-        if not frames:
-            return None
-        for path, line, _func in reversed(frames):
-            p = path.replace("\\", "/")
-            if "site-packages/" not in p and "/torch/" not in p and not p.startswith("torch/"):
-                return f"{path}:{line}"
-        path, line, _func = frames[-1]
-        return f"{path}:{line}"
-
-
-def _format_attribute(a: Any) -> str:
-    t = a.type
-    if t == 1:
-        return f"{a.f:g}"
-    if t == 2:
-        return str(a.i)
-    if t == 3:
-        return repr(a.s.decode("utf-8", "replace"))
-    if t == 4:
-        dims = "×".join(str(d) for d in a.t.dims) or "scalar"
-        return f"tensor {dtype_name(a.t.data_type)}[{dims}]" + _small_tensor_values(a.t)
-    if t == 5:
-        return f"graph {a.g.name or a.name} ({len(a.g.node)} nodes)"
-    if t == 6:
-        return "[" + ", ".join(f"{f:g}" for f in a.floats) + "]"
-    if t == 7:
-        return "[" + ", ".join(str(i) for i in a.ints) + "]"
-    if t == 8:
-        return "[" + ", ".join(repr(s.decode("utf-8", "replace")) for s in a.strings) + "]"
-    if t == 10:
-        return f"{len(a.graphs)} graphs"
-    if t == 13:
-        return f"type {a.tp}"
-    return f"<attribute type {t}>"
-
-
-def _small_tensor_values(t: Any) -> str:
-    """Values of a constant small enough to read in a table (≤ 16 elements)."""
-    n = 1
-    for d in t.dims:
-        n *= d
-    if n > 16 or t.data_location == 1:
-        return ""
-    try:
-        from onnx import numpy_helper
-
-        values = numpy_helper.to_array(t).ravel().tolist()
-    except Exception:  # an odd dtype must not break the properties panel
-        return ""
-    return " = " + (str(values[0]) if not t.dims else str(values))
-
-
-def _memory_map(t: Any, base: Path) -> Any:
-    """An external-data initializer as a read-only numpy memmap, or None when its type has no
-    plain numpy layout (4-bit, float8, strings) and onnx must decode it."""
-    import numpy as np
-
-    dtypes = {1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6: np.int32,
-              7: np.int64, 9: np.bool_, 10: np.float16, 11: np.float64, 12: np.uint32,
-              13: np.uint64, 14: np.complex64, 15: np.complex128}
-    dtype = dtypes.get(t.data_type)
-    if dtype is None:
-        return None
-    info = {e.key: e.value for e in t.external_data}
-    if lies_outside(base, info.get("location", "")):  # a file elsewhere on the machine
-        raise ValueError(f"its external data file {info.get('location')!r} lies outside the "
-                         "model's folder")
-    path = base / info.get("location", "")
-    shape = tuple(int(d) for d in t.dims)
-    count = 1
-    for d in shape:
-        count *= d
-    if count == 0:
-        return np.zeros(shape, dtype)
-    return np.memmap(path, dtype=dtype, mode="r", offset=int(info.get("offset", 0)),
-                     shape=shape)
-
-
-def _shape_of(value_info: Any) -> tuple[str, Shape | None]:
-    tt = value_info.type.tensor_type
-    if not value_info.type.HasField("tensor_type"):
-        which = value_info.type.WhichOneof("value")
-        return (which or "?"), None
-    dtype = dtype_name(tt.elem_type)
-    if not tt.HasField("shape"):
-        return dtype, None
-    dims: Shape = []
-    for d in tt.shape.dim:
-        if d.HasField("dim_value"):
-            dims.append(d.dim_value)
-        elif d.HasField("dim_param"):
-            dims.append(d.dim_param)
-        else:
-            dims.append(None)
-    return dtype, dims
 
 
 class GraphModel:
@@ -702,76 +514,3 @@ class GraphModel:
             out.append(g)
             g = g.parent
         return out[::-1]
-
-
-# Ops that, fed only by constants and shapes, compute shapes or masks rather than activations.
-_SHAPE_OPS = frozenset({
-    "Shape", "Size", "Constant", "ConstantOfShape", "Gather", "GatherElements", "Unsqueeze",
-    "Squeeze", "Concat", "Slice", "Cast", "CastLike", "Add", "Sub", "Mul", "Div", "Mod", "Floor",
-    "Ceil", "Neg", "Abs", "Min", "Max", "Equal", "Less", "LessOrEqual", "Greater",
-    "GreaterOrEqual", "Where", "Not", "And", "Or", "Range", "Reshape", "Identity", "Expand",
-    "ReduceProd", "ReduceSum", "ReduceMax", "ReduceMin", "Sqrt", "Sum", "Tile", "Trilu",
-    "Transpose", "Flatten",
-})
-# Single-tensor ops that exporters put on weights (a TorchScript export shares a weight
-# through Identity, a folded transpose shows up as Transpose of an initializer).
-_WEIGHT_OPS = frozenset({"Identity", "Cast", "Transpose", "Reshape", "Unsqueeze", "Squeeze",
-                         "Flatten", "DequantizeLinear"})
-_SMALL_INITIALIZER = 64  # elements; larger initializers are weights, not shape constants
-
-
-def auxiliary_nodes(model: GraphModel) -> dict[int, int]:
-    """Nodes that only compute shapes or constants, mapped to the visible node they feed.
-
-    A dynamic-shape export computes every Reshape target from ``Shape`` of the input; drawn
-    as nodes, those chains become edges that span the whole graph. Folded into their first
-    real consumer they are still listed (properties panel, search), but not laid out.
-    """
-    static: set[str] = set()  # shape-like values
-    const: set[str] = set(model.initializers)  # any value computed from constants only
-    for name, init in model.initializers.items():
-        n = 1
-        for d in init.dims:
-            n *= d
-        if n <= _SMALL_INITIALIZER:
-            static.add(name)
-    graph_outputs = set(model.outputs)
-    aux: list[int] = []
-    for node in model.nodes:
-        op = node.op_type
-        if op not in _SHAPE_OPS and op not in _WEIGHT_OPS:  # most nodes: one look-up
-            continue
-        if node.domain not in ("", "ai.onnx"):
-            continue
-        if not graph_outputs.isdisjoint(node.outputs):
-            continue
-        # ("" names an absent optional input or output: never asked for below)
-        if op in _SHAPE_OPS and (op in ("Shape", "Size")
-                                 or static.issuperset(filter(None, node.inputs))):
-            aux.append(node.index)
-            static.update(node.outputs)
-            const.update(node.outputs)
-        elif op in _WEIGHT_OPS and const.issuperset(filter(None, node.inputs)):
-            aux.append(node.index)
-            const.update(node.outputs)
-    owner: dict[int, int] = {}
-    aux_set = set(aux)
-    # Consumers come later in a (topologically sorted) ONNX graph: walk backwards so each
-    # consumer already knows its owner.
-    for i in reversed(aux):
-        found = -1
-        for out in model.nodes[i].outputs:
-            for c in model.consumers.get(out, ()):
-                if c not in aux_set:
-                    found = c
-                elif c in owner:
-                    found = owner[c]
-                if found >= 0:
-                    break
-            if found >= 0:
-                break
-        if found >= 0:
-            owner[i] = found
-        else:
-            aux_set.discard(i)  # feeds nothing visible: keep it on screen
-    return owner

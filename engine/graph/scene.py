@@ -8,9 +8,15 @@ for the few it draws in detail or the user points at. So the layout fills the co
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
+
+from engine.graph.items import IN, OUT
+
+if TYPE_CHECKING:
+    from engine.graph.layered import LayeredLayout, Placement
 
 T = TypeVar("T")
 
@@ -149,3 +155,34 @@ class Scene:
     height: float
     index: dict[str, int]  # box key -> position in boxes
     edge_bounds: Any  # numpy (edges, 4): x0, y0, x1, y1 of each edge's points (culling)
+
+
+def make_edge(batches: list[tuple[int, int, list[Run]]], across: bool,
+          structure: dict[str, tuple[LayeredLayout, list[str], list[tuple[str, str]]]],
+          tensors: dict[str, dict[tuple[str, str], list[str]]], i: int) -> Edge:
+    """Edge `i` of a scene engine.graph.layout made (the runs sharing a placement in turn),
+    from the layout's structures and lifted edges (not the layout: a scene holds no cycle)."""
+    start, k, runs = batches[bisect_right(batches, i, key=lambda t: t[0]) - 1]
+    g, ei = divmod(i - start, k)
+    run = runs[g]
+    core, _keys, pairs = structure[run.gid]
+    a, b = pairs[ei]
+    frame = run.frame
+    head = frame[0] if frame is not None and a == IN else None
+    tail = frame[1] if frame is not None and b == OUT else None
+    # The parent's edge already names what enters a group.
+    return Edge(run.pl.routes[ei], run.ox, run.oy, tensors[run.gid][(a, b)],
+                "" if a == IN else None, core.flipped[ei], a == IN, head, tail, across)
+
+
+@dataclass(slots=True)
+class Run:
+    """An expanded group as drawn: its placement, offset, the parent's frame its entry and
+    exit edges reach (None for the whole graph), and the positions of its open children."""
+
+    gid: str
+    pl: Placement
+    ox: float
+    oy: float
+    frame: tuple[float, float] | None
+    opened: list[int]

@@ -526,7 +526,7 @@ def test_left_to_right_option(browser: GraphBrowser, graph_exports) -> None:
     browser.expand_all()
     tall = browser.canvas.boundingRect()
     browser.direction_action.trigger()  # the toolbar's "Left to right"
-    assert browser.left_to_right and browser.layout_state.left_to_right  # type: ignore[union-attr]
+    assert browser.state.left_to_right and browser.layout_state.left_to_right  # type: ignore[union-attr]
     browser.expand_all()
     wide = browser.canvas.boundingRect()
     assert tall.height() > tall.width() and wide.width() > wide.height()

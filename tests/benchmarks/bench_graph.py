@@ -340,7 +340,7 @@ def bench_file(path: Path, runs: int, interact: bool) -> dict[str, float]:
     from PySide6.QtWidgets import QApplication
 
     from app.graph import GraphBrowser, time_first_paint
-    from app.graph.canvas import BoxFonts
+    from app.graph.fonts import BoxFonts
     from engine.graph.layout import GraphLayout
     from engine.graph.model import GraphModel
 

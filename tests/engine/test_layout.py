@@ -320,3 +320,68 @@ def test_scene_columns_agree_with_the_boxes_and_edges(graph_exports: dict[str, P
     assert entering > 0  # the groups' entry edges, which reach their group's border
     with pytest.raises(IndexError):
         edges[len(edges)]
+
+
+# ---------------------------------------------------------------- many inputs and outputs (25.3)
+
+def test_core_stacks_rows_below_each_other() -> None:
+    """`below` puts items in successive layers without an edge between them; their edges
+    pass the rows below as dummies beside the stacked boxes."""
+    # three sources (0, 1, 2) into one box (3): stacked in three rows
+    core = LayeredLayout(4, [(0, 3), (1, 3), (2, 3)], [0.0, 1.0, 2.0, 3.0],
+                         below=[(0, 1), (1, 2)])
+    assert core.layer[:4] == [0, 1, 2, 3]
+    pl = core.place([(100.0, 30.0)] * 4)
+    assert [round(x) for x, _ in pl.pos[:3]] == [0, 0, 0], "one column, one left edge"
+    ys = [y for _, y in pl.pos]
+    assert ys == sorted(ys) and len(set(ys)) == 4
+    assert pl.width < 3 * 100.0, "narrower than the row they made"
+    for route, (u, v) in zip(pl.routes, core.edges, strict=True):
+        assert route[0][1] == pl.pos[u][1] + 30.0 and route[-1][1] == pl.pos[v][1]
+
+
+@pytest.fixture(scope="module")
+def gpt2_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.engine.graph_files import gpt2_hf
+
+    return gpt2_hf(tmp_path_factory.getbasetemp() / "graph_files")
+
+
+@pytest.mark.timeout(600)  # exports the tiny GPT-2 when no test did yet
+def test_many_inputs_and_outputs_are_stacked_in_rows(gpt2_file: Path) -> None:
+    """GPT-2 with its cache (7 inputs, 5 outputs) collapsed: one row of inputs was six
+    times wider than the rest of the graph; stacked, the graph is about as wide as its
+    widest box and the edges still reach every input and output."""
+    graph = GraphModel.load(gpt2_file)
+    lay = GraphLayout(graph)
+    scene = lay.scene()
+    _check_geometry(lay, scene)
+    ins = [scene.boxes[scene.index["i:" + t]] for t in graph.inputs]
+    outs = [scene.boxes[scene.index["o:" + t]] for t in graph.outputs]
+    assert len(ins) == 7 and len(outs) == 5
+    for stack in (ins, outs):
+        assert [b.y for b in stack] == sorted({b.y for b in stack}), "a row each, in order"
+        assert {b.x for b in stack} == {min(b.x for b in stack)}, "one left edge"
+    widest = max(b.w for b in ins + outs)
+    assert scene.width < 1.5 * widest < sum(b.w for b in ins)
+    assert max(b.y for b in ins) < min(b.y for b in scene.boxes if b.key[0] == "g")
+    pairs = lay._structure[""][2]
+    assert {a for a, _ in pairs} >= {"i:" + t for t in graph.inputs}
+    assert {b for _, b in pairs} >= {"o:" + t for t in graph.outputs}
+    # expanded, the body is wide: the inputs share rows as far as its width allows
+    lay.expand_all()
+    scene = lay.scene()
+    _check_geometry(lay, scene)
+    ins = [scene.boxes[scene.index["i:" + t]] for t in graph.inputs]
+    assert len({b.y for b in ins}) < len(ins) or scene.width < sum(b.w for b in ins)
+
+
+def test_few_inputs_keep_one_row(graph_exports: dict[str, Path]) -> None:
+    """Two inputs side by side stay in one row (nothing is stacked below three)."""
+    from engine.graph.layout import _io_rows
+
+    keys = ["i:a", "i:b", "n0", "o:y"]
+    assert _io_rows(keys, [(300.0, 36.0)] * 4, [0, 0, 1, 2]) == []
+    keys = ["i:a", "i:b", "i:c", "n0"]
+    assert _io_rows(keys, [(300.0, 36.0), (300.0, 36.0), (300.0, 36.0), (700.0, 36.0)],
+                    [0, 0, 0, 1]) == [(0, 2), (1, 2)], "two fit the body's width, one below"

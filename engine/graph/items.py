@@ -1,0 +1,81 @@
+"""What takes a box in a laid-out graph: an `Item` (a node, a module group, a graph input or
+output), a `ViewGroup` (a module, the whole graph, or a section of a big group), and how
+boxes are measured (`Measure`, `NodeMeasure`; a view passes its fonts')."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engine.graph.model import GraphModel
+
+IN, OUT = "^in", "^out"  # what enters and what leaves a group, as its edges name them
+
+
+@dataclass(slots=True)
+class Item:
+    """Something that takes a box in a group: a node, a group, a graph input or output."""
+
+    key: str  # "n12", "g:h.0", "i:input_ids", "o:logits"
+    kind: str  # "node" | "group" | "section" | "input" | "output"
+    label: str
+    sublabel: str
+    rank: float  # position in graph order, used for layering and cycle breaking
+
+
+@dataclass(slots=True)
+class ViewGroup:
+    """A group as the view sees it: a module, the whole graph, or a section of a big group."""
+
+    id: str
+    label: str
+    sublabel: str
+    parent: str | None
+    items: list[str] = field(default_factory=list)
+    depth: int = 0
+    count: int = 0  # visible nodes inside, subgroups included
+
+
+Measure = Callable[[Item], tuple[float, float]]
+# Sizes of many node boxes at once, from their labels and sublabels (100k nodes in one call).
+NodeMeasure = Callable[[list[str], list[str]], list[tuple[float, float]]]
+
+
+def default_measure(item: Item) -> tuple[float, float]:
+    """Box size without a font: about 7 px per character, two lines."""
+    w = max(len(item.label) * 7.5, len(item.sublabel) * 6.0) + 20.0
+    return max(w, 48.0), 36.0 if item.sublabel else 24.0
+
+
+def measure_each(measure: Measure) -> NodeMeasure:
+    """A NodeMeasure that asks `measure` once per node."""
+    def nodes(labels: list[str], sublabels: list[str]) -> list[tuple[float, float]]:
+        return [measure(Item("", "node", a, b, 0.0))
+                for a, b in zip(labels, sublabels, strict=True)]
+    return nodes
+
+
+class NodeItems(dict[str, Item]):
+    """Items by key; a node's Item is built on first use (most stay inside collapsed
+    groups and are never measured or drawn)."""
+
+    def __init__(self, model: GraphModel) -> None:
+        super().__init__()
+        self.model = model
+
+    def __missing__(self, key: str) -> Item:
+        if not key.startswith("n"):
+            raise KeyError(key)
+        node = self.model.nodes[int(key[1:])]
+        item = self[key] = Item(key, "node", node.op_type, short(node.label), float(node.index))
+        return item
+
+
+def short(name: str, limit: int = 28) -> str:
+    """A long ONNX name cut in the middle so both ends stay readable."""
+    if len(name) <= limit:
+        return name
+    half = (limit - 1) // 2
+    return name[:half] + "…" + name[-(limit - 1 - half):]

@@ -19,8 +19,6 @@ folder its export wrote and every file is explained (`files`), the first that di
 
 from __future__ import annotations
 
-import functools
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,10 +30,9 @@ from engine.analysis.model_file import ModelFile
 from engine.analysis.repro import Slice, slice_graph
 from engine.errors import StudioError, one_line
 from engine.events import Events
+from engine.graph.source_frame import source_frame
 from engine.recipe import Recipe
 from engine.validation.nodes import downstream, first_divergent
-
-_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
 
 
 @dataclass
@@ -234,10 +231,11 @@ def node_origin(node: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"module": module, "source": ""}
     if len(classes) >= 2:
         out["module_type"] = classes[-2]
-    frame = model_frame(meta.get("pkg.torch.onnx.stack_trace", ""))
+    # the same frame the graph's properties name (engine.graph.source_frame's rules)
+    frame = source_frame(meta.get("pkg.torch.onnx.stack_trace", ""))
     if frame is not None:
-        out["source"] = f"{Path(frame[0]).name}:{frame[1]}"
-        out["source_path"] = frame[0]
+        out["source"] = f"{Path(frame.path).name}:{frame.line}"
+        out["source_path"] = frame.path
     return out
 
 
@@ -249,44 +247,6 @@ def _literal_list(text: str | None, ast: Any) -> list[str]:
     except (ValueError, SyntaxError):
         return []
     return [str(v) for v in value] if isinstance(value, list | tuple) else []
-
-
-def model_frame(stack: str) -> tuple[str, int] | None:
-    """(file, line) of the innermost frame of `stack` (a Python traceback's text) in the
-    model's code: not torch's or the exporter's, not this studio's, not the standard
-    library's; None when there is none."""
-    frames = [(m["file"], int(m["line"])) for m in _FRAME.finditer(stack)]
-    ours = [f for f in frames if not _library(f[0])]
-    return ours[-1] if ours else None
-
-
-@functools.cache
-def _library_roots() -> tuple[list[Path], Path, list[Path]]:
-    """(folders of torch, the exporter's packages and this studio; the standard library;
-    the folders packages are installed in)."""
-    import importlib.util
-    import sysconfig
-
-    roots = [Path(__file__).resolve().parents[1]]  # this studio (its wrappers included)
-    for name in ("torch", "functorch", "onnx", "onnxscript", "onnxruntime"):
-        spec = importlib.util.find_spec(name)
-        if spec is not None:
-            roots += [Path(p).resolve() for p in spec.submodule_search_locations or []]
-    paths = sysconfig.get_paths()
-    return (roots, Path(paths["stdlib"]).resolve(),
-            [Path(paths[k]).resolve() for k in ("purelib", "platlib")])
-
-
-def _library(filename: str) -> bool:
-    """Whether a frame's file is torch's, the exporter's, this studio's or the standard
-    library's (a model installed as a package, transformers' included, is the model's code)."""
-    if filename.startswith("<"):
-        return True
-    roots, stdlib, packages = _library_roots()
-    path = Path(filename).resolve()
-    if any(path.is_relative_to(root) for root in roots):
-        return True
-    return path.is_relative_to(stdlib) and not any(path.is_relative_to(p) for p in packages)
 
 
 def input_diffs(subject: Subject, reads: list[str], metrics: dict[str, dict[str, Any]]

@@ -17,7 +17,7 @@ import onnx
 import pytest
 
 from engine import recipe as recipes
-from engine.analysis.explain import explain, model_frame
+from engine.analysis.explain import explain, node_origin
 from engine.cli import main
 from engine.errors import StudioError
 from engine.validation.nodes import first_divergent
@@ -154,16 +154,29 @@ def test_first_divergent_judges_unnamed_values_by_what_they_come_from() -> None:
 
 
 def test_source_is_the_innermost_frame_of_the_models_code(tmp_path: Path) -> None:
+    """explain names the frame the graph's properties name (engine.graph.source_frame): the
+    model's own line, not the studio's wrapper around it nor torch under it."""
+    import onnx
     import torch
 
-    engine_file = Path(__file__).resolve().parents[2] / "engine" / "source" / "hf" / "x.py"
+    engine_file = Path(__file__).resolve().parents[2] / "engine" / "source" / "hf" / "parts.py"
     torch_file = Path(torch.__file__).parent / "nn" / "modules" / "linear.py"
     stack = (f'File "{tmp_path / "net.py"}", line 13, in forward\n    x = l(x)\n'
              f'File "{engine_file}", line 40, in forward\n    return self.model(x)\n'
              f'File "{tmp_path / "net.py"}", line 6, in forward\n    y = self.lin(x)\n'
              f'File "{torch_file}", line 134, in forward\n    return F.linear(x)')
-    assert model_frame(stack) == (str(tmp_path / "net.py"), 6)
-    assert model_frame(f'File "{torch_file}", line 1, in f') is None
+
+    def node(trace: str) -> onnx.NodeProto:
+        made = onnx.helper.make_node("Gemm", ["x", "w"], ["y"])
+        made.metadata_props.add(key="pkg.torch.onnx.stack_trace", value=trace)
+        made.metadata_props.add(key="pkg.torch.onnx.name_scopes",
+                                value="['', 'layers.2.lin', 'linear']")
+        return made
+
+    origin = node_origin(node(stack))
+    assert origin["source"] == "net.py:6" and origin["source_path"] == str(tmp_path / "net.py")
+    assert origin["module"] == "layers.2.lin"
+    assert node_origin(node(f'File "{torch_file}", line 1, in f'))["source"] == ""
 
 
 @pytest.mark.timeout(300)

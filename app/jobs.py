@@ -22,13 +22,14 @@ import contextlib
 import itertools
 import weakref
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
 from app.worker_client import TERMINATE_GRACE_MS, WorkerProcess, exit_description
+from engine.file_set import written_text
 from engine.worker_process import remove_abandoned_temps
 
 __all__ = ["LONG_JOBS", "JobCallback", "JobRunner", "exit_description"]
@@ -54,6 +55,7 @@ class _Job:
     heard: bool = False  # the worker has said something about it: it has started
     resent: bool = False  # sent again after its worker retired without starting it
     committed: str | None = None  # the file it renamed into place (its `committing` event)
+    committed_files: list[str] = field(default_factory=list)  # ... a folder export's files
 
 
 @atexit.register
@@ -228,8 +230,9 @@ class JobRunner(QObject):
             job.callback({"id": job_id, "type": "error", "details": "", "written": job.committed,
                           "error": {
                 "kind": "cancelled", "message": f"The export had already finished: "
-                f"{job.committed} was written before Cancel; only what came after it (the "
-                "validation) was stopped.", "hint": "", "unsupported_ops": []}})
+                f"{written_text(str(job.committed), job.committed_files)} before Cancel; only what "
+                "came after it (the validation) was stopped.", "hint": "",
+                "unsupported_ops": []}})
         self._fail(cancelled & set(self._jobs), "cancelled", CANCELLED, "")
         self.start()
         self._resend(waiting)  # (not a job a callback above may have sent meanwhile)
@@ -266,6 +269,7 @@ class JobRunner(QObject):
             job = self._jobs.get(message.get("id"))  # type: ignore[arg-type]
             if job is not None:
                 job.committed = str(message.get("output"))
+                job.committed_files = [str(n) for n in message.get("files") or []]
             return
         if worker is not self._worker:
             return  # a spare has no jobs; an ended worker's jobs were failed already
@@ -283,6 +287,7 @@ class JobRunner(QObject):
         entry.heard = True
         if message.get("type") == "committing":
             entry.committed = str(message.get("output"))
+            entry.committed_files = [str(n) for n in message.get("files") or []]
         if message.get("type") in ("result", "error"):
             del self._jobs[job_id]  # type: ignore[arg-type]
         entry.callback(message)

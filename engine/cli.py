@@ -26,7 +26,9 @@ from engine.analysis import commands as analysis
 from engine.batch import command as batch_command
 from engine.errors import StudioError
 from engine.events import Events
+from engine.export.hf_files import check_output_folder
 from engine.export.onnx_file import check_output_path
+from engine.file_set import recover_in
 from engine.paths import check_recipe_target, rebase_recipe_paths
 from engine.protocol import (
     Error,
@@ -290,7 +292,9 @@ def recipe_from_args(args: argparse.Namespace) -> Recipe:
         recipe.model.kwargs["task"] = args.task
     # the output location before anything else: a wrong one is a `write` error, and no
     # recipe is saved and nothing is exported (a Hugging Face source's is a folder)
-    if not recipes.is_folder_source(recipe.model.source):
+    if recipes.is_folder_source(recipe.model.source):
+        check_output_folder(recipe.output_path)
+    else:
         check_output_path(recipe.output_path)
     recipe.check()
     return recipe
@@ -371,7 +375,7 @@ def _cmd_export(args: argparse.Namespace, progress: Progress) -> ExportReport:
     result = _export_in_worker(
         ExportRequest(recipe=recipe.to_toml(), base_dir=str(recipe.base_dir),
                       validate=True if args.validate else None, plots_beside_onnx=True),
-        progress, recipe.output_path.parent)
+        progress, _output_folder(recipe))
     report = _report_of(result)
     resolved: list[list[ResolvedFill]] = [] if result.fills is None else [
         [ResolvedFill(f.fill, f.low, f.high, f.reason) for f in result.fills]]
@@ -408,8 +412,16 @@ def _cmd_validate(args: argparse.Namespace, progress: Progress) -> ExportReport:
     result = _export_in_worker(
         ValidateFileRequest(recipe=recipe.to_toml(), base_dir=str(recipe.base_dir),
                             onnx=str(model)),
-        progress, model.parent)
+        progress, model if model.is_dir() else model.parent)
     return _report_of(result)
+
+
+def _output_folder(recipe: Recipe) -> Path:
+    """Where the export writes: the folder itself for a folder export (its files are staged
+    inside it), else the .onnx file's folder."""
+    if recipes.is_folder_source(recipe.model.source):
+        return recipe.output_path
+    return recipe.output_path.parent
 
 
 def _export_in_worker(request: ExportRequest | ValidateFileRequest, progress: Progress,
@@ -459,6 +471,7 @@ def _cmd_inspect(args: argparse.Namespace) -> InspectDocument:
     # The contract prints `graph` plus `opset_imports`: the fields sit at the top level, and
     # under "graph" as in the export document, so either reading of it works.
     path = Path(args.model)
+    recover_in([path.parent])  # a folder export a kill cut short: completed before it is read
     doc = InspectDocument.from_summary(summarize(path))
     problems = check_file(path)
     doc.problems = [FileProblem.from_dict(p.to_dict()) for p in problems]

@@ -47,13 +47,14 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
 
 
 def _new_temp_file(path: Path) -> Path:
-    """Create an empty hidden file beside `path`, with the mode the umask gives new files.
+    """Create an empty hidden file beside `path` (`temp_name`), with the mode the umask gives
+    new files.
 
     `tempfile.mkstemp` would make it 0600, and a rename keeps that: a recipe or an .onnx file
     would end up private to its owner when every other file in the folder is not.
     """
     for _ in range(100):
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        tmp = path.with_name(temp_name(path.name))
         try:
             os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
         except FileExistsError:
@@ -62,9 +63,36 @@ def _new_temp_file(path: Path) -> Path:
     raise FileExistsError(f"no free temporary name beside {path}")
 
 
-# `.NAME.PID.TOKEN.tmp`: what `_new_temp_file` and the ONNX writer's folder are called; the pid
-# is the owner's, so a later process can tell a leftover from a write still under way
-TEMP_NAME = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.(?P<token>[0-9A-Za-z_]+)\.tmp$")
+# What the studio's temporary files and folders are called: `.NAME.onnx-studio.PID.TOKEN.tmp`.
+# The marker says the studio wrote it (no other program uses it); the pid is the owner's, so a
+# later process can tell a leftover from a write still under way. Names without the marker
+# (`.report.csv.4000000.a1b2.tmp`) belong to other programs and are never touched.
+MARKER = "onnx-studio"
+TEMP_NAME = re.compile(
+    rf"^\.(?P<name>.+)\.{MARKER}\.(?P<pid>\d+)\.(?P<token>[0-9A-Za-z_]+)\.tmp$")
+# A temporary folder holds this file from its first moment: a folder is removed by the sweep
+# only when it carries it (a folder merely named like ours may hold someone's photos).
+FOLDER_MARKER = ".onnx-studio-temp"
+
+
+def temp_name(name: str) -> str:
+    """A fresh temporary name for a file or folder `name`, owned by this process."""
+    return f".{name}.{MARKER}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+
+
+def new_temp_folder(parent: Path, name: str) -> Path:
+    """Create a hidden temporary folder for `name` in `parent`, marked as the studio's (its
+    FOLDER_MARKER file), so the sweep may remove it once this process no longer runs."""
+    for _ in range(100):
+        folder = Path(parent) / temp_name(name)
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        (folder / FOLDER_MARKER).write_text(f"onnx-studio temporary folder of {os.getpid()}\n",
+                                            encoding="utf-8")
+        return folder
+    raise FileExistsError(f"no free temporary name in {parent}")
 
 
 def temp_owner(path: Path) -> int | None:
@@ -76,8 +104,12 @@ def temp_owner(path: Path) -> int | None:
 
 def remove_abandoned(folder: Path, alive: Callable[[int], bool],
                      name: str | None = None) -> list[Path]:
-    """Delete the temporary files and folders in `folder` whose owner no longer runs (`alive`
-    says so by pid); only those of target `name` when given. The paths removed."""
+    """Delete the studio's temporary files and folders in `folder` whose owner no longer runs
+    (`alive` says so by pid); only those of target `name` when given. The paths removed.
+
+    Only names with the studio's marker; a folder only when it carries FOLDER_MARKER inside
+    (never through a symlink); nothing else, whatever its name.
+    """
     removed: list[Path] = []
     try:
         entries = list(Path(folder).iterdir())
@@ -90,11 +122,15 @@ def remove_abandoned(folder: Path, alive: Callable[[int], bool],
         pid = int(match["pid"])
         if pid == os.getpid() or alive(pid):
             continue
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry, ignore_errors=True)
-        else:
+        if entry.is_symlink():  # we never make links: someone else's
+            continue
+        if entry.is_file():
             with contextlib.suppress(OSError):
                 entry.unlink()
+        elif entry.is_dir() and (entry / FOLDER_MARKER).is_file():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            continue
         removed.append(entry)
     return removed
 
@@ -114,21 +150,22 @@ class _CommitGate:
     says so first (`announce`: the worker tells its client). Ending the process on a cancel
     takes the gate before it ends anything, so a cancel lands either before the rename (the
     previous file stays) or after it (the client has heard that the file was committed):
-    never half-way, never "cancelled" with the new file in place.
+    never half-way, never "cancelled" with the new file in place. A set of files (a folder's
+    export, engine.file_set) is one commit: `names` are the files it puts into `target`.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._owner: int | None = None
-        self.announce: Callable[[Path], None] | None = None
+        self.announce: Callable[[Path, tuple[str, ...]], None] | None = None
 
     @contextlib.contextmanager
-    def committing(self, target: Path) -> Iterator[None]:
+    def committing(self, target: Path, names: tuple[str, ...] = ()) -> Iterator[None]:
         with self._lock:
             self._owner = threading.get_ident()
             try:
                 if self.announce is not None:
-                    self.announce(target)
+                    self.announce(target, names)
                 yield
             finally:
                 self._owner = None

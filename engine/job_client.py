@@ -28,6 +28,7 @@ from typing import IO, Any
 
 from engine import dirs, process_tree, protocol
 from engine.errors import StudioError
+from engine.file_set import written_text
 from engine.protocol import AbortRequest, Committing, ErrorEvent, Event, Ready, Request, Result
 from engine.worker_process import (
     CLIENT_PID_ENV,
@@ -131,6 +132,7 @@ class _Job:
         self.expected = expected
         self.on_event = on_event
         self.committed: str | None = None  # the file renamed into place, once announced
+        self.committed_files: list[str] = []  # ... or the files a folder export put there
         self.family: list[Any] = []  # the worker's descendants, last seen
         self.deadline: float | None = None  # time.monotonic() past which the job is ended
         self.stop: threading.Event | None = None  # set from another thread: end the job
@@ -168,7 +170,7 @@ class _Job:
         if isinstance(message, Result):
             return message
         if isinstance(message, Committing):
-            self.committed = message.output
+            self.committed, self.committed_files = message.output, list(message.files)
         if isinstance(message, Event) and not isinstance(message, Ready):
             self.on_event(message)
         return None
@@ -209,9 +211,11 @@ class _Job:
         if self.committed is not None:
             return CancelledAfterWrite(
                 self.committed,
-                f"Stopped by {how} after the export had finished: {self.committed} was "
-                "written; only what came after it (the validation) was cancelled.",
-                "Run `onnx-studio validate` on the file to finish the check.",
+                f"Stopped by {how} after the export had finished: "
+                f"{written_text(self.committed, self.committed_files)}; only what came after "
+                "it (the validation) was cancelled.",
+                "Run `onnx-studio validate` on the "
+                f"{'folder' if self.committed_files else 'file'} to finish the check.",
                 exit_code=exit_code)
         return StudioError("cancelled", f"The job was cancelled by {how}; no file was written "
                            "or changed.", "Run the command again to finish the job.",

@@ -123,8 +123,12 @@ def export_hf(recipe: Recipe, events: Events | None = None, *,
               validate: bool = False) -> ExportReport:
     """Export a Hugging Face folder (`hf:` / `hf-config:`; the task in the model's kwargs,
     None: the config's) into the folder `export.output`, files named as Optimum names them;
-    with `validate`, each file against eager PyTorch and greedy generation over the files."""
-    from engine.export.hf_files import check_output_folder, export_part
+    with `validate`, each file against eager PyTorch and greedy generation over the files.
+
+    The files (and their data files, per `export.external_data`) are one commit
+    (engine.file_set): the folder holds the previous set or the new one, never a mix.
+    """
+    from engine.export.hf_files import check_output_folder
     from engine.source.hf import load_hf
 
     events = events or Events()
@@ -140,10 +144,7 @@ def export_hf(recipe: Recipe, events: Events | None = None, *,
         report.task = hf.task
         report.seconds["load"] = time.perf_counter() - started
         started = time.perf_counter()
-        share = 0.6 if validate else 1.0
-        for index, part in enumerate(hf.parts):
-            events.progress(0.1 + share * index / len(hf.parts), f"Exporting {part.file}")
-            export_part(part, folder, recipe.export.opset, events)
+        _write_hf_parts(hf, folder, recipe, events.part(0.1, 0.7 if validate else 0.97))
         report.seconds["export"] = time.perf_counter() - started
     except StudioError as err:
         return report.fail(err)
@@ -157,9 +158,37 @@ def export_hf(recipe: Recipe, events: Events | None = None, *,
     return report
 
 
+def _write_hf_parts(hf: HfModel, folder: Path, recipe: Recipe, events: Events) -> None:
+    """Export every part of `hf` into a staging folder, then commit them into `folder` as one
+    set; a `write` error when the folder cannot take them."""
+    from engine.export.hf_files import data_files, export_part
+    from engine.file_set import CommitBusy, FolderWrite, previous_set
+
+    try:
+        with FolderWrite(folder) as write:
+            count = len(hf.parts)
+            for index, part in enumerate(hf.parts):
+                events.progress(index / count, f"Exporting {part.file}")
+                export_part(part, write.staging, recipe.export.opset,
+                            events.part(index / count, (index + 1) / count),
+                            recipe.export.external_data)
+            # what the previous export's files read stays theirs: moved away with them
+            old = [n for n in {*previous_set(folder), *write.staged()} if n.endswith(".onnx")]
+            write.commit(replaces=[d for n in old for d in data_files(folder / n)])
+    except (OSError, CommitBusy) as exc:
+        raise StudioError("write", f"Cannot write the files into {folder}: "
+                          f"{getattr(exc, 'strerror', None) or exc}; free some space or "
+                          "choose another output folder.") from None
+
+
 def _exported_files(folder: Path, hf: HfModel) -> list[ExportedFile]:
+    """What the export document says of each file of `folder` the task exports: its graph
+    and the data files it reads."""
+    from engine.export.hf_files import data_files
+
     return [ExportedFile(name=part.file, path=str(folder / part.file),
-                         graph=Graph.from_summary(summarize(folder / part.file)))
+                         graph=Graph.from_summary(summarize(folder / part.file)),
+                         data_files=data_files(folder / part.file))
             for part in hf.parts]
 
 

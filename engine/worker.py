@@ -169,11 +169,15 @@ def job_export(request: ExportRequest, send: Send) -> ExportResult:
     job_dir = _job_dir(request.id)
     # where this job's temporary files go, read back by `remove_abandoned_temps` if the
     # worker is killed before it removes them
-    (job_dir / TARGET_FOLDER_FILE).write_text(str(recipe.output_path.parent), "utf-8")
+    folders = [recipe.output_path.parent]
+    if recipes.is_folder_source(recipe.model.source):  # the files are staged inside it
+        folders.append(recipe.output_path)
+    (job_dir / TARGET_FOLDER_FILE).write_text("\n".join(map(str, folders)), "utf-8")
     events = _events(request.id, send)
     events.progress(0.0, "Starting")
     fills: list[list[FillChoice]] = []  # one list, once the model has loaded
-    files.COMMIT.announce = lambda target: send(Committing(id=request.id, output=str(target)))
+    files.COMMIT.announce = lambda target, names: send(
+        Committing(id=request.id, output=str(target), files=list(names)))
     try:
         report = export(recipe, events, validate=request.validate,
                         plot_dir=None if request.plots_beside_onnx else job_dir,

@@ -8,12 +8,12 @@ import contextlib
 import sys
 from pathlib import Path
 
-from engine import dirs, files, process_tree
+from engine import dirs, file_set, files, process_tree
 
 WARM_FIRST_ENV = "ONNX_STUDIO_WORKER_WARM_FIRST"  # "1": say ready only once warmed up
 CLIENT_PID_ENV = "ONNX_STUDIO_CLIENT_PID"  # the process whose death ends the worker
 QUIET_ENV = "ONNX_STUDIO_WORKER_QUIET"  # "1": the client (the CLI) speaks for the worker
-TARGET_FOLDER_FILE = "target-folder"  # in a job folder: where its export writes temp files
+TARGET_FOLDER_FILE = "target-folder"  # in a job folder: where its export writes (a line each)
 
 
 def command() -> list[str]:
@@ -26,11 +26,13 @@ def command() -> list[str]:
 def remove_abandoned_temps(folders: list[Path] | None = None) -> list[Path]:
     """Remove the temporary files and folders that killed or cancelled runs left behind.
 
-    Wherever an export of a worker that no longer runs was writing (the folder its job folder
-    recorded), and in `folders` (the CLI's output folder and working folder): every
-    `.NAME.PID.TOKEN.tmp` whose PID no longer runs. Run when a worker starts (so when the
-    window opens, and for every CLI job) and by the CLI after it ended a job's worker. The
-    paths removed.
+    Wherever an export of a worker that no longer runs was writing (the folders its job folder
+    recorded), and in `folders` (the CLI's output folder and working folder): first a folder
+    export's commit that a kill cut short is completed (engine.file_set.recover), then every
+    temporary file `.NAME.onnx-studio.PID.TOKEN.tmp` whose PID no longer runs is removed, and
+    every such folder that carries the studio's marker file (engine.files). Run when a worker
+    starts (so when the window opens, and for every CLI job) and by the CLI after it ended a
+    job's worker. The paths removed.
     """
     recorded: list[Path] = []
     root = dirs.cache_dir() / "jobs"
@@ -40,7 +42,10 @@ def remove_abandoned_temps(folders: list[Path] | None = None) -> list[Path]:
             if not pid_text.isdigit() or process_tree.alive(int(pid_text)):
                 continue
             with contextlib.suppress(OSError, UnicodeDecodeError):
-                recorded.append(Path(record.read_text("utf-8").strip()))
+                recorded += [Path(line) for line in record.read_text("utf-8").splitlines()
+                             if line.strip()]
             with contextlib.suppress(OSError):
                 record.unlink()
-    return files.remove_abandoned_in([*recorded, *(folders or [])], process_tree.alive)
+    where = [*recorded, *(folders or [])]
+    file_set.recover_in(where)  # a commit a kill cut short: completed before anything reads
+    return files.remove_abandoned_in(where, process_tree.alive)

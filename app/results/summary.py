@@ -230,6 +230,8 @@ class SummaryView(QWidget):
             rows.append(("Files", "<br>".join(
                 f"<b>{html.escape(str(f.get('name')))}</b> "
                 f"{(f.get('graph') or {}).get('nodes', '?')} nodes"
+                + (f", data: {html.escape(', '.join(map(str, f['data_files'])))}"
+                   if f.get("data_files") else "")
                 for f in report["files"]) + ("<br><i>The Graph tab shows each (File), two side "
                                              "by side</i>" if several else "")))
         if report.get("task"):

@@ -1,4 +1,4 @@
-"""Export a Hugging Face model's parts to ONNX files in one folder, each written whole."""
+"""Export a Hugging Face model's parts into a staging folder (engine.file_set commits them)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,12 @@ from typing import Any
 
 from engine.errors import StudioError, one_line
 from engine.events import Events
-from engine.files import write_bytes_atomic
+from engine.export.onnx_file import (
+    INLINE_LIMIT,
+    check_writable,
+    referenced_data,
+    wants_external_data,
+)
 
 DEFAULT_OPSET = 18
 
@@ -34,28 +39,52 @@ def _dims(part: Any) -> tuple[Any, ...]:
     return tuple(shapes)
 
 
-def _rename_dims(proto: Any, part: Any) -> None:
-    """Give the file's symbolic dimensions the names the part asked for (Optimum's)."""
+def _rename_dims(model: Any, part: Any) -> None:
+    """Give the file's symbolic dimensions the names the part asked for (Optimum's); `model`
+    is the exporter's onnx_ir model, renamed before it is saved."""
+    import onnx_ir as ir
+
     renames: dict[str, str] = {}
-    for value in proto.graph.input:
+    for value in model.graph.inputs:
         for axis, dim in part.dynamic.get(value.name, {}).items():
-            d = value.type.tensor_type.shape.dim[axis]
-            if d.dim_param:
-                renames.setdefault(d.dim_param, dim)
-    for value in list(proto.graph.input) + list(proto.graph.output):
-        for d in value.type.tensor_type.shape.dim:
-            if d.dim_param:
-                text = d.dim_param
-                for old, new in sorted(renames.items(), key=lambda kv: -len(kv[0])):
-                    text = text.replace(old, new) if text == old or old in text.split() \
-                        else text
-                d.dim_param = text
+            if value.shape is not None and isinstance(value.shape[axis], ir.SymbolicDim) \
+                    and value.shape[axis].value:
+                renames.setdefault(value.shape[axis].value, dim)
+    ordered = sorted(renames.items(), key=lambda kv: -len(kv[0]))
+
+    def renamed(text: str) -> str:
+        for old, new in ordered:
+            text = text.replace(old, new) if text == old or old in text.split() else text
+        return text
+
+    for value in [*model.graph.inputs, *model.graph.outputs]:
+        if value.shape is not None:
+            value.shape = ir.Shape([ir.SymbolicDim(renamed(d.value))
+                                    if isinstance(d, ir.SymbolicDim) and d.value else d
+                                    for d in value.shape])
 
 
-def export_part(part: Any, folder: Path, opset: int | None, events: Events) -> float:
-    """Export one part to folder/part.file (temp file then rename); the seconds it took."""
+def _external(choice: str, weight_bytes: int, name: str) -> bool:
+    """Whether the part's weights go to a data file beside it (engine.export.onnx_file's rule
+    for one file, applied to each file of the set: "auto" from 512 MiB, or when memory is
+    short, or when protobuf's 2 GB limit requires it)."""
+    if choice == "never" and weight_bytes > INLINE_LIMIT:
+        raise StudioError("write", f"The weights of {name} are larger than 2 GB and cannot be "
+                          "stored inside the .onnx file; set external_data = \"auto\".",
+                          exit_code=2)
+    if choice == "never":
+        return False
+    return bool(wants_external_data(choice, weight_bytes)) or weight_bytes > INLINE_LIMIT
+
+
+def export_part(part: Any, staging: Path, opset: int | None, events: Events,
+                external_data: str = "auto") -> float:
+    """Export one part to staging/part.file (with its data file when `external_data` asks
+    for one, written a tensor at a time); the seconds it took."""
+    import gc
     import warnings
 
+    import onnx_ir as ir
     import torch
 
     started = time.perf_counter()
@@ -74,19 +103,56 @@ def export_part(part: Any, folder: Path, opset: int | None, events: Events) -> f
             "Open the details for the exporter's full message; another --task may export.",
             details=traceback.format_exc()) from exc
     assert program is not None  # dynamo=True always returns the program
-    proto = program.model_proto
-    _rename_dims(proto, part)
-    folder.mkdir(parents=True, exist_ok=True)
+    model = program.model
+    _rename_dims(model, part)
+    weights = [v.const_value for v in model.graph.initializers.values()
+               if v.const_value is not None]
+    weight_bytes = sum(t.nbytes for t in weights)
+    path = staging / part.file
     try:
-        write_bytes_atomic(folder / part.file, proto.SerializeToString())
+        if _external(external_data, weight_bytes, part.file):
+            _save_external(model, path, weight_bytes, events)
+        else:
+            ir.save(model, path)
     except OSError as exc:
-        raise StudioError("write", f"Cannot write {folder / part.file}: {exc.strerror or exc}; "
-                          "choose another output folder.") from exc
+        raise StudioError("write", f"Cannot write {part.file} into {staging.parent}: "
+                          f"{exc.strerror or exc}; free some space or choose another output "
+                          "folder.") from None
+    del program, model, weights
+    gc.collect()  # the exporter's graphs hold cycles: free them before the next part
     return time.perf_counter() - started
 
 
+def _save_external(model: Any, path: Path, weight_bytes: int, events: Events) -> None:
+    """Save `model` with its weights in `path`.data, a tensor at a time (no copy of the whole
+    model in memory), saying how far the write has come."""
+    import onnx_ir as ir
+
+    written = 0
+    last = 0.0
+
+    def progress(tensor: Any, info: Any) -> None:
+        nonlocal written, last
+        written += int(tensor.nbytes)
+        now = time.monotonic()
+        if now - last > 0.25 or written >= weight_bytes:
+            last = now
+            events.progress(min(written / max(weight_bytes, 1), 1.0),
+                            f"Writing the weights of {path.name} ({written / 2**30:.2f} of "
+                            f"{weight_bytes / 2**30:.2f} GB)")
+
+    ir.save(model, path, external_data=f"{path.name}.data", callback=progress, max_workers=1)
+
+
+def data_files(path: Path) -> list[str]:
+    """The external data files the ONNX file at `path` reads (names in its folder)."""
+    return sorted(referenced_data(path))
+
+
 def check_output_folder(folder: Path) -> Path:
-    """The output folder of a multi-file export, or a `write` error (exit status 2)."""
+    """The output folder of a multi-file export, or a `write` error (exit status 2): not a
+    file, not an .onnx name, and files can really be created in it (or in its nearest
+    existing parent, when it is still to be made)."""
     import os
 
     folder = Path(os.path.abspath(folder))
@@ -98,8 +164,9 @@ def check_output_folder(folder: Path) -> Path:
                           "model -o names a folder the files are written into.", exit_code=2)
     for parent in [folder, *folder.parents]:
         if parent.exists():
-            if not os.access(parent, os.W_OK):
-                raise StudioError("write", f"Cannot write into {parent}; choose another output "
-                                  "folder.", exit_code=2)
+            if not parent.is_dir():
+                raise StudioError("write", f"Cannot write {folder}: {parent} is a file, not a "
+                                  "folder; choose another output folder.", exit_code=2)
+            check_writable(parent)
             break
     return folder

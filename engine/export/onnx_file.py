@@ -17,10 +17,19 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from engine import process_tree
 from engine.errors import StudioError
-from engine.files import COMMIT, durable, existing_mode, sync_folder
+from engine.files import (
+    COMMIT,
+    FOLDER_MARKER,
+    durable,
+    existing_mode,
+    new_temp_folder,
+    remove_abandoned,
+    sync_folder,
+)
 
-_INLINE_LIMIT = 2**31 - 2**20  # protobuf's 2 GB message limit, with room for the graph
+INLINE_LIMIT = 2**31 - 2**20  # protobuf's 2 GB message limit, with room for the graph
 
 # `external_data = "auto"` keeps the weights inside the .onnx file (one file to ship) up to
 # this size. Above it they go to a data file beside it: writing an inline model serialises the
@@ -110,12 +119,12 @@ def check_output_path(path: Path) -> Path:
                 raise StudioError(
                     "write", f"Cannot write {path}: {parent} is a file, not a folder; "
                     "choose another output path.", exit_code=2)
-            _check_writable(parent)
+            check_writable(parent)
             break
     return path
 
 
-def _check_writable(folder: Path) -> None:
+def check_writable(folder: Path) -> None:
     """Create (and at once remove) a nameless file in `folder`; a `write` error if it fails."""
     if not os.access(folder, os.W_OK | os.X_OK):
         raise StudioError("write", f"Cannot write into {folder} (permission denied); "
@@ -127,25 +136,6 @@ def _check_writable(folder: Path) -> None:
         reason = exc.strerror or str(exc)
         raise StudioError("write", f"Cannot create files in {folder} ({reason}); choose a "
                           "folder you can write to.", exit_code=2) from None
-
-
-def _remove_abandoned(target: Path) -> None:
-    """Delete temp folders beside `target` left by a process that no longer runs."""
-    for folder in target.parent.glob(f".{target.name}.*.tmp"):
-        pid_text = folder.name.removeprefix(f".{target.name}.").split(".")[0]
-        if not pid_text.isdigit() or _alive(int(pid_text)):
-            continue
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # exists but is not ours to signal
-        return True
-    return True
 
 
 class AtomicOnnxWrite:
@@ -165,12 +155,10 @@ class AtomicOnnxWrite:
     def __enter__(self) -> AtomicOnnxWrite:
         try:
             self.target.parent.mkdir(parents=True, exist_ok=True)
-            _remove_abandoned(self.target)
+            remove_abandoned(self.target.parent, process_tree.alive, name=self.target.name)
             # the pid in the name lets a later export tell an abandoned folder (its worker was
             # killed by Cancel) from one that another live process is still writing
-            self.temp_dir = Path(tempfile.mkdtemp(
-                prefix=f".{self.target.name}.{os.getpid()}.", suffix=".tmp",
-                dir=self.target.parent))
+            self.temp_dir = new_temp_folder(self.target.parent, self.target.name)
         except OSError as exc:
             raise StudioError("write", f"Cannot create files in {self.target.parent}: "
                               f"{exc.strerror or exc}; choose another output folder.") from None
@@ -188,11 +176,11 @@ class AtomicOnnxWrite:
         path = self.temp_path
         if not path.is_file():
             raise StudioError("export", "The exporter finished without writing a file.")
-        data_files = [p for p in path.parent.iterdir() if p != path]
+        data_files = self._data_files()
         if external_data == "always" and not data_files:
             self._resave(external=True)
         elif external_data == "never" and data_files:
-            if sum(p.stat().st_size for p in data_files) > _INLINE_LIMIT:
+            if sum(p.stat().st_size for p in data_files) > INLINE_LIMIT:
                 raise StudioError("write", "The weights are larger than 2 GB and cannot be "
                                   "stored inside the .onnx file; set external_data = \"auto\".")
             self._resave(external=False)
@@ -249,7 +237,7 @@ class AtomicOnnxWrite:
         import onnx
 
         path = self.temp_path
-        data_files = [p for p in path.parent.iterdir() if p != path]
+        data_files = self._data_files()
         clashes = [p for p in data_files if p.name in taken]
         if not clashes:
             return data_files
@@ -266,7 +254,12 @@ class AtomicOnnxWrite:
                 if entry.key == "location" and entry.value in renames:
                     entry.value = renames[entry.value]
         onnx.save_model(model, str(path))
-        return [p for p in path.parent.iterdir() if p != path]
+        return self._data_files()
+
+    def _data_files(self) -> list[Path]:
+        """The files the exporter wrote beside the .onnx file in the temporary folder."""
+        return [p for p in self.temp_path.parent.iterdir()
+                if p != self.temp_path and p.name != FOLDER_MARKER]
 
     def _resave(self, external: bool) -> None:
         import onnx
@@ -274,7 +267,7 @@ class AtomicOnnxWrite:
 
         path = self.temp_path
         model = onnx.load(str(path), load_external_data=True)
-        for p in list(path.parent.iterdir()):
+        for p in [path, *self._data_files()]:
             p.unlink()
         if external:
             # marked here, not with save_model(save_as_external_data=True): onnx checks that

@@ -255,11 +255,13 @@ class Generation(Wire):
 
 @dataclass(kw_only=True)
 class ExportedFile(Wire):
-    """One file of a multi-file export (a Hugging Face folder): its name and its graph."""
+    """One file of a multi-file export (a Hugging Face folder): its name, its graph and the
+    external data files beside it that it reads (names in the same folder)."""
 
     name: str
     path: str
     graph: Graph
+    data_files: list[str] = field(default_factory=list)
 
 
 @dataclass(kw_only=True)

@@ -193,12 +193,15 @@ class Committing(Event):
 
     Sent before the first rename; a worker ended after this line ends only once the renames
     are done. So a client that cancels knows: without this line the previous file stays; with
-    it the export had already finished and the new file is in place.
+    it the export had already finished and the new file is in place. A folder's export (a
+    set of files committed as one, engine.file_set) names the folder in `output` and the files
+    it puts there in `files`.
     """
 
     TAG = "committing"
     id: int | None
     output: str
+    files: list[str] = field(default_factory=list)
 
 
 @dataclass(kw_only=True)

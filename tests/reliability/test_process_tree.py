@@ -78,7 +78,7 @@ def test_exit_descriptions_of_subprocess_codes() -> None:
 def test_the_commit_gate_lets_a_rename_finish_before_the_end(tmp_path: Path) -> None:
     gate = files._CommitGate()
     heard: list[Path] = []
-    gate.announce = heard.append
+    gate.announce = lambda target, names: heard.append(target)
     target = tmp_path / "model.onnx"
     renamed = threading.Event()
     inside = threading.Event()

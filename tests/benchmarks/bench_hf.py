@@ -1,41 +1,75 @@
-"""The studio against `optimum-cli export onnx` on the same tiny Hugging Face models: seconds,
-files, input/output names, and whether each tool's validation catches a broken file (the
-largest initializer of the exported model.onnx patched to a constant).
+"""The studio against its peers on Hugging Face decoders with their cache, in one invocation.
+
+Speed (interleaved, each run a fresh process, wall time): `onnx-studio export hf:DIR -o OUT`
+(no validation), `optimum-cli export onnx --task text-generation-with-past`, and a plain
+`torch.onnx.export` script of the same wrapper the studio exports (what the exporter itself
+costs), on tiny Gemma, Phi3, OPT and Qwen3 decoders; medians, and the ratios studio/optimum and
+studio/plain. Outcomes: for every decoder of the corpus (tests/corpus/architectures.py, read
+at run time so its new rows appear here), the studio's `export --validate` beside
+optimum-cli's result. `--catch`: whether each tool's validation catches a broken file (the
+largest initializer patched to a constant).
 
 optimum-onnx 0.1.0 pins transformers 4.57, so it runs from a virtual environment of its own
-under the cache folder (made on first use: python -m venv + pip install optimum-onnx==0.1.0).
+(ONNX_STUDIO_OPTIMUM_VENV, default /work/venvs/optimum; made on first use: python -m venv, pip
+install torch==2.13.0 optimum-onnx==0.1.0 onnxruntime).
 
-    python tests/benchmarks/bench_hf.py [bert gpt2 llama qwen2 t5 whisper vit]
+    python tests/benchmarks/bench_hf.py [--runs 2] [--models gemma phi3 opt qwen3]
+                                        [--no-speed] [--no-outcomes] [--catch]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.engine.hf_models import build, studio_export  # noqa: E402
+VENV = Path(os.environ.get("ONNX_STUDIO_OPTIMUM_VENV", "/work/venvs/optimum"))
+TASK = "text-generation-with-past"
+TINY = {"vocab_size": 500, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 128}
+# the speed set: tiny decoders of four families (the issue's), from their config classes
+SPEED = {
+    "gemma": ("GemmaConfig", {**TINY, "head_dim": 8}),
+    "phi3": ("Phi3Config", {**TINY, "pad_token_id": 0}),
+    "opt": ("OPTConfig", {"vocab_size": 500, "hidden_size": 32, "ffn_dim": 64,
+                          "num_hidden_layers": 2, "num_attention_heads": 4,
+                          "word_embed_proj_dim": 32, "max_position_embeddings": 128}),
+    "qwen3": ("Qwen3Config", {**TINY, "head_dim": 8}),
+}
 
-VENV = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "onnx-studio-bench" \
-    / "optimum-venv"
-TASKS = {"bert": "text-classification", "gpt2": "text-generation-with-past",
-         "llama": "text-generation-with-past", "qwen2": "text-generation-with-past",
-         "t5": "text2text-generation-with-past",
-         "whisper": "automatic-speech-recognition-with-past", "vit": "image-classification"}
+# the plain anchor: the studio's own wrapper of the model, exported by torch.onnx.export alone
+PLAIN = r"""
+import sys
+from pathlib import Path
+import torch
+from engine.source.hf import load_hf
+from engine.export.hf_files import _dims
+folder, out = Path(sys.argv[1]), Path(sys.argv[2])
+out.mkdir(parents=True, exist_ok=True)
+hf = load_hf(f"hf:{folder}", folder.parent)
+for part in hf.parts:
+    with torch.no_grad():
+        torch.onnx.export(part.module, tuple(part.inputs.values()), str(out / part.file),
+                          dynamo=True, input_names=list(part.inputs),
+                          output_names=part.output_names, dynamic_shapes=_dims(part),
+                          opset_version=18)
+"""
 
 # run by the venv's python: optimum's own validation of one (possibly broken) file
 OPTIMUM_VALIDATE = r"""
 import sys
 from pathlib import Path
-from transformers import AutoConfig
 from optimum.exporters.tasks import TasksManager
 from optimum.exporters.onnx import validate_model_outputs
 import onnx
@@ -54,23 +88,139 @@ else:
 """
 
 
-def optimum_python() -> Path | None:
-    """The venv's python with optimum-onnx installed, made once; None if pip cannot get it."""
-    python = VENV / "bin" / "python"
-    if not (VENV / "bin" / "optimum-cli").exists():
+def environment() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env["HF_HUB_OFFLINE"] = "1"
+    return env
+
+
+def optimum_cli() -> Path | None:
+    """The venv's optimum-cli, made once; None if pip cannot install it here."""
+    cli = VENV / "bin" / "optimum-cli"
+    if not cli.exists():
         subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
-        done = subprocess.run([str(python), "-m", "pip", "install", "-q",
-                               "optimum-onnx==0.1.0", "onnxruntime"], check=False)
+        done = subprocess.run([str(VENV / "bin" / "python"), "-m", "pip", "install", "-q",
+                               "torch==2.13.0", "optimum-onnx==0.1.0", "onnxruntime"],
+                              check=False)
         if done.returncode != 0:
             return None
-    return python
+    return cli
 
 
-def names(path: Path) -> tuple[list[str], list[str]]:
-    import onnx
+def build(name: str, config_class: str, config: dict[str, Any], folder: Path) -> Path:
+    """A random-weight causal LM of `config_class` saved into folder/name (weights included:
+    optimum loads them)."""
+    import torch
+    import transformers
 
-    model = onnx.load(str(path), load_external_data=False)
-    return [i.name for i in model.graph.input], [o.name for o in model.graph.output]
+    target = folder / name
+    if not (target / "config.json").exists():
+        torch.manual_seed(0)
+        made = getattr(transformers, config_class)(**config)
+        transformers.AutoModelForCausalLM.from_config(made).save_pretrained(target)
+    return target
+
+
+def corpus_decoders() -> dict[str, tuple[str, dict[str, Any]]]:
+    """The corpus's decoders: architectures whose config transformers maps to a causal LM
+    and not to a masked LM (BERT-likes have both), by transformers' own auto tables."""
+    import transformers
+    from transformers.models.auto import modeling_auto
+
+    from tests.corpus import architectures
+
+    found = {}
+    for arch in architectures.ARCHITECTURES:
+        model_type = getattr(transformers, arch.config_class).model_type
+        if model_type in modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and \
+                model_type not in modeling_auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES:
+            found[arch.slug] = (arch.config_class, arch.config)
+    return found
+
+
+def timed(command: list[str], cwd: Path) -> tuple[float, subprocess.CompletedProcess[str]]:
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, env=environment(),
+                          cwd=cwd, check=False)
+    return time.perf_counter() - started, done
+
+
+def studio(folder: Path, out: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "engine.cli", "export", f"hf:{folder}", "-o", str(out),
+            "--json", *extra]
+
+
+def optimum(cli: Path, folder: Path, out: Path) -> list[str]:
+    return [str(cli), "export", "onnx", "--model", str(folder), "--task", TASK, str(out)]
+
+
+def speed(models: list[str], runs: int, work: Path, cli: Path | None) -> None:
+    """Interleaved wall times of the three commands on each model; medians and ratios."""
+    script = work / "plain.py"
+    script.write_text(PLAIN, encoding="utf-8")
+    folders = {m: build(m, *SPEED[m], work / "models") for m in models}
+    times: dict[tuple[str, str], list[float]] = {}
+    for run in range(runs):
+        for model, folder in folders.items():
+            commands = {"studio": studio(folder, work / f"s_{model}_{run}"),
+                        "plain": [sys.executable, str(script), str(folder),
+                                  str(work / f"p_{model}_{run}")]}
+            if cli is not None:
+                commands["optimum"] = optimum(cli, folder, work / f"o_{model}_{run}")
+            for tool, command in commands.items():
+                seconds, done = timed(command, work)
+                ok = done.returncode == 0
+                print(json.dumps({"model": model, "tool": tool, "run": run,
+                                  "seconds": round(seconds, 2), "ok": ok,
+                                  **({} if ok else {"error": done.stderr.strip()[-300:]})}),
+                      flush=True)
+                times.setdefault((model, tool), []).append(seconds if ok else float("nan"))
+    print("\n| decoder | studio s | optimum s | plain torch.onnx.export s | studio / optimum |"
+          " studio / plain |")
+    print("|---|---:|---:|---:|---:|---:|")
+    ratios = []
+    for model in models:
+        med = {t: statistics.median(times.get((model, t), [float("nan")]))
+               for t in ("studio", "optimum", "plain")}
+        ratios.append(med["studio"] / med["optimum"])
+        print(f"| {model} | {med['studio']:.1f} | {med['optimum']:.1f} | {med['plain']:.1f} "
+              f"| {med['studio'] / med['optimum']:.2f} | {med['studio'] / med['plain']:.2f} |")
+    print(f"\nmedian studio/optimum ratio: {statistics.median(ratios):.2f} ({runs} runs each, "
+          "interleaved)")
+
+
+def outcome_of_studio(done: subprocess.CompletedProcess[str]) -> str:
+    lines = done.stdout.strip().splitlines()
+    doc = json.loads(lines[-1]) if lines else {}
+    if doc.get("ok"):
+        generation = (doc.get("validation") or {}).get("generation") or {}
+        return "exported, validated" + (", tokens equal" if generation.get("tokens_equal")
+                                        else "")
+    error = doc.get("error") or {}
+    return f"{error.get('kind', 'no document')}: {str(error.get('message', ''))[:90]}"
+
+
+def outcome_of_optimum(done: subprocess.CompletedProcess[str]) -> str:
+    if done.returncode == 0:
+        return "exported, validated"
+    last = [line for line in done.stderr.strip().splitlines() if line.strip()]
+    return "failed: " + (last[-1][:90] if last else f"exit {done.returncode}")
+
+
+def outcomes(work: Path, cli: Path | None) -> None:
+    """The studio's export --validate beside optimum-cli on every decoder of the corpus."""
+    print("\n| corpus decoder | studio (export --validate) | s | optimum-cli | s |")
+    print("|---|---|---:|---|---:|")
+    for name, (config_class, config) in corpus_decoders().items():
+        folder = build(name, config_class, config, work / "corpus")
+        s_seconds, s_done = timed(studio(folder, work / f"cs_{name}", "--validate"), work)
+        o_text, o_seconds = "not installed", float("nan")
+        if cli is not None:
+            o_seconds, o_done = timed(optimum(cli, folder, work / f"co_{name}"), work)
+            o_text = outcome_of_optimum(o_done)
+        print(f"| {name} | {outcome_of_studio(s_done)} | {s_seconds:.1f} | {o_text} | "
+              f"{o_seconds:.1f} |", flush=True)
 
 
 def broken_copy(source: Path, target: Path) -> Path:
@@ -89,82 +239,59 @@ def broken_copy(source: Path, target: Path) -> Path:
     return target
 
 
-def studio_catches(folder: Path, out: Path, name: str) -> str:
+def catch(work: Path, cli: Path | None) -> None:
+    """Whether each tool's validation catches a broken model.onnx of each speed decoder."""
     from engine.events import Events
     from engine.source.hf import load_hf
     from engine.validation.hf_checks import check_generation, check_parts
 
-    broken = out.parent / f"{out.name}_broken"
-    shutil.copytree(out, broken, dirs_exist_ok=True)
-    first = "model.onnx" if (out / "model.onnx").exists() else "decoder_model.onnx"
-    broken_copy(out / first, broken / first)
-    hf = load_hf(f"hf:{folder}", folder.parent)
-    parts = check_parts(hf, broken, 1e-3, 1e-5, Events())
-    caught = [] if parts["ok"] else ["outputs"]
-    if hf.generates and not check_generation(hf, broken)["tokens_equal"]:
-        caught.append("tokens")
-    return "caught (" + ", ".join(caught) + ")" if caught else "missed"
+    print("\n| decoder | studio catches | optimum catches |")
+    print("|---|---|---|")
+    for name, (config_class, config) in SPEED.items():
+        folder = build(name, config_class, config, work / "models")
+        out = work / f"catch_{name}"
+        timed(studio(folder, out), work)
+        broken = out.parent / f"{out.name}_broken"
+        shutil.copytree(out, broken, dirs_exist_ok=True)
+        broken_copy(out / "model.onnx", broken / "model.onnx")
+        hf = load_hf(f"hf:{folder}", folder.parent)
+        caught = [] if check_parts(hf, broken, 1e-3, 1e-5, Events())["ok"] else ["outputs"]
+        if not check_generation(hf, broken)["tokens_equal"]:
+            caught.append("tokens")
+        theirs = "not installed"
+        if cli is not None:
+            out_o = work / f"catch_o_{name}"
+            timed(optimum(cli, folder, out_o), work)
+            target = broken_copy(out_o / "model.onnx", work / f"catch_ob_{name}" / "model.onnx")
+            done = subprocess.run([str(VENV / "bin" / "python"), "-c", OPTIMUM_VALIDATE,
+                                   str(folder), TASK, str(target)], capture_output=True,
+                                  text=True, check=False)
+            last = (done.stdout.strip().splitlines() or ["error"])[-1]
+            theirs = "caught" if last.startswith("CAUGHT") else "missed" \
+                if last == "PASSED" else last[:60]
+        print(f"| {name} | {'caught (' + ', '.join(caught) + ')' if caught else 'missed'} "
+              f"| {theirs} |", flush=True)
 
 
-def optimum_catches(python: Path, folder: Path, out: Path, task: str) -> str:
-    first = "model.onnx" if (out / "model.onnx").exists() else "decoder_model.onnx"
-    if not (out / first).exists():
-        return "n/a"
-    broken = broken_copy(out / first, out.parent / f"{out.name}_broken" / first)
-    done = subprocess.run([str(python), "-c", OPTIMUM_VALIDATE, str(folder),
-                           task, str(broken)],
-                          capture_output=True, text=True, check=False)
-    last = (done.stdout.strip().splitlines() or ["error: " + done.stderr.strip()[-150:]])[-1]
-    return "caught" if last.startswith("CAUGHT") else "missed" if last == "PASSED" else last
-
-
-def main(models: list[str]) -> None:
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--models", nargs="*", default=list(SPEED), choices=list(SPEED))
+    parser.add_argument("--no-speed", action="store_true")
+    parser.add_argument("--no-outcomes", action="store_true")
+    parser.add_argument("--catch", action="store_true")
+    args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench_hf_"))
-    python = optimum_python()
-    print(f"optimum: {'venv ' + str(VENV) if python else 'not installable here'}", flush=True)
-    rows = []
-    for name in models:
-        folder = build(name, work / "models")
-        out = work / f"studio_{name}"
-        started = time.perf_counter()
-        code, doc, _ = studio_export(f"hf:{folder}", out)
-        studio_s = time.perf_counter() - started
-        files = sorted(p.name for p in out.glob("*.onnx"))
-        first = out / files[0] if files else None
-        row = {"model": name, "tool": "studio", "seconds": round(studio_s, 1),
-               "ok": code == 0, "files": files,
-               "names": names(out / ("model.onnx" if "model.onnx" in files else
-                                     "decoder_with_past_model.onnx")) if first else None,
-               "broken_file": studio_catches(folder, out, name) if code == 0 else "n/a",
-               "generation": (doc.get("validation") or {}).get("generation", {}).get(
-                   "tokens_equal")}
-        print(json.dumps(row), flush=True)
-        rows.append(row)
-        if python is None:
-            continue
-        out_o = work / f"optimum_{name}"
-        started = time.perf_counter()
-        done = subprocess.run([str(VENV / "bin" / "optimum-cli"), "export", "onnx", "--model",
-                               str(folder), "--task", TASKS[name], str(out_o)],
-                              capture_output=True, text=True, check=False,
-                              env={**os.environ, "HF_HUB_OFFLINE": "1"})
-        optimum_s = time.perf_counter() - started
-        files_o = sorted(p.name for p in out_o.glob("*.onnx"))
-        row = {"model": name, "tool": "optimum", "seconds": round(optimum_s, 1),
-               "ok": done.returncode == 0, "files": files_o,
-               "names": names(out_o / ("model.onnx" if "model.onnx" in files_o else
-                                       "decoder_with_past_model.onnx")) if files_o else None,
-               "broken_file": optimum_catches(python, folder, out_o, TASKS[name])
-               if files_o else "n/a",
-               "error": None if done.returncode == 0 else done.stderr.strip()[-300:]}
-        print(json.dumps(row), flush=True)
-        rows.append(row)
-    print()
-    print(f"{'model':8} {'tool':8} {'s':>6}  {'ok':3} {'files':55} broken file")
-    for r in rows:
-        print(f"{r['model']:8} {r['tool']:8} {r['seconds']:6.1f}  {'yes' if r['ok'] else 'no':3} "
-              f"{', '.join(r['files']) or '-':55} {r['broken_file']}")
+    cli = optimum_cli()
+    print(f"optimum: {cli or 'not installable here'}; work folder {work}", flush=True)
+    if not args.no_speed:
+        speed(args.models, args.runs, work, cli)
+    if not args.no_outcomes:
+        outcomes(work, cli)
+    if args.catch:
+        catch(work, cli)
+    shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or list(TASKS))
+    main()

@@ -90,3 +90,23 @@ def studio_validate(folder: Path, recipe: Path) -> tuple[int, dict[str, Any], st
         check=False)
     lines = done.stdout.strip().splitlines()
     return done.returncode, json.loads(lines[-1]) if lines else {}, done.stderr
+
+
+# Qwen2.5-0.5B's shapes (tied embeddings); the layer count sets the size
+QWEN2: dict[str, Any] = {
+    "vocab_size": 151936, "hidden_size": 896, "intermediate_size": 4864,
+    "num_attention_heads": 14, "num_key_value_heads": 2, "max_position_embeddings": 4096,
+    "tie_word_embeddings": True, "model_type": "qwen2", "architectures": ["Qwen2ForCausalLM"]}
+
+
+def qwen2_folder(folder: Path, layers: int) -> tuple[Path, int]:
+    """A config-only Qwen2 folder (`hf-config:`: random weights, nothing to load) of
+    Qwen2.5-0.5B's shapes with `layers` layers (28: 553M parameters, 2.2 GB), and its
+    weights' size in bytes (float32). For the real-size export test and bench_large.py."""
+    target = folder / f"qwen2_{layers}"
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "config.json").write_text(json.dumps({**QWEN2, "num_hidden_layers": layers}))
+    h, i, v = QWEN2["hidden_size"], QWEN2["intermediate_size"], QWEN2["vocab_size"]
+    kv = h // QWEN2["num_attention_heads"] * QWEN2["num_key_value_heads"]
+    layer = 2 * h * h + 2 * h * kv + h + 2 * kv + 3 * h * i + 2 * h  # attention, MLP, norms
+    return target, 4 * (v * h + layers * layer + h)

@@ -45,19 +45,26 @@ def dead_pid() -> int:
 
 def leave_leftovers(folder: Path, owner: int) -> dict[str, Path]:
     """What killed runs leave: an exporter's folder, an atomic write's file, and a live
-    process's folder that must stay."""
+    process's folder that must stay; and other programs' files named almost like ours."""
     folder.mkdir(parents=True, exist_ok=True)
     made = {
-        "export": folder / f".model.onnx.{owner}.k3x9_abc.tmp",
-        "other": folder / f".another.onnx.{owner}.zz.tmp",
-        "file": folder / f".recipe.toml.{owner}.0a1b2c3d.tmp",
-        "live": folder / f".model.onnx.{os.getpid()}.live.tmp",
+        "export": folder / f".model.onnx.onnx-studio.{owner}.k3x9_abc.tmp",
+        "other": folder / f".another.onnx.onnx-studio.{owner}.zz.tmp",
+        "file": folder / f".recipe.toml.onnx-studio.{owner}.0a1b2c3d.tmp",
+        "live": folder / f".model.onnx.onnx-studio.{os.getpid()}.live.tmp",
         "user": folder / ".notes.tmp",  # not one of ours: never touched
+        # other programs' temporary names, with a pid that no longer runs (issue 23, 5)
+        "user_csv": folder / f".report.csv.{owner}.a1b2.tmp",
+        "user_folder": folder / f".photos.{owner}.bak.tmp",
+        # our name, but no marker file inside: not made by the studio, so never removed
+        "unmarked": folder / f".model.onnx.onnx-studio.{owner}.unmarked.tmp",
     }
     for key, path in made.items():
-        if key in ("export", "other", "live"):
+        if key in ("export", "other", "live", "user_folder", "unmarked"):
             path.mkdir()
             (path / "model.onnx.data").write_bytes(b"\0" * 1024)
+            if key in ("export", "other", "live"):
+                (path / files.FOLDER_MARKER).write_text("onnx-studio")
         else:
             path.write_text("x")
     return made
@@ -72,9 +79,21 @@ def environment(tmp: Path) -> dict[str, str]:
     return env
 
 
+def assert_only_ours_went(made: dict[str, Path]) -> None:
+    assert not made["export"].exists() and not made["other"].exists()
+    assert not made["file"].exists()
+    assert made["live"].is_dir() and made["user"].is_file()
+    assert made["user_csv"].read_text() == "x"
+    for key in ("user_folder", "unmarked"):
+        assert (made[key] / "model.onnx.data").stat().st_size == 1024
+
+
 def test_temp_names_carry_their_owner() -> None:
-    assert files.temp_owner(Path(".model.onnx.1234.k3x9_abc.tmp")) == 1234
-    assert files.temp_owner(Path(".a.b.c.onnx.7.x.tmp")) == 7
+    assert files.temp_owner(Path(".model.onnx.onnx-studio.1234.k3x9_abc.tmp")) == 1234
+    assert files.temp_owner(Path(".a.b.c.onnx.onnx-studio.7.x.tmp")) == 7
+    assert files.temp_owner(Path(files.temp_name("model.onnx"))) == os.getpid()
+    assert files.temp_owner(Path(".model.onnx.1234.k3x9_abc.tmp")) is None  # no marker
+    assert files.temp_owner(Path(".report.csv.4000000.a1b2.tmp")) is None
     assert files.temp_owner(Path(".notes.tmp")) is None
     assert files.temp_owner(Path("model.onnx")) is None
 
@@ -93,9 +112,7 @@ def test_the_cli_removes_what_dead_runs_left_in_its_folders(tmp_path: Path) -> N
         timeout=100)
     assert done.returncode == 0, done.stderr[-2000:]
     for made in (out, here):
-        assert not made["export"].exists() and not made["other"].exists()
-        assert not made["file"].exists()
-        assert made["live"].is_dir() and made["user"].is_file()
+        assert_only_ours_went(made)
     assert (tmp_path / "out" / "new.onnx").is_file()
 
 
@@ -125,7 +142,27 @@ def test_the_app_start_removes_what_a_killed_worker_left(tmp_path: Path) -> None
         except subprocess.TimeoutExpired:
             window.kill()
             window.wait(10)
-    assert not made["export"].exists() and not made["other"].exists()
-    assert not made["file"].exists()
-    assert made["live"].is_dir() and made["user"].is_file()
+    assert_only_ours_went(made)
     assert not (record / "target-folder").exists()
+
+
+@pytest.mark.slow
+def test_a_profile_run_removes_only_what_the_studio_wrote(tmp_path: Path) -> None:
+    """Issue 23, 5: other programs' `.NAME.N.TOKEN.tmp` files and folders in the working
+    folder survive a run there; the studio's own leftovers go."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    folder = tmp_path / "work"
+    made = leave_leftovers(folder, dead_pid())
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]),
+              str(folder / "relu.onnx"))
+    done = subprocess.run(
+        [sys.executable, "-m", "engine.cli", "profile", "relu.onnx", "--runs", "1",
+         "--warmup", "0", "--json"],
+        env=environment(tmp_path), cwd=folder, capture_output=True, text=True, timeout=100)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert_only_ours_went(made)

@@ -108,18 +108,19 @@ def test_the_commit_gate_lets_a_rename_finish_before_the_end(tmp_path: Path) -> 
 def test_remove_abandoned_keeps_live_owners_and_other_files(tmp_path: Path) -> None:
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    gone = tmp_path / f".m.onnx.{dead.pid}.abc.tmp"
-    gone.mkdir()
-    other = tmp_path / f".n.onnx.{dead.pid}.abc.tmp"
+    gone = files.new_temp_folder(tmp_path, "m.onnx").rename(
+        tmp_path / f".m.onnx.onnx-studio.{dead.pid}.abc.tmp")
+    other = tmp_path / f".n.onnx.onnx-studio.{dead.pid}.abc.tmp"
     other.write_text("x")
-    mine = tmp_path / f".m.onnx.{os.getpid()}.abc.tmp"
-    mine.mkdir()
+    mine = files.new_temp_folder(tmp_path, "m.onnx")
     plain = tmp_path / "m.onnx.tmp"
     plain.write_text("x")
+    theirs = tmp_path / f".m.onnx.{dead.pid}.abc.tmp"  # the old form: not ours to tell
+    theirs.write_text("x")
     assert files.remove_abandoned(tmp_path, process_tree.alive, name="m.onnx") == [gone]
     assert other.exists()
     assert files.remove_abandoned(tmp_path, process_tree.alive) == [other]
-    assert mine.is_dir() and plain.is_file()
+    assert mine.is_dir() and plain.is_file() and theirs.is_file()
 
 
 def test_family_finds_a_grandchild_whose_parent_is_gone(tmp_path: Path) -> None:

@@ -28,7 +28,6 @@ from engine.errors import StudioError
 from engine.events import Events
 from engine.export.hf_files import check_output_folder
 from engine.export.onnx_file import check_output_path
-from engine.file_set import recover_in
 from engine.paths import check_recipe_target, rebase_recipe_paths
 from engine.protocol import (
     Error,
@@ -471,7 +470,8 @@ def _cmd_inspect(args: argparse.Namespace) -> InspectDocument:
     # The contract prints `graph` plus `opset_imports`: the fields sit at the top level, and
     # under "graph" as in the export document, so either reading of it works.
     path = Path(args.model)
-    recover_in([path.parent])  # a folder export a kill cut short: completed before it is read
+    # a folder export a kill cut short is completed before it is read, its leftovers removed
+    remove_abandoned_temps([path.parent])
     doc = InspectDocument.from_summary(summarize(path))
     problems = check_file(path)
     doc.problems = [FileProblem.from_dict(p.to_dict()) for p in problems]

@@ -133,7 +133,8 @@ def export_hf(recipe: Recipe, events: Events | None = None, *,
 
     events = events or Events()
     folder = recipe.output_path
-    report = ExportReport(output=str(folder), exporter="dynamo")
+    exporter = "torchscript" if recipe.export.exporter == "torchscript" else "dynamo"
+    report = ExportReport(output=str(folder), exporter=exporter)
     started = time.perf_counter()
     try:
         check_output_folder(folder)
@@ -171,7 +172,8 @@ def _write_hf_parts(hf: HfModel, folder: Path, recipe: Recipe, events: Events) -
                 events.progress(index / count, f"Exporting {part.file}")
                 export_part(part, write.staging, recipe.export.opset,
                             events.part(index / count, (index + 1) / count),
-                            recipe.export.external_data)
+                            recipe.export.external_data, recipe.export.exporter,
+                            recipe.export.optimize)
             # what the previous export's files read stays theirs: moved away with them
             old = [n for n in {*previous_set(folder), *write.staged()} if n.endswith(".onnx")]
             write.commit(replaces=[d for n in old for d in data_files(folder / n)])

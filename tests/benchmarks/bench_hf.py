@@ -1,7 +1,8 @@
 """The studio against its peers on Hugging Face decoders with their cache, in one invocation.
 
 Speed (interleaved, each run a fresh process, wall time): `onnx-studio export hf:DIR -o OUT`
-(no validation), `optimum-cli export onnx --task text-generation-with-past`, and a plain
+(no validation), the same with `--exporter torchscript` (the faster path, Optimum's own
+exporter), `optimum-cli export onnx --task text-generation-with-past`, and a plain
 `torch.onnx.export` script of the same wrapper the studio exports (what the exporter itself
 costs), on tiny Gemma, Phi3, OPT and Qwen3 decoders; medians, and the ratios studio/optimum and
 studio/plain. Outcomes: for every decoder of the corpus (tests/corpus/architectures.py, read
@@ -164,6 +165,8 @@ def speed(models: list[str], runs: int, work: Path, cli: Path | None) -> None:
     for run in range(runs):
         for model, folder in folders.items():
             commands = {"studio": studio(folder, work / f"s_{model}_{run}"),
+                        "studio-ts": studio(folder, work / f"t_{model}_{run}", "--exporter",
+                                            "torchscript"),
                         "plain": [sys.executable, str(script), str(folder),
                                   str(work / f"p_{model}_{run}")]}
             if cli is not None:
@@ -176,18 +179,22 @@ def speed(models: list[str], runs: int, work: Path, cli: Path | None) -> None:
                                   **({} if ok else {"error": done.stderr.strip()[-300:]})}),
                       flush=True)
                 times.setdefault((model, tool), []).append(seconds if ok else float("nan"))
-    print("\n| decoder | studio s | optimum s | plain torch.onnx.export s | studio / optimum |"
-          " studio / plain |")
-    print("|---|---:|---:|---:|---:|---:|")
-    ratios = []
+    print("\n| decoder | studio s | studio --exporter torchscript s | optimum-cli s | plain "
+          "torch.onnx.export s | studio / optimum | torchscript / optimum | studio / plain |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    ratios: dict[str, list[float]] = {"studio": [], "studio-ts": []}
     for model in models:
         med = {t: statistics.median(times.get((model, t), [float("nan")]))
-               for t in ("studio", "optimum", "plain")}
-        ratios.append(med["studio"] / med["optimum"])
-        print(f"| {model} | {med['studio']:.1f} | {med['optimum']:.1f} | {med['plain']:.1f} "
-              f"| {med['studio'] / med['optimum']:.2f} | {med['studio'] / med['plain']:.2f} |")
-    print(f"\nmedian studio/optimum ratio: {statistics.median(ratios):.2f} ({runs} runs each, "
-          "interleaved)")
+               for t in ("studio", "studio-ts", "optimum", "plain")}
+        for tool in ratios:
+            ratios[tool].append(med[tool] / med["optimum"])
+        print(f"| {model} | {med['studio']:.1f} | {med['studio-ts']:.1f} | "
+              f"{med['optimum']:.1f} | {med['plain']:.1f} | "
+              f"{med['studio'] / med['optimum']:.2f} | {med['studio-ts'] / med['optimum']:.2f} "
+              f"| {med['studio'] / med['plain']:.2f} |")
+    print(f"\nmedian ratio to optimum-cli ({runs} runs each, interleaved): default (dynamo) "
+          f"{statistics.median(ratios['studio']):.2f}, --exporter torchscript "
+          f"{statistics.median(ratios['studio-ts']):.2f}")
 
 
 def outcome_of_studio(done: subprocess.CompletedProcess[str]) -> str:

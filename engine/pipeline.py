@@ -164,9 +164,11 @@ def _write_hf_parts(hf: HfModel, folder: Path, recipe: Recipe, events: Events) -
     set; a `write` error when the folder cannot take them."""
     from engine.export.hf_files import data_files, export_part
     from engine.file_set import CommitBusy, FolderWrite, previous_set
+    from engine.torch_private import reused_onnx_registry
 
     try:
-        with FolderWrite(folder) as write:
+        # the exporter's translation table built once for all the parts, not once a part
+        with FolderWrite(folder) as write, reused_onnx_registry():
             count = len(hf.parts)
             for index, part in enumerate(hf.parts):
                 events.progress(index / count, f"Exporting {part.file}")

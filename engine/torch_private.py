@@ -15,7 +15,9 @@ without torch, and the worker imports torch once, when it starts.
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Iterator
 from typing import Any, Final
 
 # The torch releases this engine is tested with: pyproject.toml's `torch` requirement says the
@@ -271,6 +273,37 @@ def capture_like_the_exporter(model: Any, args: tuple[Any, ...], dynamic_shapes:
             return result.exported_program
         failure = result.exception or failure
     raise failure or RuntimeError("torch.export could not capture the model")
+
+
+@contextlib.contextmanager
+def reused_onnx_registry() -> Iterator[None]:
+    """Within the block, every torch.onnx.export gets a copy of one registry built once per
+    opset, instead of building its own (ONNXRegistry.from_torchlib walks every torchlib
+    function: 1-2 s a call, paid for each file of a multi-file export).
+
+    A copy per call, so a custom translation registered by one export stays its own; the
+    cache lives for the block only, so translations that a later extension adds to torchlib
+    are never missed.
+    """
+    from torch.onnx._internal.exporter import _registration
+
+    registry_class = _registration.ONNXRegistry
+    original = registry_class.__dict__["from_torchlib"]
+    built: dict[int, Any] = {}
+
+    def from_torchlib(cls: Any, opset_version: int = torchlib_opset()) -> Any:
+        if opset_version not in built:
+            built[opset_version] = original.__func__(cls, opset_version=opset_version)
+        copy = cls()
+        copy._opset_version = built[opset_version]._opset_version
+        copy.functions = {op: list(metas) for op, metas in built[opset_version].functions.items()}
+        return copy
+
+    setattr(registry_class, "from_torchlib", classmethod(from_torchlib))  # noqa: B010
+    try:
+        yield
+    finally:
+        setattr(registry_class, "from_torchlib", original)  # noqa: B010
 
 
 def prepare_for_onnx(program: Any, registry: Any) -> Any:

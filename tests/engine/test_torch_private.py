@@ -136,6 +136,24 @@ def _register_output_dataclasses() -> None:
     assert len(torch_private.tree_leaves(value)) == 1  # pytree opens it now
 
 
+def _reused_onnx_registry() -> None:
+    from torch.onnx._internal.exporter import _registration
+
+    with torch_private.reused_onnx_registry():
+        first = _registration.ONNXRegistry().from_torchlib(opset_version=18)
+        first.register_op(torch.ops.aten.relu.default, lambda x: x, is_complex=False)
+        second = _registration.ONNXRegistry.from_torchlib(opset_version=18)
+        assert second.opset_version == 18 and second.functions
+        # a copy each: the first call's custom translation is not in the second's
+        def count(registry: Any) -> int:
+            return sum(len(metas) for metas in registry.functions.values())
+
+        assert count(first) == count(second) + 1
+    assert "from_torchlib" in vars(_registration.ONNXRegistry)  # the original is back
+    fresh = _registration.ONNXRegistry.from_torchlib(opset_version=18)
+    assert fresh.functions.keys() == second.functions.keys()
+
+
 ACCESSORS: dict[str, Callable[..., None]] = {
     "onnx_default_opset": _onnx_default_opset,
     "onnx_opset_range": _onnx_opset_range,
@@ -151,6 +169,7 @@ ACCESSORS: dict[str, Callable[..., None]] = {
     "pytorch_file_reader": _pytorch_file_reader,
     "named_leaves": _named_leaves,
     "register_output_dataclasses": _register_output_dataclasses,
+    "reused_onnx_registry": _reused_onnx_registry,
 }
 
 

@@ -78,6 +78,7 @@ class FolderWrite:
         self.staging = Path()
         self.committed: list[str] = []
         self._made_folder = False
+        self._journaled = False  # a commit began: its folders are the journal's from then on
 
     def __enter__(self) -> FolderWrite:
         self._made_folder = not self.folder.exists()
@@ -89,6 +90,8 @@ class FolderWrite:
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
+        if self._journaled and (self.folder / JOURNAL).exists():
+            return  # a commit that failed half-way (a disk error): `recover` finishes it
         shutil.rmtree(self.staging, ignore_errors=True)
         if self._made_folder and not self.committed:
             with contextlib.suppress(OSError):
@@ -117,6 +120,7 @@ class FolderWrite:
                    "previous": previous.name, "old": old, "new": new}
         with COMMIT.committing(self.folder, tuple(new)):
             _claim_journal(self.folder, journal)
+            self._journaled = True
             hook = os.environ.get(STOP_AFTER_ENV, "")
             _roll_forward(self.folder, journal, int(hook) if hook.isdigit() else -1)
         self.committed = new

@@ -114,9 +114,13 @@ def run_job(request: Request, expected: str, on_event: Callable[[Event], None], 
         raise
     if result is None:  # the worker ended without its answer
         code = job.end()
-        _clean_after(worker.pid, folder)
+        _clean_after(worker.pid, folder)  # completes a commit the crash cut short
         stderr.join(_STDERR_JOIN_S)
-        raise _crashed(code, tail)
+        crash = _crashed(code, tail)
+        if job.committed is not None:  # its files were going into place: they are now
+            crash.message += (f" The export had finished before: "
+                              f"{written_text(job.committed, job.committed_files)}.")
+        raise crash
     job.finish()
     stderr.join(_STDERR_JOIN_S)  # its last lines before the CLI's own
     return result

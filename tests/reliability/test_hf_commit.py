@@ -157,7 +157,10 @@ def test_kill_9_of_the_worker_mid_commit_is_completed_by_its_cli(
     for child in psutil.Process(process.pid).children():  # the worker alone
         child.send_signal(signal.SIGKILL)
     code, doc, _ = document(process)
-    assert code == 1 and doc["error"]["kind"] == "worker_crashed"  # type: ignore[index]
+    error = doc["error"]
+    assert code == 1 and error["kind"] == "worker_crashed"  # type: ignore[index]
+    assert "The export had finished before" in error["message"]  # type: ignore[index]
+    assert "encoder_model.onnx.data" in error["message"]  # type: ignore[index]
     assert_new_set(out, t5[2])
 
 

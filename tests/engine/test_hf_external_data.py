@@ -49,7 +49,7 @@ def test_always_writes_a_data_file_per_onnx_and_the_report_lists_it(tmp_path: Pa
     external = [t for t in proto.graph.initializer
                 if t.data_location == onnx.TensorProto.EXTERNAL]
     inline = [t for t in proto.graph.initializer if t not in external]
-    assert len(external) > len(proto.graph.initializer) // 2
+    assert len(external) >= 10  # every weight matrix and vector of the 2 layers
     assert all(t.ByteSize() < 1024 for t in inline)  # only scalars and tiny vectors stay
     assert {e.value for t in external for e in t.external_data if e.key == "location"} == \
         {"model.onnx.data"}

@@ -125,7 +125,8 @@ def build(name: str, config_class: str, config: dict[str, Any], folder: Path) ->
 
 def corpus_decoders() -> dict[str, tuple[str, dict[str, Any]]]:
     """The corpus's decoders: architectures whose config transformers maps to a causal LM
-    and not to a masked LM (BERT-likes have both), by transformers' own auto tables."""
+    and not to a masked LM (BERT-likes have both), by transformers' own auto tables, and
+    that are no encoder-decoder."""
     import transformers
     from transformers.models.auto import modeling_auto
 
@@ -133,9 +134,11 @@ def corpus_decoders() -> dict[str, tuple[str, dict[str, Any]]]:
 
     found = {}
     for arch in architectures.ARCHITECTURES:
-        model_type = getattr(transformers, arch.config_class).model_type
+        config = getattr(transformers, arch.config_class)(**arch.config)
+        model_type = config.model_type
         if model_type in modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and \
-                model_type not in modeling_auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES:
+                model_type not in modeling_auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES and \
+                not getattr(config, "is_encoder_decoder", False):  # Whisper has a CausalLM too
             found[arch.slug] = (arch.config_class, arch.config)
     return found
 

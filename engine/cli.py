@@ -28,7 +28,7 @@ from engine.errors import StudioError
 from engine.events import Events
 from engine.export.hf_files import check_output_folder
 from engine.export.onnx_file import check_output_path
-from engine.paths import check_recipe_target, rebase_recipe_paths
+from engine.paths import check_recipe_target, output_folder, rebase_recipe_paths
 from engine.protocol import (
     Error,
     ExportReport,
@@ -374,7 +374,7 @@ def _cmd_export(args: argparse.Namespace, progress: Progress) -> ExportReport:
     result = _export_in_worker(
         ExportRequest(recipe=recipe.to_toml(), base_dir=str(recipe.base_dir),
                       validate=True if args.validate else None, plots_beside_onnx=True),
-        progress, _output_folder(recipe))
+        progress, output_folder(recipe))
     report = _report_of(result)
     resolved: list[list[ResolvedFill]] = [] if result.fills is None else [
         [ResolvedFill(f.fill, f.low, f.high, f.reason) for f in result.fills]]
@@ -413,14 +413,6 @@ def _cmd_validate(args: argparse.Namespace, progress: Progress) -> ExportReport:
                             onnx=str(model)),
         progress, model if model.is_dir() else model.parent)
     return _report_of(result)
-
-
-def _output_folder(recipe: Recipe) -> Path:
-    """Where the export writes: the folder itself for a folder export (its files are staged
-    inside it), else the .onnx file's folder."""
-    if recipes.is_folder_source(recipe.model.source):
-        return recipe.output_path
-    return recipe.output_path.parent
 
 
 def _export_in_worker(request: ExportRequest | ValidateFileRequest, progress: Progress,

@@ -126,3 +126,11 @@ def _named_paths(recipe: Recipe) -> list[tuple[str, Path]]:
     named += [("extension", ext) for ext in recipe.export.extensions]
     named.append(("export output", recipe.export.output))
     return [(field, Path(os.path.realpath(recipe.resolve(p)))) for field, p in named]
+
+
+def output_folder(recipe: Recipe) -> Path:
+    """Where the recipe's export writes (and stages its temporary files): the folder itself
+    for a folder export (a Hugging Face source), else the .onnx file's folder."""
+    if is_folder_source(recipe.model.source):
+        return recipe.output_path
+    return recipe.output_path.parent

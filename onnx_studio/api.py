@@ -21,6 +21,7 @@ from typing import TextIO, TypeVar
 from engine import recipe as recipes
 from engine import shipped
 from engine.errors import StudioError
+from engine.paths import output_folder
 from engine.protocol import (
     BatchSummary,
     CompareDocument,
@@ -77,7 +78,7 @@ def export(recipe: RecipeLike, *, output: PathLike | None = None,
         chosen.check()
         result = _run(ExportRequest(recipe=chosen.to_toml(), base_dir=str(chosen.base_dir),
                                     validate=validate, plots_beside_onnx=True),
-                      chosen.output_path.parent, progress, timeout)
+                      output_folder(chosen), progress, timeout)
         return _report(result)
 
     return _document(ExportReport, job)

@@ -24,6 +24,7 @@ from pathlib import Path
 from engine import recipe as recipes
 from engine import shipped
 from engine.errors import StudioError
+from engine.paths import output_folder
 from engine.recipe import Recipe, split_source
 
 _HASHED_PACKAGES = ("onnx-export-studio", "torch", "onnx", "onnxruntime", "onnxscript",
@@ -49,7 +50,7 @@ class ItemJob:
     @classmethod
     def of(cls, key: str, label: str, recipe: Recipe, validate: bool | None) -> ItemJob:
         return cls(key=key, label=label, recipe=recipe.to_toml(), base_dir=str(recipe.base_dir),
-                   validate=validate, folder=str(recipe.output_path.parent),
+                   validate=validate, folder=str(output_folder(recipe)),
                    fingerprint=fingerprint(recipe, validate),
                    cpus=recipe.export.cpus or 1,
                    gpus=1 if recipe.export.device.startswith("cuda") else 0)

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
-from engine.errors import StudioError, one_line
+from engine.errors import StudioError
 from engine.events import Events
 from engine.files import write_bytes_atomic
 
@@ -58,6 +57,9 @@ def export_part(part: Any, folder: Path, opset: int | None, events: Events) -> f
 
     import torch
 
+    from engine.export.failures import part_failure
+    from engine.export.request_check import check_axes
+
     started = time.perf_counter()
     events.log(f"exporting {part.file}: inputs {', '.join(part.inputs)}")
     try:
@@ -68,14 +70,14 @@ def export_part(part: Any, folder: Path, opset: int | None, events: Events) -> f
                 input_names=list(part.inputs), output_names=part.output_names,
                 dynamic_shapes=_dims(part), opset_version=opset or DEFAULT_OPSET,
                 optimize=True, verbose=False)
-    except Exception as exc:
-        raise StudioError(
-            "export", f"The exporter could not convert {part.file}: {one_line(exc)}.",
-            "Open the details for the exporter's full message; another --task may export.",
-            details=traceback.format_exc()) from exc
+    except Exception as exc:  # by its cause: arguments, operators, the exporter's own
+        raise part_failure(exc, part, opset or DEFAULT_OPSET, _dims(part)) from exc
     assert program is not None  # dynamo=True always returns the program
     proto = program.model_proto
     _rename_dims(proto, part)
+    for item in check_axes(proto, part.dynamic).warnings:  # an axis the export fixed
+        item["source"] = part.file
+        events.warning(item)
     folder.mkdir(parents=True, exist_ok=True)
     try:
         write_bytes_atomic(folder / part.file, proto.SerializeToString())

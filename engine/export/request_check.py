@@ -87,6 +87,18 @@ def check_request(path: Path, recipe: Recipe, *, output_axes: bool = True) -> Re
     return found
 
 
+def check_axes(model: Any, inputs: dict[str, dict[int, str]]) -> RequestCheck:
+    """The warnings for `inputs`' dynamic axes (input name -> axis -> dimension name) that the
+    ONNX `model` (a ModelProto, weights not needed) fixes at a size or lacks: a file exported
+    without a recipe of [[inputs]] (a Hugging Face part) checked as check_request checks one."""
+    found = RequestCheck()
+    graph_inputs = {v.name: v for v in model.graph.input}
+    for name, dynamic in inputs.items():
+        if name in graph_inputs:
+            _check_axes(found, "Input", name, dynamic, _dims(graph_inputs[name]))
+    return found
+
+
 def _check_axes(found: RequestCheck, role: str, name: str, dynamic: dict[int, str],
                 dims: list[Any]) -> None:
     for axis, dim_name in sorted(dynamic.items()):

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from engine.errors import StudioError
 from engine.recipe import Recipe, builtin_source, python_source_parts
-from engine.source.hf import TASKS, default_task
+from engine.source.hf import supported_tasks
+from engine.source.hf.inputs import input_names
 from engine.source.hf.loading import is_hf_source, load_config, split_hf_source
-from engine.source.hf.tasks import input_names
 from engine.source.signatures import (
     ForwardParam,
     base_name,
@@ -147,15 +147,18 @@ def _roots(signature: list[ForwardParam]) -> list[str]:
 
 
 def _describe_hf(source: str, base_dir: Path) -> SourceDescription:
-    """A Hugging Face folder: one candidate per task (kind "task"), the config's default first,
-    each with its first file's inputs; read from config.json alone."""
+    """A Hugging Face folder: one candidate per task its model class supports (kind "task"),
+    the config's default first, each with its first file's inputs; read from config.json and
+    transformers' tables (no weights loaded)."""
     folder, _ = split_hf_source(source, base_dir)
     try:
         config = load_config(folder)
     except StudioError as exc:
         return SourceDescription("hf", error=exc.message)
-    first = default_task(config)
-    tasks = [first, *(t for t in TASKS if t != first)]
+    tasks = supported_tasks(config)
+    if not tasks:
+        return SourceDescription("hf", error=f"transformers has no model class for the "
+                                 f"{config.model_type} model under any task the studio exports.")
     candidates = [Candidate(task, "task", input_names(task, config)) for task in tasks]
     return SourceDescription("hf", candidates=candidates, forward_params=candidates[0].params)
 

@@ -226,7 +226,8 @@ def job_describe(request: DescribeRequest, send: Send) -> DescribeResult:
     from engine.source.describe import describe
 
     base_dir = Path(request.base_dir or Path.cwd())
-    description = describe(request.source, base_dir)
+    description = describe(request.source, base_dir,
+                           trust_remote_code=request.trust_remote_code)
     return DescribeResult(id=request.id, description=SourceDescription.from_dict(
         dataclasses.asdict(description)))
 

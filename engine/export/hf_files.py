@@ -21,7 +21,9 @@ def _dims(part: Any) -> tuple[Any, ...]:
     shapes: list[Any] = []
     for name in part.inputs:
         axes = part.dynamic.get(name, {})
-        shapes.append({axis: made.setdefault(dim, Dim(dim)) if dim != "total_sequence_length"
+        bounds = getattr(part, "bounds", {})
+        shapes.append({axis: made.setdefault(dim, Dim(dim, max=bounds[dim]) if dim in bounds
+                                             else Dim(dim)) if dim != "total_sequence_length"
                        else Dim.DYNAMIC for axis, dim in axes.items()} or None)
     # a forward(*tensors) parameter takes the rest as one tuple, and so do its shapes
     import inspect

@@ -111,10 +111,11 @@ def must_exist(path: Path, what: str) -> None:
 # ---------------------------------------------------------------------------- describe
 
 
-def describe(source: str, base_dir: Path) -> SourceDescription:
-    """What a source offers (candidate classes/factories, forward parameters); never raises."""
+def describe(source: str, base_dir: Path, *, trust_remote_code: bool = False) -> SourceDescription:
+    """What a source offers (candidate classes/factories, forward parameters); never raises.
+    `trust_remote_code`: a Hugging Face folder's own code may run (its config class)."""
     if is_hf_source(source):
-        return _describe_hf(source, base_dir)
+        return _describe_hf(source, base_dir, trust_remote_code)
     try:
         parsed = parse(source, base_dir)
     except StudioError as exc:
@@ -146,13 +147,13 @@ def _roots(signature: list[ForwardParam]) -> list[str]:
     return list(dict.fromkeys(p.name.split(".", 1)[0] for p in signature))
 
 
-def _describe_hf(source: str, base_dir: Path) -> SourceDescription:
+def _describe_hf(source: str, base_dir: Path, trust_remote_code: bool) -> SourceDescription:
     """A Hugging Face folder: one candidate per task its model class supports (kind "task"),
     the config's default first, each with its first file's inputs; read from config.json and
     transformers' tables (no weights loaded)."""
     folder, _ = split_hf_source(source, base_dir)
     try:
-        config = load_config(folder)
+        config = load_config(folder, trust_remote_code)
     except StudioError as exc:
         return SourceDescription("hf", error=exc.message)
     tasks = supported_tasks(config)

@@ -305,8 +305,10 @@ def test_model_options_set_the_config_and_the_loader(folder: Path) -> None:
     assert one_layer.model.config._attn_implementation == "sdpa"
     assert [n for n in one_layer.parts[0].inputs if n.startswith("past")] == [
         "past_key_values.0.key", "past_key_values.0.value"]
-    clip = load("clip", folder, **{"text_config.layer_norm_eps": 1e-3})
+    clip = load("clip", folder, **{"text_config.layer_norm_eps": 1e-3},
+                vision_config={"layer_norm_eps": 1e-4})  # the window's Arguments: a table
     assert clip.config.text_config.layer_norm_eps == 1e-3
+    assert clip.config.vision_config.layer_norm_eps == 1e-4
     with pytest.raises(StudioError) as caught:
         load("llama", folder, num_hiden_layers=1)
     assert caught.value.kind == "recipe" and caught.value.exit_code == 2

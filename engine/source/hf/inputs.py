@@ -178,7 +178,7 @@ def main_input(model_or_class: Any, fallback: str = "input_ids") -> str:
 def input_names(task: str, config: Any) -> list[str]:
     """The inputs of the first file `task` exports, from the config and the model's class
     alone (no weights): the names the window lists; [] when the class is the folder's own
-    code (not run to describe it)."""
+    code and the folder is not trusted."""
     import transformers
 
     files = files_of(task, config)
@@ -188,7 +188,14 @@ def input_names(task: str, config: Any) -> list[str]:
         return ["input_ids", "attention_mask", "position_ids"] + [
             f"past_key_values.{n}.{kv}" for n in range(layers) for kv in ("key", "value")]
     name = model_class_name(config, task) or ""
-    cls = getattr(transformers, name, None) if "." not in name else None
+    if "." not in name:
+        cls = getattr(transformers, name, None)
+    elif type(config).__module__.startswith("transformers_modules"):  # its code already ran
+        from transformers.dynamic_module_utils import get_class_from_dynamic_module
+
+        cls = get_class_from_dynamic_module(name, config._name_or_path)
+    else:
+        cls = None
     if cls is None:
         return []
     main = main_input(cls)

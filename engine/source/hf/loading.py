@@ -138,9 +138,10 @@ def split_options(kwargs: dict[str, Any]) -> tuple[str | None, dict[str, Any], d
 
 
 def apply_overrides(config: Any, overrides: dict[str, Any]) -> None:
-    """Set each config attribute `overrides` names (a dotted name reaches a sub-config); a
+    """Set each config attribute `overrides` names (a dotted name, or a table, reaches a
+    sub-config: `text_config.use_cache = false` or `text_config = { use_cache = false }`); a
     `recipe` error (exit 2) naming an attribute the config does not have."""
-    for name, value in overrides.items():
+    for name, value in _flat(overrides).items():
         target, _, attribute = name.rpartition(".")
         holder = config
         for part in target.split(".") if target else []:
@@ -158,6 +159,17 @@ def apply_overrides(config: Any, overrides: dict[str, Any]) -> None:
                 "a sub-config) with --model-kwarg NAME=VALUE or in model.kwargs.",
                 exit_code=2)
         setattr(holder, attribute, value)
+
+
+def _flat(options: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """{"text_config": {"use_cache": False}} -> {"text_config.use_cache": False}."""
+    flat: dict[str, Any] = {}
+    for name, value in options.items():
+        if isinstance(value, dict):
+            flat.update(_flat(value, f"{prefix}{name}."))
+        else:
+            flat[f"{prefix}{name}"] = value
+    return flat
 
 
 def _loader_kwargs(loader: dict[str, Any]) -> dict[str, Any]:

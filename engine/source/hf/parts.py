@@ -192,7 +192,16 @@ def _decoder_with_past(hf: Any) -> ExportPart:
     for name in past_names("past_key_values", layers, False):
         dynamic[name] = {0: BATCH, 2: PAST}
     outputs = ["logits", *past_names("present", layers, False)]
-    return ExportPart("model.onnx", DecoderWithPast(model), inputs, outputs, dynamic, make)
+    return ExportPart("model.onnx", DecoderWithPast(model), inputs, outputs, dynamic, make,
+                      _position_bounds(config, SEQ, PAST))
+
+
+def _position_bounds(config: Any, *dims: str) -> dict[str, int]:
+    """Each of `dims` bounded by the model's positions (`max_position_embeddings`): a model
+    whose causal mask or position table is that long only exports within it (GPT-Neo)."""
+    positions = dummies.find(dummies.text_config(config), "max_position_embeddings")
+    return {dim: positions for dim in dims} if isinstance(positions, int) and positions > 1 \
+        else {}
 
 
 # ---------------------------------------------------------------------------- encoder-decoder

@@ -8,7 +8,7 @@ take the cache class as an input. Names follow Optimum's convention.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -20,7 +20,8 @@ Inputs = dict[str, torch.Tensor]
 @dataclass
 class ExportPart:
     """One ONNX file: the module, its inputs by name (in forward order), its output names,
-    each input's dynamic axes (axis -> dimension name) and a maker of inputs at other sizes."""
+    each input's dynamic axes (axis -> dimension name), a maker of inputs at other sizes, and
+    the largest size the model allows a dimension (its positions: max_position_embeddings)."""
 
     file: str
     module: nn.Module
@@ -28,6 +29,7 @@ class ExportPart:
     output_names: list[str]
     dynamic: dict[str, dict[int, str]]
     make_inputs: Callable[[int, int, int, int], Inputs]  # (seed, batch, sequence, past)
+    bounds: dict[str, int] = field(default_factory=dict)  # dimension name -> its maximum
 
 
 def _cache_tensors(cache: Any) -> list[torch.Tensor]:

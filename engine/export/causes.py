@@ -172,8 +172,8 @@ def _unsupported_type(text: str, exporter: str) -> Cause | None:
         if is_cache:
             hint = ("This is the transformers key/value cache: build the model with "
                     "use_cache=False (in its config, or model.kwargs = { use_cache = false } "
-                    "when the factory passes it to the config), so forward() returns tensors "
-                    "only.")
+                    "when the factory passes it to the config; on the command line "
+                    "--model-kwarg use_cache=false), so forward() returns tensors only.")
         elif where != "input":
             hint = (f"Make forward() return tensors (or tuples, lists or dicts of tensors), "
                     f"e.g. a wrapper module that returns the tensors inside the {name}; or "
@@ -323,8 +323,9 @@ def _view_after_decomposition(text: str, exporter: str) -> Cause | None:
     if transformers:
         hint = ('Build the model with attn_implementation="eager" (in its config, or '
                 'model.kwargs = { attn_implementation = "eager" } when the factory passes it '
-                "to the config): the eager attention exports; scaled_dot_product_attention's "
-                "decomposition is what trips the exporter here.")
+                "to the config; on the command line --model-kwarg attn_implementation=eager): "
+                "the eager attention exports; scaled_dot_product_attention's decomposition is "
+                "what trips the exporter here.")
     else:
         hint = ("Call .contiguous() before that reshape (or use an explicit attention instead "
                 'of scaled_dot_product_attention), or try exporter = "torchscript".')

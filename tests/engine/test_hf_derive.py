@@ -344,6 +344,29 @@ def test_model_options_and_trust_are_recorded_in_the_recipe(tmp_path: Path) -> N
             recipe_from_args(args)
 
 
+@pytest.mark.timeout(1200)
+def test_a_hint_naming_a_model_option_applies_through_the_cli(tmp_path: Path) -> None:
+    """A Python factory returning LlamaModel (use_cache on): forward() returns the cache
+    object; the hint's --model-kwarg, given on the command line, makes the export pass."""
+    (tmp_path / "llama.py").write_text(
+        "import torch, transformers\n\n"
+        "def build(**overrides):\n"
+        "    torch.manual_seed(0)\n"
+        "    config = transformers.LlamaConfig(vocab_size=99, hidden_size=32,\n"
+        "        num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,\n"
+        "        intermediate_size=64, max_position_embeddings=64, **overrides)\n"
+        "    return transformers.LlamaModel(config).eval()\n", encoding="utf-8")
+    args = ["export", "llama.py:build", "--input", "input_ids=2x8:int64:randint(0,99)"]
+    code, doc, err = cli(*args, "-o", str(tmp_path / "a.onnx"), cwd=tmp_path)
+    assert code == 1 and "DynamicCache" in doc["error"]["message"], err
+    applied = re.findall(r"--model-kwarg ([\w.]+=\w+)", doc["error"]["hint"])
+    assert applied == ["use_cache=false"], doc["error"]["hint"]
+    code, doc, err = cli(*args, "-o", str(tmp_path / "b.onnx"), "--model-kwarg", applied[0],
+                         "--validate", "--save-recipe", str(tmp_path / "b.toml"), cwd=tmp_path)
+    assert code == 0, (doc.get("error"), err[-3000:])
+    assert "use_cache = false" in (tmp_path / "b.toml").read_text(encoding="utf-8")
+
+
 # ---------------------------------------------------------------------------- nothing prompts
 
 

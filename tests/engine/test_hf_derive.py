@@ -181,7 +181,7 @@ def test_marian_exports_an_encoder_and_its_decoders(folder: Path) -> None:
 @pytest.mark.parametrize(("name", "task"), [
     ("bert", None), ("funnel", None), ("llama", None), ("llama", "token-classification"),
     ("clip", None), ("ast", None), ("hubert", None), ("marian", None), ("whisper", None),
-    ("vit", "feature-extraction")])
+    ("vit", "feature-extraction"), ("marian", "text-generation-with-past")])
 def test_names_from_the_config_alone_are_the_loaded_inputs(
         name: str, task: str | None, folder: Path) -> None:
     """The window lists a task's inputs without loading weights; the loaded model agrees."""

@@ -87,13 +87,22 @@ def with_past(task: str) -> bool:
 
 def files_of(task: str, config: Any) -> str:
     """The files a task exports for this config: "decoder" (a causal LM's one file),
-    "seq2seq" (an encoder and its decoders) or "plain" (one file, the model's outputs)."""
+    "seq2seq" (an encoder and its decoders) or "plain" (one file, the model's outputs), by
+    the table that serves it (speech recognition: a sequence-to-sequence class, or CTC)."""
     found = TASKS.get(task)
     if found is None or not found.generates:
         return "plain"
-    if bool(getattr(config, "is_encoder_decoder", False)):
-        return "seq2seq"
-    return "decoder" if found.tables[0] == _CAUSAL else "plain"
+    if found.tables[0] == _CAUSAL:
+        return "decoder"
+    served = next((table for table in found.tables if _serves(table, config)), None)
+    return "plain" if served is not None and served not in (_SEQ2SEQ, _SPEECH) else "seq2seq"
+
+
+def _serves(table: tuple[str, str], config: Any) -> bool:
+    """Whether `table` has a class for this config (or its auto_map names the auto class)."""
+    name, auto = table
+    return bool(_names(_table(name).get(getattr(config, "model_type", "")))) \
+        or auto in _custom_classes(config)
 
 
 def _names(value: Any) -> tuple[str, ...]:
@@ -135,11 +144,8 @@ def auto_class_name(config: Any, task: str) -> str:
     """The transformers auto class that loads the model for `task` (its first table that
     serves the config)."""
     found = TASKS[task]
-    custom = _custom_classes(config)
-    for table, auto in found.tables:
-        if _names(_table(table).get(getattr(config, "model_type", ""))) or auto in custom:
-            return auto
-    return found.tables[0][1]
+    return next((auto for table, auto in found.tables if _serves((table, auto), config)),
+                found.tables[0][1])
 
 
 def supported_tasks(config: Any) -> list[str]:

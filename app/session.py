@@ -499,7 +499,10 @@ class ExportSession(QObject):
             self._set_description(None)  # a .pt2 and a TorchScript archive record forward()
             return
         if self.use_worker:
-            request = {"job": "describe", "source": file, "base_dir": str(self.recipe.base_dir)}
+            request: dict[str, Any] = {"job": "describe", "source": file,
+                                       "base_dir": str(self.recipe.base_dir)}
+            if self.recipe.model.trust_remote_code and is_folder_source(text):
+                request["trust_remote_code"] = True  # the folder's own code may run
             self.runner.submit(request, functools.partial(self._on_describe, file))
             return
         # No worker (exit-after-paint, form tests): describe only reads the file (ast), so it

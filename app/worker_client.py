@@ -28,6 +28,7 @@ from typing import Any
 from PySide6.QtCore import QObject, QProcess, QProcessEnvironment, QTimer, Signal
 
 from engine import process_tree
+from engine.errors import plain
 from engine.process_tree import exit_description
 from engine.worker_process import CLIENT_PID_ENV, WARM_FIRST_ENV
 from engine.worker_process import command as worker_command
@@ -180,7 +181,7 @@ class WorkerProcess(QObject):
 
     def _emit_stderr(self, lines: list[str]) -> None:
         # one signal per chunk read, not per line: a chatty model costs the log a few appends
-        text = "\n".join(line for line in lines if line.strip())
+        text = plain("\n".join(line for line in lines if line.strip()))  # no colour codes
         if text:
             self.stderrText.emit(self, text)
 

@@ -92,6 +92,15 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--validate", action="store_true", help="check the result in ONNX Runtime")
     export.add_argument("--task", help="Hugging Face task (Optimum's names), e.g. "
                         "text-generation-with-past; default: the config's")
+    export.add_argument("--model-kwarg", action="append", default=[], metavar="NAME=VALUE",
+                        help="a model option, recorded in the recipe's model.kwargs: a keyword "
+                        "argument of a Python factory; for hf:DIR a config attribute (e.g. "
+                        "use_cache=false, text_config.use_cache=false) or attn_implementation, "
+                        "experts_implementation, dtype. VALUE: true/false, a number, none or "
+                        "text (repeat for several)")
+    export.add_argument("--trust-remote-code", action="store_true",
+                        help="run a Hugging Face folder's own model code (config.json's "
+                        "auto_map); only for folders you trust")
     export.add_argument("--save-recipe", metavar="R.toml", help="also save the request as a recipe")
     _common(export)
 
@@ -215,12 +224,12 @@ def _apply_dynamic(recipe: Recipe, text: str) -> None:
                        f"(known: {names}).")
 
 
-def _parse_const(text: str) -> InputSpec:
+def _parse_const(text: str, flag: str = "--const") -> InputSpec:
     """--const NAME=VALUE: true/false a bool, none None, a whole number an int, a number a
     float, anything else a string."""
     name, eq, value = text.partition("=")
     if not eq or not name:
-        raise RequestError(f"--const {text!r}: write NAME=VALUE, e.g. use_cache=false.")
+        raise RequestError(f"{flag} {text!r}: write NAME=VALUE, e.g. use_cache=false.")
     lowered = value.strip().lower()
     if lowered in ("true", "false"):
         return InputSpec(name=name, kind="bool", const=lowered == "true")
@@ -233,7 +242,7 @@ def _parse_const(text: str) -> InputSpec:
     except ValueError:
         return InputSpec(name=name, kind="str", const=value)
     if not math.isfinite(number):
-        raise RequestError(f"--const {text!r}: {value!r} is not a finite number.")
+        raise RequestError(f"{flag} {text!r}: {value!r} is not a finite number.")
     return InputSpec(name=name, kind="float", const=number)
 
 
@@ -255,6 +264,25 @@ def _apply_structure(recipe: Recipe, args: argparse.Namespace) -> None:
                                f"(known: {known}).")
         for spec in found:
             spec.keyword = True
+
+
+def _apply_model_options(recipe: Recipe, args: argparse.Namespace) -> None:
+    """--model-kwarg NAME=VALUE into model.kwargs (VALUE read as --const reads it);
+    --trust-remote-code into model.trust_remote_code (a Hugging Face source's)."""
+    for text in args.model_kwarg:
+        option = _parse_const(text, "--model-kwarg")
+        if not re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", option.name):
+            raise RequestError(f"--model-kwarg {text!r}: {option.name!r} is not a keyword "
+                               "argument or config attribute name.")
+        if option.kind == "none":  # a recipe (TOML) has no none: the option would be lost
+            raise RequestError(f"--model-kwarg {text!r}: a model option cannot be none; leave "
+                               "it out for the model's default.")
+        recipe.model.kwargs[option.name] = option.constant_value
+    if args.trust_remote_code:
+        if not recipes.is_folder_source(recipe.model.source):
+            raise RequestError("--trust-remote-code applies to a Hugging Face source (hf:DIR); "
+                               "a pickled file is trusted with model.trust_pickle = true.")
+        recipe.model.trust_remote_code = True
 
 
 def recipe_from_args(args: argparse.Namespace) -> Recipe:
@@ -289,6 +317,7 @@ def recipe_from_args(args: argparse.Namespace) -> Recipe:
         if not recipes.is_folder_source(recipe.model.source):
             raise RequestError("--task applies to a Hugging Face source (hf:DIR).")
         recipe.model.kwargs["task"] = args.task
+    _apply_model_options(recipe, args)
     # the output location before anything else: a wrong one is a `write` error, and no
     # recipe is saved and nothing is exported (a Hugging Face source's is a folder)
     if recipes.is_folder_source(recipe.model.source):

@@ -27,7 +27,7 @@ from types import FrameType
 from typing import IO, Any
 
 from engine import dirs, process_tree, protocol
-from engine.errors import StudioError
+from engine.errors import StudioError, plain
 from engine.file_set import written_text
 from engine.protocol import AbortRequest, Committing, ErrorEvent, Event, Ready, Request, Result
 from engine.worker_process import (
@@ -285,7 +285,7 @@ def _forward_stderr(stream: IO[bytes], out: Any, tail: collections.deque[str]) -
     exporter's messages), keeping the last lines for a crash's details."""
     with contextlib.suppress(OSError, ValueError):
         for raw in stream:
-            text = raw.decode("utf-8", errors="replace")
+            text = plain(raw.decode("utf-8", errors="replace"))  # no colour codes relayed
             tail.append(text.rstrip("\n"))
             with contextlib.suppress(OSError, ValueError):
                 out.write(text)

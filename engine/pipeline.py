@@ -12,13 +12,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from engine.errors import StudioError, one_line
+from engine.errors import StudioError, one_line, plain
 from engine.events import Events
 from engine.export import blame
 from engine.export.exporter import export_model
 from engine.export.onnx_file import check_output_path
 from engine.graph.summary import summarize
-from engine.protocol import ExportedFile, ExportReport, Graph, Validation
+from engine.protocol import ExportedFile, ExportReport, Graph, Validation, WarningItem
 from engine.recipe import AUTO_FILL, Recipe
 from engine.source.hf import HfModel, is_hf_source
 from engine.source.inputs import ResolvedFill, resolve_fills
@@ -129,19 +129,18 @@ def export_hf(recipe: Recipe, events: Events | None = None, *,
     (engine.file_set): the folder holds the previous set or the new one, never a mix.
     """
     from engine.export.hf_files import check_output_folder
-    from engine.source.hf import load_hf
+    from engine.source.hf import load_for_recipe
 
     events = events or Events()
     folder = recipe.output_path
     exporter = "torchscript" if recipe.export.exporter == "torchscript" else "dynamo"
     report = ExportReport(output=str(folder), exporter=exporter)
+    events = _reporting_warnings(events, report)
     started = time.perf_counter()
     try:
         check_output_folder(folder)
         events.progress(0.0, "Loading the model")
-        task = recipe.model.kwargs.get("task")
-        hf = load_hf(recipe.model.source, recipe.base_dir, str(task) if task else None,
-                     seed=recipe.export.seed)
+        hf = load_for_recipe(recipe)
         report.task = hf.task
         report.seconds["load"] = time.perf_counter() - started
         started = time.perf_counter()
@@ -185,6 +184,17 @@ def _write_hf_parts(hf: HfModel, folder: Path, recipe: Recipe, events: Events) -
                           "choose another output folder.") from None
 
 
+def _reporting_warnings(events: Events, report: ExportReport) -> Events:
+    """`events` whose warnings also land in `report.warnings` (colour codes stripped)."""
+
+    def warning(item: dict[str, Any]) -> None:
+        item = {k: plain(v) if isinstance(v, str) else v for k, v in item.items()}
+        report.warnings.append(WarningItem.from_dict(item))
+        events.warning(item)
+
+    return Events(progress=events.progress, log=events.log, warning=warning)
+
+
 def _exported_files(folder: Path, hf: HfModel) -> list[ExportedFile]:
     """What the export document says of each file of `folder` the task exports: its graph
     and the data files it reads."""
@@ -224,11 +234,9 @@ def _load_for_folder(recipe: Recipe, folder: Path) -> tuple[HfModel, list[Export
     """The recipe's Hugging Face model and the files of `folder` its task exports; a
     `validation` error (exit 2) when a file is missing or takes other inputs than the task
     feeds (no export yet, or an export for another task)."""
-    from engine.source.hf import load_hf
+    from engine.source.hf import load_for_recipe
 
-    task = recipe.model.kwargs.get("task")
-    hf = load_hf(recipe.model.source, recipe.base_dir, str(task) if task else None,
-                 seed=recipe.export.seed)
+    hf = load_for_recipe(recipe)
     hint = ("Export first, or choose the task the folder was exported for; name the folder "
             "the export wrote.")
     missing = [part.file for part in hf.parts if not (folder / part.file).is_file()]

@@ -64,6 +64,8 @@ class ModelSpec:
     workdir: str | None = None
     trust_pickle: bool = False
     script: bool = False
+    # a Hugging Face folder's own code (config.json's auto_map) runs only when this is true
+    trust_remote_code: bool = False
 
 
 @dataclass
@@ -645,6 +647,8 @@ def to_dict(recipe: Recipe) -> dict[str, Any]:
                 continue  # the default: a recipe without `fill` stays without it
             # structured-input fields at their defaults stay out: old recipes round-trip
             if (f.name == "kind" and value == "tensor") or (f.name == "keyword" and not value):
+                continue
+            if f.name == "trust_remote_code" and not value:  # added later: old recipes round-trip
                 continue
             if isinstance(obj, InputSpec) and not obj.is_tensor and f.name in _TENSOR_FIELDS:
                 continue

@@ -73,6 +73,7 @@ from typing import IO, Any, NoReturn, cast
 
 from engine import dirs, files, process_tree, protocol, torch_private
 from engine.errors import StudioError
+from engine.plain_terminal import detach_stdin, quiet_libraries
 from engine.protocol import (
     PROTOCOL_VERSION,
     AbortRequest,
@@ -229,7 +230,8 @@ def job_describe(request: DescribeRequest, send: Send) -> DescribeResult:
     from engine.source.describe import describe
 
     base_dir = Path(request.base_dir or Path.cwd())
-    description = describe(request.source, base_dir)
+    description = describe(request.source, base_dir,
+                           trust_remote_code=request.trust_remote_code)
     return DescribeResult(id=request.id, description=SourceDescription.from_dict(
         dataclasses.asdict(description)))
 
@@ -538,9 +540,11 @@ def main() -> int:
     # torch's own messages, C-level writes to fd 1) goes to stderr, which the GUI logs.
     protocol_out = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
     os.dup2(2, 1)
+    quiet_libraries()  # no colours, no progress bars (engine.plain_terminal)
     sys.stdout = sys.stderr
     channel = Channel(cast(IO[str], _ClientStream(protocol_out)))
-    requests = _read_requests(sys.stdin)
+    # stdin is the protocol's alone: a library's prompt reads end-of-file, never waits
+    requests = _read_requests(detach_stdin())
 
     started = time.perf_counter()
     import torch  # warm: every job after this one reuses the import

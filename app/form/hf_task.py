@@ -1,7 +1,8 @@
 """The Hugging Face group: the task a `hf:` folder is exported for, and its files' inputs.
 
-A view of the session's description of an `hf:` / `hf-config:` source (one candidate per task,
-the config's default first, each with its first file's input names) and of the task in the
+A view of the session's description of an `hf:` / `hf-config:` source (one candidate per task
+the model's class supports in transformers' auto-model tables, the config's default first, each
+with its first file's input names) and of the task in the
 recipe's `model.kwargs`. The inputs are read-only: the task and the config choose them. The
 key/value cache (`past_key_values.N.key/value`) is one row, "past_key_values × 2 × L layers",
 that expands to the tensors.
@@ -53,8 +54,9 @@ class HfTaskForm(QGroupBox):
         self.session = session
         self._candidates: list[Candidate] = []
         self.task = QComboBox()
-        self.task.setToolTip("The task the model is exported for (Optimum's names); the first "
-                             "is the one its config.json names")
+        self.task.setToolTip("The task the model is exported for (Optimum's names): those "
+                             "transformers has a class for; the first is the one its "
+                             "config.json names")
         self.inputs = QTreeWidget()
         self.inputs.setHeaderHidden(True)
         self.inputs.setRootIsDecorated(True)

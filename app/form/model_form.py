@@ -28,6 +28,7 @@ from app.form import marks
 from app.recipes import ExampleRecipe, format_table, parse_table, relative_source
 from app.session import ExportSession
 from engine.protocol import Candidate, SourceDescription
+from engine.recipe import is_folder_source
 
 MODEL_FILTER = "Models (*.py *.pt2 *.pt *.pth);;All files (*)"
 CHECKPOINT_FILTER = "Checkpoints (*.pt *.pth *.bin *.safetensors);;All files (*)"
@@ -71,6 +72,9 @@ class ModelForm(QGroupBox):
                                 "next to its .py (relative to the recipe)")
         self.workdir_browse = QPushButton("Browse…")
         self.trust = QCheckBox("Trust this pickle file (loading it runs its code)")
+        self.trust_code = QCheckBox("Run this folder's model code (config.json's auto_map)")
+        self.trust_code.setToolTip("A Hugging Face folder that holds its own modeling files: "
+                                   "loading it runs them. Tick only for a folder you trust")
         self.script = QCheckBox("torch.jit.script the module first")
 
         grid = QGridLayout(self)
@@ -104,7 +108,8 @@ class ModelForm(QGroupBox):
         grid.addLayout(row, 7, 1)
         # one per row: side by side they need more width than a 1024-pixel screen leaves
         grid.addWidget(self.trust, 8, 0, 1, 2)
-        grid.addWidget(self.script, 9, 0, 1, 2)
+        grid.addWidget(self.trust_code, 9, 0, 1, 2)  # shown for a Hugging Face folder only
+        grid.addWidget(self.script, 10, 0, 1, 2)
 
         self.source.editingFinished.connect(self._source_edited)
         self.browse.clicked.connect(self._browse_source)
@@ -117,6 +122,7 @@ class ModelForm(QGroupBox):
         self.workdir.editingFinished.connect(self._workdir_edited)
         self.workdir_browse.clicked.connect(self._browse_workdir)
         self.trust.toggled.connect(self._flags_edited)
+        self.trust_code.toggled.connect(self._trust_code_edited)
         self.script.toggled.connect(self._flags_edited)
         self.set_candidates([], [], None)
         session.recipeChanged.connect(self.refresh)
@@ -151,10 +157,12 @@ class ModelForm(QGroupBox):
         for widget, text in shown:
             if widget.text() != text:
                 widget.setText(text)
-        for box, value in ((self.trust, spec.trust_pickle), (self.script, spec.script)):
+        for box, value in ((self.trust, spec.trust_pickle), (self.script, spec.script),
+                           (self.trust_code, spec.trust_remote_code)):
             box.blockSignals(True)
             box.setChecked(value)
             box.blockSignals(False)
+        self.trust_code.setVisible(is_folder_source(spec.source) or spec.trust_remote_code)
 
     def set_examples(self, examples: list[ExampleRecipe]) -> None:
         self.examples.clear()
@@ -255,6 +263,12 @@ class ModelForm(QGroupBox):
         with self.session.edit("model", self) as recipe:
             recipe.model.trust_pickle = self.trust.isChecked()
             recipe.model.script = self.script.isChecked()
+
+    def _trust_code_edited(self) -> None:
+        """The folder's own code may (not) run: its tasks are described again with it."""
+        with self.session.edit("model", self) as recipe:
+            recipe.model.trust_remote_code = self.trust_code.isChecked()
+        self.session.describe()
 
     # ----------------------------------------------------------------- problems
 

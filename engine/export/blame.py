@@ -7,6 +7,8 @@ exception says what happened:
 - `SystemExit`: the model's code called sys.exit(); the sentence names the call's line;
 - out of memory (`MemoryError`, or torch's "can't allocate memory: you tried to allocate N
   bytes" / "CUDA out of memory. Tried to allocate 20.00 GiB"): the size asked, in human units;
+- a missing or unexpected argument (or a transformers model's "You have to specify X"): the
+  argument named, a wrong request (engine.export.causes.argument_cause);
 - a shape or dtype error (mat1 and mat2 shapes, size mismatch, expected scalar type, a wrong
   number of arguments, ...): the example inputs do not fit forward(), a wrong request;
 - anything else: the model's own error, by its type, message and the line of the model's file
@@ -23,7 +25,7 @@ import traceback
 from pathlib import Path
 
 from engine.errors import StudioError, chain_text, one_line
-from engine.export.causes import exception_chain
+from engine.export.causes import argument_cause, exception_chain
 
 INPUTS_HINT = "Check the number, order, shapes and dtypes of the inputs against forward()."
 
@@ -74,6 +76,10 @@ def model_error(exc: BaseException, *, user_file: Path | str | None = None,
             "out_of_memory", f"{where} ran out of memory{at}{shown}: {what}.",
             "Use smaller example inputs (batch 1, a shorter sequence), check that line for a "
             "size computed wrong, or export on a machine with more memory.", details=details)
+    argument = argument_cause(exc)
+    if argument is not None:  # a missing or unexpected argument, named
+        return StudioError("inputs", f"The model's {argument.message}", argument.hint,
+                           details=details)
     if any(_INPUT_MISFIT.search(str(e)) for e in chain):
         given_text = f" ({given})" if given else ""
         return StudioError(

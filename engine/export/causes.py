@@ -13,6 +13,9 @@ whole chain, colour codes stripped, and recognises the common failures:
 - a view that fails inside the exporter's own decomposition of a captured graph (torch.onnx
   decomposes scaled_dot_product_attention into a tensor laid out differently from the one the
   model was captured with): the model line, and for transformers `attn_implementation="eager"`;
+- an argument error in forward() (a missing or unexpected argument, or the model's own "You
+  have to specify pixel_values"), at whichever stage it was raised: kind `inputs`, naming the
+  argument (`argument_error`);
 - anything else: the real message, its first meaningful line, never the wrapper's.
 
 Unsupported operators are recognised by the exporter module (they need a scan of the model,
@@ -27,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.errors import plain
+from engine.source.forward_errors import argument_error
 
 # The first lines of torch.onnx's own wrappers (its three steps) and of the notes it appends:
 # never the cause, so never the message.
@@ -112,11 +116,33 @@ def classify(exc: BaseException, exporter: str, user_file: Path | str | None = N
                      f"{real_message(exc)}.", 'A TorchScript module exports with the TorchScript '
                      'exporter: set exporter = "torchscript", or "auto" (the default), which '
                      "chooses it for TorchScript sources.")
-    return (_unsupported_type(text, exporter)
+    return (argument_cause(exc)
+            or _unsupported_type(text, exporter)
             or _data_dependent(exc, text, exporter, user_file)
             or _constraint_violation(text, exporter)
             or _view_after_decomposition(text, exporter)
             or _anything_else(exc, exporter))
+
+
+# ---------------------------------------------------------------------------- arguments
+
+
+def argument_cause(exc: BaseException) -> Cause | None:
+    """Kind `inputs` naming the argument forward() missed or did not take; None when the
+    failure is no argument error (engine.source.forward_errors)."""
+    found = argument_error(exc)
+    if found is None:
+        return None
+    if found.missing:
+        return Cause("inputs", f"forward() needs the argument {found.name!r}, which the inputs "
+                     f"do not give ({found.message}).",
+                     f"Add {found.name!r} to the inputs (an [[inputs]] entry named "
+                     f"{found.name}, or --input {found.name}=SHAPE:DTYPE), in forward() order "
+                     "or by keyword.")
+    return Cause("inputs", f"forward() does not take the argument {found.name!r} the inputs "
+                 f"give ({found.message}).",
+                 f"Remove {found.name!r} from the inputs, or rename it to one of forward()'s "
+                 "arguments.")
 
 
 # ---------------------------------------------------------------------------- unsupported types
@@ -146,8 +172,8 @@ def _unsupported_type(text: str, exporter: str) -> Cause | None:
         if is_cache:
             hint = ("This is the transformers key/value cache: build the model with "
                     "use_cache=False (in its config, or model.kwargs = { use_cache = false } "
-                    "when the factory passes it to the config), so forward() returns tensors "
-                    "only.")
+                    "when the factory passes it to the config; on the command line "
+                    "--model-kwarg use_cache=false), so forward() returns tensors only.")
         elif where != "input":
             hint = (f"Make forward() return tensors (or tuples, lists or dicts of tensors), "
                     f"e.g. a wrapper module that returns the tensors inside the {name}; or "
@@ -297,8 +323,9 @@ def _view_after_decomposition(text: str, exporter: str) -> Cause | None:
     if transformers:
         hint = ('Build the model with attn_implementation="eager" (in its config, or '
                 'model.kwargs = { attn_implementation = "eager" } when the factory passes it '
-                "to the config): the eager attention exports; scaled_dot_product_attention's "
-                "decomposition is what trips the exporter here.")
+                "to the config; on the command line --model-kwarg attn_implementation=eager): "
+                "the eager attention exports; scaled_dot_product_attention's decomposition is "
+                "what trips the exporter here.")
     else:
         hint = ("Call .contiguous() before that reshape (or use an explicit attention instead "
                 'of scaled_dot_product_attention), or try exporter = "torchscript".')

@@ -21,7 +21,7 @@ from typing import Any
 from engine import torch_private
 from engine.errors import StudioError, chain_text, one_line, plain
 from engine.events import Events
-from engine.export import blame, causes, diagnose, structured
+from engine.export import blame, causes, diagnose, failures, structured
 from engine.export.onnx_file import (
     AtomicOnnxWrite,
     check_output_path,
@@ -374,34 +374,9 @@ def _check_opset(exporter: str, opset: int | None) -> None:
 
 def _classify(exc: BaseException, recipe: Recipe, find_all: Any,
               user_file: Path | None = None) -> StudioError:
-    """Turn an exporter exception into a StudioError chosen by its cause (engine.export.causes):
-    every unsupported operator listed, or the cause named with its fix; `details` is the whole
-    exception chain."""
-    if blame.is_model_fault(exc):  # sys.exit or memory inside the traced forward()
-        return blame.model_error(exc, user_file=user_file)
-    details = chain_text(exc)
-    message = causes.chain_messages(exc)
-    named = diagnose.ops_named_in_error(message)
-    exporter = recipe.export.exporter
-    if named or any("UnsupportedOperatorError" in type(e).__name__
-                    for e in causes.exception_chain(exc)):
-        try:
-            ops = sorted(set(find_all()) | set(named))
-        except Exception:  # the scan is best effort: the exporter's own answer still stands
-            ops = named
-        if not ops:  # neither the message nor the scan names it: the exporter's own words
-            return StudioError(
-                "unsupported_operator", f"The {exporter} exporter cannot convert an operator "
-                f"of the model: {causes.real_message(exc)}.",
-                diagnose.unsupported_hint(exporter, ops), ops, details=details)
-        plural = "s" if len(ops) != 1 else ""
-        return StudioError(
-            "unsupported_operator",
-            f"The {exporter} exporter cannot convert {len(ops)} operator{plural}: "
-            f"{', '.join(ops)}.",
-            diagnose.unsupported_hint(exporter, ops), ops, details=details)
-    cause = causes.classify(exc, exporter, user_file)
-    return StudioError(cause.kind, cause.message, cause.hint, details=details)
+    """Turn an exporter exception into a StudioError chosen by its cause
+    (engine.export.failures.export_failure)."""
+    return failures.export_failure(exc, recipe.export.exporter, find_all, user_file)
 
 
 def _dry_run(module: Any, args: tuple[Any, ...], recipe: Recipe,

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import gc
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
-from engine.errors import StudioError, one_line
+from engine.errors import StudioError
 from engine.events import Events
 from engine.export.onnx_file import (
     INLINE_LIMIT,
@@ -28,7 +27,9 @@ def _dims(part: Any) -> tuple[Any, ...]:
     shapes: list[Any] = []
     for name in part.inputs:
         axes = part.dynamic.get(name, {})
-        shapes.append({axis: made.setdefault(dim, Dim(dim)) if dim != "total_sequence_length"
+        bounds = getattr(part, "bounds", {})
+        shapes.append({axis: made.setdefault(dim, Dim(dim, max=bounds[dim]) if dim in bounds
+                                             else Dim(dim)) if dim != "total_sequence_length"
                        else Dim.DYNAMIC for axis, dim in axes.items()} or None)
     # a forward(*tensors) parameter takes the rest as one tuple, and so do its shapes
     import inspect
@@ -91,6 +92,8 @@ def export_part(part: Any, staging: Path, opset: int | None, events: Events,
 
     import torch
 
+    from engine.export.failures import part_failure
+
     started = time.perf_counter()
     events.log(f"exporting {part.file} ({exporter}): inputs {', '.join(part.inputs)}")
     try:
@@ -98,6 +101,7 @@ def export_part(part: Any, staging: Path, opset: int | None, events: Events,
             warnings.simplefilter("ignore")
             if exporter == "torchscript":
                 _trace_part(part, staging / part.file, opset or DEFAULT_OPSET)
+                _warn_fixed_axes(_file_inputs(staging / part.file), part, events)
                 return time.perf_counter() - started
             program = torch.onnx.export(
                 part.module, tuple(part.inputs.values()), dynamo=True,
@@ -106,11 +110,8 @@ def export_part(part: Any, staging: Path, opset: int | None, events: Events,
                 optimize=optimize, verbose=False)
     except StudioError:
         raise
-    except Exception as exc:
-        raise StudioError(
-            "export", f"The exporter could not convert {part.file}: {one_line(exc)}.",
-            "Open the details for the exporter's full message; another --task may export.",
-            details=traceback.format_exc()) from exc
+    except Exception as exc:  # by its cause: arguments, operators, the exporter's own
+        raise part_failure(exc, part, opset or DEFAULT_OPSET, _dims(part)) from exc
     assert program is not None  # dynamo=True always returns the program
     _save_program(program, part, staging, external_data, events)
     del program
@@ -126,6 +127,7 @@ def _save_program(program: Any, part: Any, staging: Path, external_data: str,
 
     model = program.model
     _rename_dims(model, part)
+    _warn_fixed_axes([ir.serde.serialize_value(v) for v in model.graph.inputs], part, events)
     weight_bytes = sum(v.const_value.nbytes for v in model.graph.initializers.values()
                        if v.const_value is not None)
     path = staging / part.file
@@ -138,6 +140,23 @@ def _save_program(program: Any, part: Any, staging: Path, external_data: str,
         raise StudioError("write", f"Cannot write {part.file} into {staging.parent}: "
                           f"{exc.strerror or exc}; free some space or choose another output "
                           "folder.") from None
+
+
+def _warn_fixed_axes(graph_inputs: list[Any], part: Any, events: Events) -> None:
+    """A warning for each axis the part asked to be dynamic that its file fixes (a size the
+    model baked in, e.g. Funnel's sequence length), naming the file, the input and the axis."""
+    from engine.export.request_check import check_axes
+
+    for item in check_axes(graph_inputs, part.dynamic).warnings:
+        item["source"] = part.file
+        events.warning(item)
+
+
+def _file_inputs(path: Path) -> list[Any]:
+    """The graph inputs (ValueInfoProtos) of the .onnx file at `path`, weights not read."""
+    import onnx
+
+    return list(onnx.load(str(path), load_external_data=False).graph.input)
 
 
 def _trace_part(part: Any, path: Path, opset: int) -> None:

@@ -7,6 +7,7 @@ silent success. Reads the graph only (no weights), no torch.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,18 @@ def check_request(path: Path, recipe: Recipe, *, output_axes: bool = True) -> Re
                 "returns them.")
         elif output_axes:
             _check_axes(found, "Output", out.name, out.dynamic, _dims(value))
+    return found
+
+
+def check_axes(graph_inputs: Iterable[Any], inputs: dict[str, dict[int, str]]) -> RequestCheck:
+    """The warnings for `inputs`' dynamic axes (input name -> axis -> dimension name) that a
+    file's graph inputs (ValueInfoProtos) fix at a size or lack: a file exported without a
+    recipe of [[inputs]] (a Hugging Face part) checked as check_request checks one."""
+    found = RequestCheck()
+    graph_inputs = {v.name: v for v in graph_inputs}
+    for name, dynamic in inputs.items():
+        if name in graph_inputs:
+            _check_axes(found, "Input", name, dynamic, _dims(graph_inputs[name]))
     return found
 
 

@@ -106,6 +106,8 @@ class DescribeRequest(Request):
     id: int | None = field(default=None, metadata=OMIT)
     source: str
     base_dir: str | None = field(default=None, metadata=OMIT)
+    # a Hugging Face folder's own code (auto_map) may run to describe it (model.trust_remote_code)
+    trust_remote_code: bool = field(default=False, metadata=OMIT)
 
 
 @dataclass(kw_only=True)

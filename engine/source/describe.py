@@ -16,9 +16,9 @@ from pathlib import Path
 
 from engine.errors import StudioError
 from engine.recipe import Recipe, builtin_source, python_source_parts
-from engine.source.hf import TASKS, default_task
+from engine.source.hf import supported_tasks
+from engine.source.hf.inputs import input_names
 from engine.source.hf.loading import is_hf_source, load_config, split_hf_source
-from engine.source.hf.tasks import input_names
 from engine.source.signatures import (
     ForwardParam,
     base_name,
@@ -111,10 +111,11 @@ def must_exist(path: Path, what: str) -> None:
 # ---------------------------------------------------------------------------- describe
 
 
-def describe(source: str, base_dir: Path) -> SourceDescription:
-    """What a source offers (candidate classes/factories, forward parameters); never raises."""
+def describe(source: str, base_dir: Path, *, trust_remote_code: bool = False) -> SourceDescription:
+    """What a source offers (candidate classes/factories, forward parameters); never raises.
+    `trust_remote_code`: a Hugging Face folder's own code may run (its config class)."""
     if is_hf_source(source):
-        return _describe_hf(source, base_dir)
+        return _describe_hf(source, base_dir, trust_remote_code)
     try:
         parsed = parse(source, base_dir)
     except StudioError as exc:
@@ -146,16 +147,19 @@ def _roots(signature: list[ForwardParam]) -> list[str]:
     return list(dict.fromkeys(p.name.split(".", 1)[0] for p in signature))
 
 
-def _describe_hf(source: str, base_dir: Path) -> SourceDescription:
-    """A Hugging Face folder: one candidate per task (kind "task"), the config's default first,
-    each with its first file's inputs; read from config.json alone."""
+def _describe_hf(source: str, base_dir: Path, trust_remote_code: bool) -> SourceDescription:
+    """A Hugging Face folder: one candidate per task its model class supports (kind "task"),
+    the config's default first, each with its first file's inputs; read from config.json and
+    transformers' tables (no weights loaded)."""
     folder, _ = split_hf_source(source, base_dir)
     try:
-        config = load_config(folder)
+        config = load_config(folder, trust_remote_code)
     except StudioError as exc:
         return SourceDescription("hf", error=exc.message)
-    first = default_task(config)
-    tasks = [first, *(t for t in TASKS if t != first)]
+    tasks = supported_tasks(config)
+    if not tasks:
+        return SourceDescription("hf", error=f"transformers has no model class for the "
+                                 f"{config.model_type} model under any task the studio exports.")
     candidates = [Candidate(task, "task", input_names(task, config)) for task in tasks]
     return SourceDescription("hf", candidates=candidates, forward_params=candidates[0].params)
 

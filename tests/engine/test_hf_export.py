@@ -172,7 +172,7 @@ def test_wrong_requests_exit_2(hf_folder: Path, tmp_path: Path) -> None:
     source = build("bert", hf_folder)
     code, doc, _ = studio_export(f"hf:{source}", tmp_path / "out.onnx")
     assert code == 2 and "folder" in doc["error"]["message"]
-    code, doc, _ = studio_export(f"hf:{source}", tmp_path / "out", "--task", "translation")
+    code, doc, _ = studio_export(f"hf:{source}", tmp_path / "out", "--task", "no-such-task")
     assert code == 2 and "Unknown task" in doc["error"]["message"]
     assert not (tmp_path / "out").exists()
 

@@ -1,88 +1,183 @@
-"""The files a task exports (Optimum's names), each with example inputs and dynamic axes."""
+"""The files a task exports (Optimum's names), each with example inputs and dynamic axes.
+
+The inputs come from the model (engine.source.hf.inputs); the model is run once on them before
+anything is exported, which picks a spectrogram's layout, names a plain file's outputs (the
+tensors its ModelOutput holds) and turns an argument the model misses into a sentence.
+"""
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 import torch
 
+from engine.errors import StudioError, chain_text, one_line
+from engine.source.forward_errors import argument_error
 from engine.source.hf import dummies
+from engine.source.hf.inputs import Plan, main_input, plan
 from engine.source.hf.wrappers import (
     DecoderWithPast,
     Encoder,
     ExportPart,
+    Field,
     Inputs,
     Plain,
     Seq2SeqDecoder,
     Seq2SeqDecoderWithPast,
     past_names,
+    returned_cache,
 )
 
-_OUTPUTS = {"feature-extraction": ["last_hidden_state"], "text-classification": ["logits"],
-            "image-classification": ["logits"], "text-generation": ["logits"]}
 BATCH, SEQ, PAST = "batch_size", "sequence_length", "past_sequence_length"
+ENC_SEQ = "encoder_sequence_length"
 
 
 def _gen(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 
 
-def _forward_params(model: Any) -> set[str]:
-    return set(inspect.signature(model.forward).parameters)
-
-
 def export_parts(hf: Any) -> list[ExportPart]:
     """The ExportParts of a loaded HfModel for its task."""
     if hf.seq2seq:
         return _seq2seq_parts(hf)
-    if hf.with_past:
+    if hf.files == "decoder" and hf.with_past:
         return [_decoder_with_past(hf)]
     return [_plain(hf)]
 
 
-def _text_inputs(model: Any, config: Any, seed: int, batch: int, seq: int) -> Inputs:
-    g = _gen(seed)
-    inputs = {"input_ids": dummies.token_ids(config, batch, seq, g),
-              "attention_mask": torch.ones((batch, seq), dtype=torch.int64)}
-    if "token_type_ids" in _forward_params(model) and bool(getattr(config, "type_vocab_size", 0)):
-        inputs["token_type_ids"] = torch.zeros((batch, seq), dtype=torch.int64)
-    return inputs
+# ---------------------------------------------------------------------------- one run first
+
+
+def _described(inputs: Inputs) -> str:
+    return ", ".join(f"{name}{list(t.shape)}" for name, t in inputs.items())
+
+
+# a model's own refusal that a config attribute answers, and the option that sets it
+_OPTION_HINTS = (
+    ("no padding token is defined",
+     "Give the config the id its tokenizer pads with: --model-kwarg pad_token_id=N (a recipe's "
+     "model.kwargs = { pad_token_id = N }); a classifier reads the last token that is not "
+     "padding."),
+)
+
+
+def forward_failure(exc: BaseException, owner: str, inputs: Inputs) -> StudioError:
+    """The error of a model that fails on the inputs the studio derived for it: an argument
+    error names the argument (kind `inputs`), anything else is the model's own (`model`)."""
+    given = _described(inputs)
+    found = argument_error(exc)
+    if found is not None and found.missing:
+        return StudioError(
+            "inputs", f"{owner} needs the input {found.name!r}, which the studio did not derive "
+            f"from its config and forward() (it gave {given}): {found.message}.",
+            f"Choose a task that feeds {found.name} (--task), or export the model through a "
+            f"Python file whose factory returns it, giving {found.name} with --input "
+            f"{found.name}=SHAPE:DTYPE.", details=chain_text(exc), exit_code=2)
+    if found is not None:
+        return StudioError(
+            "inputs", f"{owner} does not take the input {found.name!r} the studio derived from "
+            f"its forward() (it gave {given}): {found.message}.",
+            "Choose another task (--task), or export the model through a Python file whose "
+            "factory returns it, with the inputs forward() takes (--input).",
+            details=chain_text(exc), exit_code=2)
+    option = next((hint for words, hint in _OPTION_HINTS if words in str(exc)), "")
+    return StudioError(
+        "model", f"{owner} fails on the inputs the studio derived from its config ({given}): "
+        f"{type(exc).__name__}: {one_line(exc)}.",
+        option or "The details hold the model's traceback; a model option (--model-kwarg "
+        "NAME=VALUE, a config attribute) or another task (--task) may avoid it.",
+        details=chain_text(exc))
+
+
+def run_once(call: Any, base: Plan, owner: str, batch: int, seq: int) -> tuple[Plan, Any]:
+    """(the first variant of `base` the model runs on, what it returned): `call(**inputs)`
+    runs it. The first variant's failure is the one reported."""
+    first: tuple[BaseException, Inputs] | None = None
+    for variant in base.variants():
+        inputs = variant.make(0, batch, seq)
+        try:
+            with torch.no_grad():
+                return variant, call(**inputs, **variant.options)
+        except Exception as exc:  # the model's own error: reported below if nothing runs
+            first = first or (exc, inputs)
+    assert first is not None
+    raise forward_failure(first[0], owner, first[1]) from None
+
+
+def output_fields(out: Any) -> tuple[list[Field], list[str]]:
+    """(fields, names) of the tensors a forward returned: a ModelOutput's keys in order, a
+    tuple's positions (output_N), or the tensor itself (output)."""
+    if isinstance(out, torch.Tensor):
+        return [None], ["output"]
+    if isinstance(out, dict):  # a ModelOutput: the tensors it holds (None fields are absent)
+        keys = [k for k, v in out.items() if isinstance(v, torch.Tensor)]
+        return list(keys), list(keys)
+    if isinstance(out, (tuple, list)):
+        positions = [i for i, v in enumerate(out) if isinstance(v, torch.Tensor)]
+        return list(positions), [f"output_{i}" for i in positions]
+    return [], []
+
+
+# ---------------------------------------------------------------------------- one file
 
 
 def _plain(hf: Any) -> ExportPart:
     model, config = hf.model, hf.config
+    owner = type(model).__name__
+    sizes = dummies.EXPORT_SIZES
+    base = plan(model.forward, main_input(model), config, model=model, owner=owner)
+    chosen, out = run_once(model, base, owner, sizes["batch_size"], sizes["sequence_length"])
+    fields, names = output_fields(out)
+    if {"logits_per_image", "logits_per_text"} <= set(names):  # every text against every image
+        chosen = chosen.apart()
+    if not fields:
+        raise StudioError("model", f"{owner} returns no tensor for the task {hf.task}, so its "
+                          "ONNX file would compute nothing.", "Choose another task (--task).")
 
     def make(seed: int, batch: int, seq: int, past: int) -> Inputs:
-        if hf.task == "image-classification":
-            return {"pixel_values": dummies.pixel_values(config, batch, _gen(seed))}
-        return _text_inputs(model, config, seed, batch, seq)
+        return chosen.make(seed, batch, seq)
 
-    sizes = dummies.EXPORT_SIZES
     inputs = make(0, sizes["batch_size"], sizes["sequence_length"], 0)
-    dynamic = {name: ({0: BATCH} if name == "pixel_values" else {0: BATCH, 1: SEQ})
-               for name in inputs}
-    fields = _OUTPUTS[hf.task]
-    return ExportPart("model.onnx", Plain(model, list(inputs), fields), inputs, fields, dynamic,
-                      make)
+    return ExportPart("model.onnx", Plain(model, chosen.names, fields, chosen.options), inputs,
+                      names, chosen.dynamic(), make)
+
+
+# ---------------------------------------------------------------------------- decoder with past
+
+
+def _token_ids(model: Any, config: Any, batch: int, seq: int, seed: int) -> torch.Tensor:
+    vocab = dummies.vocab_size(config, model)
+    if vocab is None:
+        raise StudioError("inputs", f"The studio cannot build input_ids for "
+                          f"{type(model).__name__}: neither its config nor its embeddings name "
+                          "a vocabulary size.", "Set vocab_size with --model-kwarg "
+                          "vocab_size=N.", exit_code=2)
+    return dummies.TokenIds(vocab).make(batch, seq, _gen(seed))
 
 
 def eager_past(model: Any, config: Any, seed: int, batch: int, past: int) -> list[torch.Tensor]:
     """A real cache of `past` positions: the flat present of the model run on random tokens
     (an empty cache, sliced from a one-token run, when `past` is 0)."""
-    ids = dummies.token_ids(config, batch, max(past, 1), _gen(seed + 1000))
+    ids = _token_ids(model, config, batch, max(past, 1), seed + 1000)
     with torch.no_grad():
         out = model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=True)
-    flat = [t for layer in out.past_key_values.layers for t in (layer.keys, layer.values)]
+    flat = [t for layer in returned_cache(out).layers for t in (layer.keys, layer.values)]
     return [t[:, :, :past].contiguous() for t in flat]
 
 
 def _decoder_with_past(hf: Any) -> ExportPart:
     model, config = hf.model, hf.config
-    layers = len(eager_past(model, config, 0, 1, 1)) // 2  # what the cache really holds
+    owner = type(model).__name__
+    try:
+        layers = len(eager_past(model, config, 0, 1, 1)) // 2  # what the cache really holds
+    except StudioError:
+        raise
+    except Exception as exc:
+        raise forward_failure(exc, owner, {"input_ids": _token_ids(model, config, 1, 1, 0)}) \
+            from None
 
     def make(seed: int, batch: int, seq: int, past: int) -> Inputs:
-        inputs = {"input_ids": dummies.token_ids(config, batch, seq, _gen(seed)),
+        inputs = {"input_ids": _token_ids(model, config, batch, seq, seed),
                   "attention_mask": torch.ones((batch, past + seq), dtype=torch.int64),
                   "position_ids": torch.arange(past, past + seq).expand(batch, seq).clone()}
         names = past_names("past_key_values", layers, False)
@@ -97,83 +192,101 @@ def _decoder_with_past(hf: Any) -> ExportPart:
     for name in past_names("past_key_values", layers, False):
         dynamic[name] = {0: BATCH, 2: PAST}
     outputs = ["logits", *past_names("present", layers, False)]
-    return ExportPart("model.onnx", DecoderWithPast(model), inputs, outputs, dynamic, make)
+    return ExportPart("model.onnx", DecoderWithPast(model), inputs, outputs, dynamic, make,
+                      _position_bounds(config, SEQ, PAST))
+
+
+def _position_bounds(config: Any, *dims: str) -> dict[str, int]:
+    """Each of `dims` bounded by the model's positions (`max_position_embeddings`): a model
+    whose causal mask or position table is that long only exports within it (GPT-Neo)."""
+    positions = dummies.find(dummies.text_config(config), "max_position_embeddings")
+    return {dim: positions for dim in dims} if isinstance(positions, int) and positions > 1 \
+        else {}
+
+
+# ---------------------------------------------------------------------------- encoder-decoder
 
 
 def _seq2seq_parts(hf: Any) -> list[ExportPart]:
     model, config = hf.model, hf.config
-    speech = "input_features" in _forward_params(model)
+    owner = type(model).__name__
+    encoder_module = model.get_encoder()
     sizes = dummies.EXPORT_SIZES
     enc_len = sizes["encoder_sequence_length"]
-
-    def encoder_inputs(seed: int, batch: int) -> Inputs:
-        if speech:
-            return {"input_features": dummies.input_features(config, batch, _gen(seed))}
-        return _text_inputs(model, config, seed, batch, enc_len)
+    base = plan(encoder_module.forward, main_input(encoder_module, main_input(model)), config,
+                model=model, encoder_only=True, owner=f"the encoder of {owner}", length=ENC_SEQ)
+    enc_plan, _ = run_once(encoder_module, base, f"the encoder of {owner}", 1, enc_len)
+    with_mask = "attention_mask" in enc_plan.kinds
+    # the encoder's output length is free when its main input's is (text; audio of any length)
+    enc_dynamic = enc_plan.dynamic()
+    free_length = any(axis != 0 for axis in enc_dynamic[enc_plan.names[0]])
 
     def encode(enc: Inputs) -> torch.Tensor:
         with torch.no_grad():
-            return model.get_encoder()(**enc).last_hidden_state
+            return encoder_module(**enc).last_hidden_state
 
     def decoder_inputs(seed: int, batch: int, seq: int) -> Inputs:
-        enc = encoder_inputs(seed, batch)
-        inputs = {"input_ids": dummies.token_ids(config, batch, seq, _gen(seed + 7))}
-        if not speech:
+        enc = enc_plan.make(seed, batch, enc_len)
+        inputs = {"input_ids": _token_ids(model, config, batch, seq, seed + 7)}
+        if with_mask:
             inputs["encoder_attention_mask"] = enc["attention_mask"]
         inputs["encoder_hidden_states"] = encode(enc)
         return inputs
 
     def make_encoder(seed: int, batch: int, seq: int, past: int) -> Inputs:
-        return encoder_inputs(seed, batch)
+        return enc_plan.make(seed, batch, seq)
 
     def make_decoder(seed: int, batch: int, seq: int, past: int) -> Inputs:
         return decoder_inputs(seed, batch, seq)
 
     def make_with_past(seed: int, batch: int, seq: int, past: int) -> Inputs:
         first = decoder_inputs(seed, batch, max(past, 1))
-        step = Seq2SeqDecoder(model, not speech)
+        step = Seq2SeqDecoder(model, with_mask)
         with torch.no_grad():
             present = step(*first.values())[1:]
         # one new token a step: the file takes exactly one
-        inputs = {"input_ids": dummies.token_ids(config, batch, 1, _gen(seed + 9))}
-        if not speech:
+        inputs = {"input_ids": _token_ids(model, config, batch, 1, seed + 9)}
+        if with_mask:
             inputs["encoder_attention_mask"] = first["encoder_attention_mask"]
         names = past_names("past_key_values", layers, True)
         inputs.update(zip(names, present, strict=True))
         return inputs
 
     batch, seq = sizes["batch_size"], sizes["sequence_length"]
-    with torch.no_grad():  # the layers the cache really holds: 4 tensors each
-        layers = (len(Seq2SeqDecoder(model, not speech)(*decoder_inputs(0, 1, 1).values()))
-                  - 1) // 4
-    enc = make_encoder(0, batch, seq, 0)
-    enc_dynamic = {name: ({0: BATCH} if speech else {0: BATCH, 1: "encoder_sequence_length"})
-                   for name in enc}
+    try:
+        with torch.no_grad():  # the layers the cache really holds: 4 tensors each
+            layers = (len(Seq2SeqDecoder(model, with_mask)(*decoder_inputs(0, 1, 1).values()))
+                      - 1) // 4
+    except StudioError:
+        raise
+    except Exception as exc:
+        raise forward_failure(exc, f"the decoder of {owner}", decoder_inputs(0, 1, 1)) from None
+    enc = make_encoder(0, batch, enc_len, 0)
     encoder = ExportPart("encoder_model.onnx", Encoder(model, list(enc)), enc,
                          ["last_hidden_state"], enc_dynamic, make_encoder)
     dec = make_decoder(0, batch, seq, 0)
     dec_dynamic: dict[str, dict[int, str]] = {"input_ids": {0: BATCH, 1: "decoder_sequence_length"},
                                               "encoder_hidden_states": {0: BATCH}}
-    if not speech:
-        dec_dynamic["encoder_attention_mask"] = {0: BATCH, 1: "encoder_sequence_length"}
-        dec_dynamic["encoder_hidden_states"][1] = "encoder_sequence_length"
-    decoder = ExportPart("decoder_model.onnx", Seq2SeqDecoder(model, not speech), dec,
+    if with_mask:
+        dec_dynamic["encoder_attention_mask"] = {0: BATCH, 1: ENC_SEQ}
+    if free_length:
+        dec_dynamic["encoder_hidden_states"][1] = ENC_SEQ
+    decoder = ExportPart("decoder_model.onnx", Seq2SeqDecoder(model, with_mask), dec,
                          ["logits", *past_names("present", layers, True)], dec_dynamic,
                          make_decoder)
     parts = [encoder, decoder]
     if hf.with_past:
         past = make_with_past(0, batch, 1, sizes["past_sequence_length"])
         past_dynamic: dict[str, dict[int, str]] = {"input_ids": {0: BATCH}}
-        if not speech:
-            past_dynamic["encoder_attention_mask"] = {0: BATCH, 1: "encoder_sequence_length"}
+        if with_mask:
+            past_dynamic["encoder_attention_mask"] = {0: BATCH, 1: ENC_SEQ}
         for name in past_names("past_key_values", layers, True):
             if ".decoder." in name:
                 past_dynamic[name] = {0: BATCH, 2: "past_decoder_sequence_length"}
-            else:  # a speech encoder's length is fixed by the model
-                past_dynamic[name] = {0: BATCH} if speech else {0: BATCH,
-                                                                2: "encoder_sequence_length"}
+            else:  # the encoder's length, free or fixed by the model
+                past_dynamic[name] = {0: BATCH, 2: ENC_SEQ} if free_length else {0: BATCH}
         own = [n for n in past_names("present", layers, True) if ".decoder." in n]
         parts.append(ExportPart("decoder_with_past_model.onnx",
-                                Seq2SeqDecoderWithPast(model, not speech), past,
+                                Seq2SeqDecoderWithPast(model, with_mask), past,
                                 ["logits", *own], past_dynamic, make_with_past))
     return parts

@@ -8,7 +8,7 @@ take the cache class as an input. Names follow Optimum's convention.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -20,7 +20,8 @@ Inputs = dict[str, torch.Tensor]
 @dataclass
 class ExportPart:
     """One ONNX file: the module, its inputs by name (in forward order), its output names,
-    each input's dynamic axes (axis -> dimension name) and a maker of inputs at other sizes."""
+    each input's dynamic axes (axis -> dimension name), a maker of inputs at other sizes, and
+    the largest size the model allows a dimension (its positions: max_position_embeddings)."""
 
     file: str
     module: nn.Module
@@ -28,6 +29,7 @@ class ExportPart:
     output_names: list[str]
     dynamic: dict[str, dict[int, str]]
     make_inputs: Callable[[int, int, int, int], Inputs]  # (seed, batch, sequence, past)
+    bounds: dict[str, int] = field(default_factory=dict)  # dimension name -> its maximum
 
 
 def _cache_tensors(cache: Any) -> list[torch.Tensor]:
@@ -44,18 +46,39 @@ def _cache_of(flat: tuple[torch.Tensor, ...]) -> Any:
     return DynamicCache([(flat[i], flat[i + 1]) for i in range(0, len(flat), 2)])
 
 
-class Plain(nn.Module):
-    """The model called with keyword inputs, returning the named fields of its output."""
+Field = str | int | None  # a ModelOutput key, a tuple index, or None: the output itself
 
-    def __init__(self, model: nn.Module, keys: list[str], fields: list[str]) -> None:
+
+class Plain(nn.Module):
+    """The model called with keyword inputs (and constant `options`, e.g. use_cache=False),
+    returning the given fields of its output (engine.source.hf.parts.output_fields)."""
+
+    def __init__(self, model: nn.Module, keys: list[str], fields: list[Field],
+                 options: dict[str, Any] | None = None) -> None:
         super().__init__()
         self.model, self.keys, self.fields = model, keys, fields
+        self.options = dict(options or {})
 
     def forward(self, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        extra = {"use_cache": False} if "input_ids" in self.keys and self.fields == ["logits"] \
-            and getattr(self.model.config, "is_decoder", True) else {}
-        out = self.model(**dict(zip(self.keys, tensors, strict=True)), **extra)
-        return tuple(out[name] for name in self.fields)
+        out = self.model(**dict(zip(self.keys, tensors, strict=True)), **self.options)
+        return tuple(out if name is None else out[name] for name in self.fields)
+
+
+def returned_cache(out: Any) -> Any:
+    """The key/value cache a forward returned: `cache` (transformers 5.24 on), else
+    `past_key_values`."""
+    cache = getattr(out, "cache", None) if "cache" in getattr(out, "__dataclass_fields__", {}) \
+        else None
+    return cache if cache is not None else out.past_key_values
+
+
+def cache_argument(model: nn.Module) -> str:
+    """The name forward() takes the key/value cache by: `cache` (transformers 5.24 on), else
+    `past_key_values`."""
+    import inspect
+
+    params = inspect.signature(model.forward).parameters
+    return "cache" if "cache" in params else "past_key_values"
 
 
 class DecoderWithPast(nn.Module):
@@ -65,13 +88,14 @@ class DecoderWithPast(nn.Module):
     def __init__(self, model: nn.Module) -> None:
         super().__init__()
         self.model = model
+        self.cache_name = cache_argument(model)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                 position_ids: torch.Tensor, *past: torch.Tensor) -> tuple[torch.Tensor, ...]:
         out = self.model(input_ids=input_ids, attention_mask=attention_mask,
-                         position_ids=position_ids, past_key_values=_cache_of(past),
-                         use_cache=True)
-        return (out.logits, *_cache_tensors(out.past_key_values))
+                         position_ids=position_ids, use_cache=True,
+                         **{self.cache_name: _cache_of(past)})
+        return (out.logits, *_cache_tensors(returned_cache(out)))
 
 
 class Encoder(nn.Module):
@@ -93,6 +117,7 @@ class Seq2SeqDecoder(nn.Module):
     def __init__(self, model: nn.Module, with_mask: bool) -> None:
         super().__init__()
         self.model, self.with_mask = model, with_mask
+        self.cache_name = cache_argument(model)
 
     def forward(self, input_ids: torch.Tensor, *rest: torch.Tensor) -> tuple[torch.Tensor, ...]:
         from transformers import DynamicCache, EncoderDecoderCache
@@ -101,8 +126,9 @@ class Seq2SeqDecoder(nn.Module):
         hidden = rest[-1]
         cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
         out = self.model(decoder_input_ids=input_ids, attention_mask=mask,
-                         encoder_outputs=(hidden,), past_key_values=cache, use_cache=True)
-        kv = out.past_key_values
+                         encoder_outputs=(hidden,), use_cache=True,
+                         **{self.cache_name: cache})
+        kv = returned_cache(out)
         return (out.logits, *_interleave(_cache_tensors(kv.self_attention_cache),
                                          _cache_tensors(kv.cross_attention_cache)))
 
@@ -115,6 +141,7 @@ class Seq2SeqDecoderWithPast(nn.Module):
     def __init__(self, model: nn.Module, with_mask: bool) -> None:
         super().__init__()
         self.model, self.with_mask = model, with_mask
+        self.cache_name = cache_argument(model)
 
     def forward(self, input_ids: torch.Tensor, *rest: torch.Tensor) -> tuple[torch.Tensor, ...]:
         from transformers import EncoderDecoderCache
@@ -128,8 +155,9 @@ class Seq2SeqDecoderWithPast(nn.Module):
         batch = input_ids.shape[0]
         hidden = past[2].new_zeros((batch, 1, 1))
         out = self.model(decoder_input_ids=input_ids, attention_mask=mask,
-                         encoder_outputs=(hidden,), past_key_values=cache, use_cache=True)
-        return (out.logits, *_cache_tensors(out.past_key_values.self_attention_cache))
+                         encoder_outputs=(hidden,), use_cache=True,
+                         **{self.cache_name: cache})
+        return (out.logits, *_cache_tensors(returned_cache(out).self_attention_cache))
 
 
 def _interleave(own: list[torch.Tensor], cross: list[torch.Tensor]) -> list[torch.Tensor]:

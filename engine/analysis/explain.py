@@ -117,13 +117,11 @@ def _hf_subjects(recipe: Recipe, folder: Path, events: Events) -> Iterator[Subje
     """Each file of a Hugging Face export with its part's module and inputs."""
     from engine import torch_private
     from engine.export.hf_files import _dims as part_dynamic_shapes
-    from engine.source.hf import load_hf
+    from engine.source.hf import load_for_recipe
     from engine.validation.nodes import decompose_like_the_exporter
 
     events.progress(0.0, "Loading the model")
-    task = recipe.model.kwargs.get("task")
-    hf = load_hf(recipe.model.source, recipe.base_dir, str(task) if task else None,
-                 seed=recipe.export.seed)
+    hf = load_for_recipe(recipe)  # the task, model options and trust the export had
     missing = [p.file for p in hf.parts if not (folder / p.file).is_file()]
     if missing:
         raise StudioError("source", f"{folder} has no {', '.join(missing)} for the task "

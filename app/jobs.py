@@ -1,7 +1,8 @@
 """JobRunner: the jobs the GUI runs in worker processes, on a warm worker with a spare.
 
-Job-level logic on top of the transport (`app.worker_client.WorkerProcess`): a request gets an
-id and a callback that hears its events until its `result` or `error`. The worker runs its
+Job-level logic on top of the transport (`app.worker_client.WorkerProcess`): a request (an
+engine.protocol class) gets an id and a callback that hears its typed events until its result
+or error. The worker runs its
 jobs in the order they were sent. Cancelling the job it runs ends the worker (the jobs waiting
 behind it go to the spare, never started twice); a worker that dies fails its jobs with a
 sentence that names its exit code or signal. Either way the spare takes over: it is started
@@ -19,22 +20,22 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import copy
 import itertools
 import weakref
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
 from app.worker_client import TERMINATE_GRACE_MS, WorkerProcess, exit_description
 from engine.file_set import written_text
+from engine.protocol import Committing, Error, ErrorEvent, Event, Ready, Request, Result
 from engine.worker_process import remove_abandoned_temps
 
 __all__ = ["LONG_JOBS", "JobCallback", "JobRunner", "exit_description"]
 
-JobCallback = Callable[[dict[str, Any]], None]
+JobCallback = Callable[[Event], None]
 # Jobs that run for seconds or more (the user waits on them, Cancel ends them), by their names
 LONG_JOBS = {"export": "export", "validate": "validation"}
 _RUNNERS: weakref.WeakSet[JobRunner] = weakref.WeakSet()
@@ -49,13 +50,17 @@ WAITED_FOR = {"export": "the export", "validate": "the validation",
 
 @dataclass
 class _Job:
-    kind: str  # the request's `job`
-    request: dict[str, Any]
+    request: Request  # with its id
     callback: JobCallback
     heard: bool = False  # the worker has said something about it: it has started
     resent: bool = False  # sent again after its worker retired without starting it
     committed: str | None = None  # the file it renamed into place (its `committing` event)
     committed_files: list[str] = field(default_factory=list)  # ... a folder export's files
+
+    @property
+    def kind(self) -> str:
+        """The request's `job`: export, validate, compare, ..."""
+        return self.request.TAG
 
 
 @atexit.register
@@ -69,7 +74,7 @@ def _shutdown_all() -> None:
 class JobRunner(QObject):
     """Submits jobs to a warm worker, routes its events to callbacks, replaces it when it ends.
 
-    Signals: `workerReady(dict)` when the current worker has imported torch (again when a
+    Signals: `workerReady(Ready)` when the current worker has imported torch (again when a
     spare takes over); `workerLost(str)` with the sentence shown when the current worker died;
     `log(str)` for the current worker's stderr lines.
     """
@@ -99,7 +104,7 @@ class JobRunner(QObject):
     # ----------------------------------------------------------------- lifecycle
 
     @property
-    def ready_info(self) -> dict[str, Any] | None:
+    def ready_info(self) -> Ready | None:
         """The current worker's `ready` message; None until it has imported torch."""
         return self._worker.ready_info if self._worker else None
 
@@ -148,7 +153,7 @@ class JobRunner(QObject):
     def _launch(self, spare: bool) -> WorkerProcess:
         worker = WorkerProcess(self, self._command, warm_first=spare)
         worker.ready.connect(self._on_ready)
-        worker.message.connect(self._on_message)
+        worker.received.connect(self._on_event)
         worker.stderrText.connect(self._on_stderr)
         worker.exited.connect(self._on_exited)
         worker.start()
@@ -166,29 +171,20 @@ class JobRunner(QObject):
 
     # ----------------------------------------------------------------- jobs
 
-    def submit(self, request: dict[str, Any], callback: JobCallback) -> int:
-        """Send a job; `callback` gets each of its events, the last one `result` or `error`."""
+    def submit(self, request: Request, callback: JobCallback) -> int:
+        """Send a job; `callback` gets each of its events, the last one a result or an
+        ErrorEvent. The request is sent with the job's id (the id it carries is replaced)."""
         if self._worker is None:
             self._early_deaths = 0
             self._stopping = False
             self.start()
         assert self._worker is not None
         job_id = next(self._ids)
-        self._jobs[job_id] = _Job(str(request.get("job")), request, callback)
-        self._worker.send({**request, "id": job_id})
+        request = copy.copy(request)  # the caller's stays as it was
+        request.id = job_id
+        self._jobs[job_id] = _Job(request, callback)
+        self._worker.send(request)
         return job_id
-
-    def export(self, recipe_toml: str, base_dir: Path, callback: JobCallback) -> int:
-        """Export (and validate, if the recipe says so) in the worker."""
-        return self.submit({"job": "export", "recipe": recipe_toml, "base_dir": str(base_dir)},
-                           callback)
-
-    def validate(self, recipe_toml: str, base_dir: Path, onnx: Path, callback: JobCallback
-                 ) -> int:
-        """Validate an existing .onnx file (a Hugging Face recipe: the folder its export
-        wrote) against the recipe's model with its [validate]."""
-        return self.submit({"job": "validate", "recipe": recipe_toml, "base_dir": str(base_dir),
-                            "onnx": str(onnx)}, callback)
 
     def busy(self) -> bool:
         return any(job.kind in LONG_JOBS for job in self._jobs.values())
@@ -227,12 +223,10 @@ class JobRunner(QObject):
             remove_abandoned_temps()  # the temporary files of the export it was writing
         for job_id in [i for i in cancelled if self._jobs[i].committed]:
             job = self._jobs.pop(job_id)
-            job.callback({"id": job_id, "type": "error", "details": "", "written": job.committed,
-                          "error": {
-                "kind": "cancelled", "message": f"The export had already finished: "
-                f"{written_text(str(job.committed), job.committed_files)} before Cancel; only what "
-                "came after it (the validation) was stopped.", "hint": "",
-                "unsupported_ops": []}})
+            job.callback(ErrorEvent(id=job_id, written=job.committed, error=Error(
+                kind="cancelled", message=f"The export had already finished: "
+                f"{written_text(str(job.committed), job.committed_files)} before Cancel; only "
+                "what came after it (the validation) was stopped.")))
         self._fail(cancelled & set(self._jobs), "cancelled", CANCELLED, "")
         self.start()
         self._resend(waiting)  # (not a job a callback above may have sent meanwhile)
@@ -244,15 +238,14 @@ class JobRunner(QObject):
             job = self._jobs.get(job_id)
             if job is not None:
                 job.resent = True
-                self._worker.send({**job.request, "id": job_id})
+                self._worker.send(job.request)
 
     def _fail(self, job_ids: Collection[int], kind: str, message: str, hint: str) -> None:
         """Fail these pending jobs; `{job}` in `message` becomes the job's name."""
         for job_id in sorted(job_ids):
             job = self._jobs.pop(job_id)
             text = message.replace("{job}", LONG_JOBS.get(job.kind, "job"))
-            job.callback({"id": job_id, "type": "error", "details": "", "error": {
-                "kind": kind, "message": text, "hint": hint, "unsupported_ops": []}})
+            job.callback(ErrorEvent(id=job_id, error=Error(kind=kind, message=text, hint=hint)))
 
     # ----------------------------------------------------------------- worker events
 
@@ -264,16 +257,16 @@ class JobRunner(QObject):
             self.workerReady.emit(worker.ready_info)
             self._start_spare()
 
-    def _on_message(self, worker: WorkerProcess, message: dict[str, Any]) -> None:
-        if worker is self._cancelling and message.get("type") == "committing":
-            job = self._jobs.get(message.get("id"))  # type: ignore[arg-type]
+    def _on_event(self, worker: WorkerProcess, event: Event) -> None:
+        job_id = getattr(event, "id", None)
+        if worker is self._cancelling and isinstance(event, Committing):
+            job = self._jobs.get(job_id) if isinstance(job_id, int) else None
             if job is not None:
-                job.committed = str(message.get("output"))
-                job.committed_files = [str(n) for n in message.get("files") or []]
+                job.committed = event.output
+                job.committed_files = list(event.files)
             return
         if worker is not self._worker:
             return  # a spare has no jobs; an ended worker's jobs were failed already
-        job_id = message.get("id")
         if job_id in self._skipped:  # the worker came to a job cancelled while it waited
             self._skipped.clear()  # (the jobs sent before it are answered: FIFO)
             self._worker = None
@@ -283,14 +276,16 @@ class JobRunner(QObject):
             return
         entry = self._jobs.get(job_id) if isinstance(job_id, int) else None
         if entry is None:
+            if isinstance(event, ErrorEvent):  # a line no job owns that did not fit: say so
+                self.log.emit(f"!! {event.error.message}")
             return
         entry.heard = True
-        if message.get("type") == "committing":
-            entry.committed = str(message.get("output"))
-            entry.committed_files = [str(n) for n in message.get("files") or []]
-        if message.get("type") in ("result", "error"):
+        if isinstance(event, Committing):
+            entry.committed = event.output
+            entry.committed_files = list(event.files)
+        if isinstance(event, Result | ErrorEvent):
             del self._jobs[job_id]  # type: ignore[arg-type]
-        entry.callback(message)
+        entry.callback(event)
 
     def _on_stderr(self, worker: WorkerProcess, text: str) -> None:
         if worker is not self._spare:

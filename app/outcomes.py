@@ -1,10 +1,11 @@
-"""What a job produced, stamped with what produced it: the recipe and the ONNX file.
+"""What a job produced, typed, and stamped with what produced it: the recipe, the ONNX file and
+when it ran.
 
-`ExportOutcome` and `ValidationOutcome` hold a job's end twice: typed (engine.protocol classes,
-what the session decides on) and as the worker sent it (the dicts the Summary and Validation
-tabs render key for key). A `Stamp` names the recipe (its `fingerprint`) and the ONNX file
-(path, size, mtime) a result belongs to, so the session can tell whether it is still current.
-Qt-free.
+`ExportOutcome` and `ValidationOutcome` hold a job's end as engine.protocol classes (the views
+read their fields, never the worker's dicts). A `Stamp` names the recipe (its `fingerprint`,
+and `export_fingerprint`: what the export reads, [validate] aside), the ONNX file (path,
+size, mtime) a result belongs to, and the time the action ran, so the session can tell whether
+it is still current and the header can say when it was made. Qt-free.
 """
 
 from __future__ import annotations
@@ -17,20 +18,22 @@ from typing import Any
 
 from engine import recipe as recipes
 from engine.protocol import (
-    EVENTS,
-    RESULTS,
     Error,
     ErrorEvent,
-    Event,
     ExportReport,
     ExportResult,
-    ProtocolError,
+    InspectDocument,
     Validation,
 )
 from engine.recipe import Recipe
 
 __all__ = ["ExportOutcome", "FileStamp", "JobStart", "OpenedFile", "Stamp", "ValidationOutcome",
-           "decode_event", "fingerprint", "protocol_error"]
+           "export_fingerprint", "failure_hint", "fingerprint", "run_fingerprint"]
+
+
+def _digest(data: dict[str, Any], recipe: Recipe) -> str:
+    text = json.dumps(data, sort_keys=True, default=str)
+    return hashlib.sha256(f"{text}\0{recipe.base_dir}".encode()).hexdigest()
 
 
 def fingerprint(recipe: Recipe) -> str:
@@ -38,8 +41,23 @@ def fingerprint(recipe: Recipe) -> str:
 
     Cheap (no TOML writing): the dirty flag and every result's stamp use it on each edit.
     """
-    data = json.dumps(recipes.to_dict(recipe), sort_keys=True, default=str)
-    return hashlib.sha256(f"{data}\0{recipe.base_dir}".encode()).hexdigest()
+    return _digest(recipes.to_dict(recipe), recipe)
+
+
+def export_fingerprint(recipe: Recipe) -> str:
+    """The fingerprint of what an export reads: the recipe without its [validate] table, so a
+    new tolerance leaves an export current (its validation is judged again instead)."""
+    data = recipes.to_dict(recipe)
+    data["validate"] = {}
+    return _digest(data, recipe)
+
+
+def run_fingerprint(recipe: Recipe) -> str:
+    """The fingerprint of what a validation runs: the recipe without its tolerances, which
+    only judge the differences a run found (a new tolerance is judged again, nothing re-run)."""
+    data = recipes.to_dict(recipe)
+    data["validate"] = {k: v for k, v in data["validate"].items() if k not in ("rtol", "atol")}
+    return _digest(data, recipe)
 
 
 @dataclass(frozen=True)
@@ -60,25 +78,29 @@ class FileStamp:
         return cls(path, stat.st_size, stat.st_mtime_ns)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Stamp:
-    """What a result belongs to: the recipe's fingerprint when its job was sent, and the ONNX
-    file the job wrote or read (None: no file was written)."""
+    """What a result belongs to: the recipe's fingerprints when its job was sent, the ONNX file
+    the job wrote or read (None: no file was written), and when it ran."""
 
-    recipe: str
+    recipe: str  # fingerprint()
+    export: str  # export_fingerprint()
+    run: str  # run_fingerprint()
     onnx: FileStamp | None
     label: str = ""  # the recipe as the user knows it: its file name (or "unsaved") and model
+    at: float = 0.0  # when the action ran (time.time() at its end): what the header shows
 
 
 @dataclass(frozen=True)
 class OpenedFile:
-    """An .onnx the user opened: the file as it was, and its `graph` summary (engine.graph.
-    summary) or why it could not be read."""
+    """An .onnx the user opened: the file as it was, what it holds (`inspect`, the document of
+    `onnx-studio inspect --json`) or why it could not be read, and when it was opened."""
 
     path: Path
     stamp: FileStamp | None
-    summary: dict[str, Any] | None
+    inspect: InspectDocument | None
     error: str | None
+    at: float  # time.time() when it was opened
 
 
 @dataclass(frozen=True)
@@ -94,11 +116,10 @@ class JobStart:
 
 @dataclass(frozen=True)
 class ExportOutcome:
-    """The end of an export job: `final` typed, `message` as the worker sent it."""
+    """The end of an export job, as the worker sent it (typed)."""
 
     job: int
     final: ExportResult | ErrorEvent
-    message: dict[str, Any]
     stamp: Stamp
     seconds: float
     validates: bool  # the recipe sent asked for a validation
@@ -120,6 +141,11 @@ class ExportOutcome:
         return self.final.report.error
 
     @property
+    def details(self) -> str:
+        """The full cause of a failure (the traceback), "" when there is none."""
+        return self.final.details
+
+    @property
     def output(self) -> Path | None:
         report = self.report
         return Path(report.output) if report is not None and report.output else None
@@ -134,50 +160,60 @@ class ExportOutcome:
                              and report.error.kind == "validation")
         return report.ok or failed_validation
 
+    @property
+    def written_before_cancel(self) -> Path | None:
+        """The file a cancelled export had already renamed into place (then it is there)."""
+        written = self.final.written if isinstance(self.final, ErrorEvent) else None
+        return Path(written) if written else None
+
 
 @dataclass(frozen=True)
 class ValidationOutcome:
     """A validation of an ONNX file: from a validate job, or the part of an export that
-    validated what it wrote (`job` is then the export's)."""
+    validated what it wrote (`job` is then the export's).
+
+    `validation` is the verdict at the form's tolerance now: as the job reported it, or judged
+    again from its stored differences after a tolerance change (`as_run` then keeps what the
+    job reported; app.session.rejudge). A new tolerance makes a new outcome, never an edit.
+    """
 
     job: int
     onnx: Path | None
     validation: Validation | None  # None: it could not run; `error` says why
-    message: dict[str, Any]  # the job's final message as the worker sent it
-    data: dict[str, Any] | None  # the validation object in it
     error: Error | None
     details: str
     job_dir: str | None
     stamp: Stamp
     seconds: float
     from_export: bool
+    as_run: Validation | None = None  # the job's own verdict, when `validation` was re-judged
 
     @property
     def ok(self) -> bool:
         return self.validation is not None and self.validation.ok
 
+    @property
+    def rejudged(self) -> bool:
+        """True when `validation` was judged again at another tolerance, nothing re-run."""
+        return self.as_run is not None
 
-def decode_event(job: str, message: dict[str, Any]) -> Event:
-    """The typed form of one event of a `job` (by its `type`; a result by the job's name).
+    @property
+    def run(self) -> Validation | None:
+        """The validation as the job reported it (the differences every re-judge starts from)."""
+        return self.as_run if self.as_run is not None else self.validation
 
-    Raises ProtocolError when the message does not fit its class. Unknown keys are ignored,
-    so a newer worker's extra fields pass.
-    """
-    kind = message.get("type")
-    if kind == "result":
-        result = RESULTS.get(job)
-        if result is None:
-            raise ProtocolError("result", "", f"answers the job {job!r}, which has no result "
-                                "class")
-        return result.from_dict(message)
-    event = EVENTS.get(kind) if isinstance(kind, str) else None
-    if event is None:
-        raise ProtocolError("message", "type", f"is {kind!r}, which this version does not "
-                            "know")
-    return event.from_dict(message)
+    @property
+    def plots(self) -> Path | None:
+        """The plot data (.npz) of this validation, when it was saved."""
+        validation = self.validation
+        if validation is not None and isinstance(validation.plots, str) and validation.plots:
+            return Path(validation.plots)
+        return Path(self.job_dir) / "validation.npz" if self.job_dir else None
 
 
-def protocol_error(job_id: int, exc: ProtocolError) -> ErrorEvent:
-    """The error a job ends with when its final message does not fit the protocol."""
-    return ErrorEvent(id=job_id, error=Error.from_exception(exc, with_details=False),
-                      details=str(exc))
+def failure_hint(validation: Validation) -> str:
+    """What to change after a failed validation, chosen by its cause (a tolerance only when
+    numbers differ: engine.validation.validator.failure_hint); "" when it passed."""
+    from engine.validation.validator import failure_hint as hint
+
+    return hint(validation.to_dict())

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from engine import dirs, shipped
 from engine import recipe as recipes
+from engine.errors import StudioError
 from engine.paths import source_path
 from engine.recipe import Recipe, is_folder_source, split_source
 from engine.source.describe import PICKLE_SUFFIXES, archive_kind
@@ -38,9 +39,8 @@ def list_examples() -> list[ExampleRecipe]:
     found: list[ExampleRecipe] = []
     for path in shipped.recipe_paths():
         try:
-            source = str(tomllib.loads(path.read_text(encoding="utf-8"))
-                         .get("model", {}).get("source", ""))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            source = recipes.load(path).model.source
+        except (OSError, StudioError):
             continue
         example = EXAMPLES.get(source.removeprefix("example:")) if source.startswith(
             "example:") else None

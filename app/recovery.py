@@ -121,12 +121,11 @@ def find_orphans(folder: Path | None = None, notices: list[str] | None = None) -
         lock.unlock()
         meta_file = toml.with_suffix(".json")
         try:
-            meta = json.loads(meta_file.read_text(encoding="utf-8"))
+            meta = json.loads(meta_file.read_text(encoding="utf-8"))  # as Autosave writes it
             recipe = recipes.load(toml)
             recipe = rebase_recipe_paths(recipe, Path(meta["base_dir"]))
-            path = meta.get("recipe_path")
-            orphan = Orphan(recipe, Path(path) if path else None,
-                            float(meta.get("saved_at") or 0.0),
+            path, saved_at = meta["recipe_path"], float(meta["saved_at"])
+            orphan = Orphan(recipe, Path(path) if path else None, saved_at,
                             (toml, meta_file, Path(str(toml) + ".lock")))
         except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError,
                 StudioError) as exc:
@@ -143,6 +142,7 @@ def _set_aside(toml: Path, meta: Path, exc: Exception) -> str:
     user, "" when it could not be moved (it is tried again at the next start)."""
     why = exc.message if isinstance(exc, StudioError) else (
         "its note is missing" if isinstance(exc, FileNotFoundError) else
+        f"its note lacks {exc}" if isinstance(exc, KeyError) else
         "it nests too deeply to read" if isinstance(exc, RecursionError) else str(exc))
     backup = backup_path(toml)
     try:

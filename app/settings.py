@@ -99,12 +99,21 @@ def _kind(value: Any) -> str:
             list: "a list", dict: "a table"}.get(type(value), type(value).__name__)
 
 
+VERSION_KEY = "version"  # the settings file's own version, the one key read before the others
+
+
+def _file_version(data: dict[str, Any]) -> Any:
+    """The version a settings table says it is; a hand-written file may leave it out (then
+    it is read as this version's)."""
+    return data.get(VERSION_KEY, SETTINGS_VERSION)
+
+
 def _from_data(data: Any) -> tuple[Settings, list[str], int]:
     """(settings, the keys not usable and why, the file's version); _Unusable for a file
     that cannot be read at all."""
     if not isinstance(data, dict):
         raise _Unusable("it does not hold a table of settings")
-    version = data.get("version", SETTINGS_VERSION)  # a hand-written file may leave it out
+    version = _file_version(data)
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise _Unusable(f"its version {version!r} is not a whole number from 1 up")
     settings = Settings()
@@ -211,7 +220,7 @@ def _keep_if_not_ours(path: Path) -> None:
     except OSError:
         return  # nothing there; a folder there makes the write fail and say so
     try:
-        version = tomllib.loads(raw.decode("utf-8")).get("version", SETTINGS_VERSION)
+        version = _file_version(tomllib.loads(raw.decode("utf-8")))
         ours = (isinstance(version, int) and not isinstance(version, bool)
                 and 1 <= version <= SETTINGS_VERSION)
     except (ValueError, RecursionError):

@@ -94,13 +94,8 @@ class ResultTabs(QTabWidget):
         if widget is self.log:
             return "Everything the worker and the window said, oldest first"
         if widget is self.validation:
-            result = session.validation_result
-            if result is not None and self.validation.rejudged_for == session.fingerprint:
-                onnx = result.onnx.name if result.onnx else "the file"
-                return (f"{onnx} as validated from {result.stamp.label}, judged again at the "
-                        "form's tolerance (nothing re-run)")
-            return result
-        latest = session.opened or session.export_result
+            return session.validation_result
+        latest = session.results.latest()
         if widget is self.graph:
             path = self.graph.loaded_path
             for shown in (latest, session.validation_result):

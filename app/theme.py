@@ -94,6 +94,11 @@ def warning_background(dark: bool) -> str:
     return "#4d3b12" if dark else "#fff3cd"
 
 
+def note_background(dark: bool) -> str:
+    """The background of a note about what is shown (a validation judged again)."""
+    return "#1f3a52" if dark else "#e7f1fb"
+
+
 class Follower(QObject):
     """The theme shown: the user's choice ("system", "light", "dark") applied to the
     application, and for "system" the OS colour scheme, followed live; `changed(dark)` after

@@ -10,21 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, QUrl
-from PySide6.QtGui import (
-    QAction,
-    QActionGroup,
-    QCloseEvent,
-    QDesktopServices,
-    QDragEnterEvent,
-    QDropEvent,
-    QKeySequence,
-)
+from PySide6.QtGui import QCloseEvent, QDesktopServices, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import (
     QFileDialog,
-    QLabel,
     QMainWindow,
     QMessageBox,
     QSplitter,
@@ -36,30 +26,19 @@ from app import logs, theme
 from app import settings as settings_mod
 from app.form import FormPanel
 from app.graph import preload_graph_modules
+from app.menus import Menus
 from app.placement import Remembered
 from app.recipes import MODEL_SUFFIXES, OPENABLE_SUFFIXES, list_examples, relative_source
 from app.recovery import Autosave
 from app.results.provenance import ProvenanceBar
 from app.session import ExportSession
-from app.tabs import TABS, ResultTabs
+from app.status import StatusLine
+from app.tabs import ResultTabs
 from app.unsaved import UnsavedGuard
-from engine.protocol import Ready
 
 TITLE = "ONNX Export Studio"
 OPEN_FILTER = ("All supported (*.toml *.py *.pt2 *.pt *.pth *.onnx);;Recipes (*.toml);;"
                "Models (*.py *.pt2 *.pt *.pth);;ONNX files (*.onnx);;All files (*)")
-SHORTCUTS = "\n".join([
-    "Ctrl+O  open a recipe, model or .onnx file",
-    "Ctrl+S / Ctrl+Shift+S  save the recipe (as)",
-    "Ctrl+E or Ctrl+Enter  export",
-    "Ctrl+Shift+V  validate the exported file with ONNX Runtime",
-    "Esc  cancel the export or validation",
-    "Ctrl+1 … Ctrl+6  Summary, Warnings, Validation, Graph, Python, Log",
-    "Ctrl+Shift+C  copy the Python script",
-    "Ctrl+Q  quit",
-])
-
-
 class MainWindow(QMainWindow):
     """The form side and the result tabs, side by side: views of `self.session`."""
 
@@ -83,7 +62,7 @@ class MainWindow(QMainWindow):
         self.log_file = logs.attach(self.session)
         self._closing = False
         self.tabs = ResultTabs(self.session)
-        self._build_menus()
+        self.menus = Menus(self, self)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.provenance = ProvenanceBar(self.session, self.tabs.provenance)
         self.provenance.againRequested.connect(self._again)
@@ -100,15 +79,12 @@ class MainWindow(QMainWindow):
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setSizes([640, 700])
         self.setCentralWidget(self.splitter)
-        self.worker_status = QLabel("Worker: starting…")
-        self.statusBar().addPermanentWidget(self.worker_status)
+        self.status_line = StatusLine(self.session)
+        self.statusBar().addPermanentWidget(self.status_line)
 
         s = self.session
         s.recipeChanged.connect(self._update_title)
         s.dirtyChanged.connect(self._update_title)
-        s.readinessChanged.connect(self._update_actions)
-        s.workerReady.connect(self._worker_ready)
-        s.workerLost.connect(self._worker_lost)
         s.refused.connect(self._status)
         self.tabs.statusMessage.connect(self._status)
 
@@ -125,63 +101,7 @@ class MainWindow(QMainWindow):
             # once the window is up, so showing the first result does not freeze the window.
             QTimer.singleShot(300, preload_graph_modules)
 
-    # ================================================================= menus, status
-
-    def _action(self, menu: Any, text: str, slot: Any, shortcut: Any = None) -> QAction:
-        action = QAction(text, self)
-        if shortcut is not None:
-            keys = shortcut if isinstance(shortcut, list) else [shortcut]
-            action.setShortcuts([QKeySequence(k) for k in keys])
-        action.triggered.connect(slot)
-        menu.addAction(action)
-        return action
-
-    def _build_menus(self) -> None:
-        bar, session = self.menuBar(), self.session
-        file = bar.addMenu("&File")
-        self._action(file, "&Open…", self.open_dialog, QKeySequence.StandardKey.Open)
-        self._action(file, "Open &Hugging Face folder…", self.open_hf_dialog)
-        self._action(file, "&New recipe",
-                     lambda: self.keep_edits_then("starting a new recipe", session.new_recipe),
-                     QKeySequence.StandardKey.New)
-        self._action(file, "&Save recipe", self.save_recipe, QKeySequence.StandardKey.Save)
-        self._action(file, "Save recipe &as…", self.save_recipe_as, "Ctrl+Shift+S")
-        self.recent_menu = file.addMenu("Recent")
-        self.recent_menu.aboutToShow.connect(self._fill_recent)
-        file.addSeparator()
-        self._action(file, "&Quit", self.close, QKeySequence.StandardKey.Quit)
-        run = bar.addMenu("&Export")
-        self.export_action = self._action(run, "&Export", session.start_export,
-                                          ["Ctrl+E", "Ctrl+Return"])
-        self.validate_action = self._action(run, "&Validate with ONNX Runtime",
-                                            session.start_validation, "Ctrl+Shift+V")
-        self.cancel_action = self._action(run, "&Cancel", session.cancel, "Esc")
-        self._action(run, "Copy Python script", self.tabs.python.copy, "Ctrl+Shift+C")
-        view = bar.addMenu("&View")
-        for i, name in enumerate(TABS):
-            self._action(view, name, lambda _=False, i=i: self.tabs.setCurrentIndex(i),
-                         f"Ctrl+{i + 1}")
-        view.addSeparator()
-        themes = view.addMenu("Theme")
-        group = QActionGroup(self)
-        self.theme_actions: dict[str, QAction] = {}
-        for name in settings_mod.THEMES:
-            label = "Follow the system" if name == "system" else name.capitalize()
-            action = self._action(themes, label, lambda _=False, n=name: self.set_theme(n))
-            action.setCheckable(True)
-            group.addAction(action)
-            self.theme_actions[name] = action
-        help_menu = bar.addMenu("&Help")
-        self._action(help_menu, "Keyboard shortcuts",
-                     lambda: QMessageBox.information(self, "Keyboard shortcuts", SHORTCUTS), "F1")
-        self._action(help_menu, "Open log folder", self.open_log_folder)
-        self._action(help_menu, "&About ONNX Export Studio", self.show_about)
-
-    def _update_actions(self) -> None:
-        session = self.session
-        self.export_action.setEnabled(not session.problems and not session.busy)
-        self.validate_action.setEnabled(not session.validate_reason)
-        self.validate_action.setToolTip(session.validate_tip())
+    # ================================================================= title, status
 
     def _update_title(self) -> None:
         path = self.session.recipe_path
@@ -200,12 +120,6 @@ class MainWindow(QMainWindow):
         folder = logs.log_dir()
         folder.mkdir(parents=True, exist_ok=True)
         QDesktopServices.openUrl(QUrl.fromLocalFile(str(folder)))
-
-    def _worker_ready(self, ready: Ready) -> None:
-        self.worker_status.setText(f"Worker ready (torch {ready.torch}, pid {ready.pid})")
-
-    def _worker_lost(self) -> None:
-        self.worker_status.setText("Worker restarting…")
 
     def _again(self, job: str) -> None:
         if job == "validate":
@@ -283,14 +197,9 @@ class MainWindow(QMainWindow):
         self.remembered.add_recent("recipe", self.session.recipe_path or path)
         return True
 
-    def _fill_recent(self) -> None:
-        self.recent_menu.clear()
-        items = self.remembered.recent()
-        for item in items:
-            action = self.recent_menu.addAction(item)
-            action.triggered.connect(lambda _=False, p=item: self.open_path(Path(p)))
-        if not items:
-            self.recent_menu.addAction("(none)").setEnabled(False)
+    def recent(self) -> list[str]:
+        """The recent files, newest first (the File ▸ Recent menu)."""
+        return self.remembered.recent()
 
     def save_recipe(self) -> bool:
         path = self.session.recipe_path
@@ -333,8 +242,8 @@ class MainWindow(QMainWindow):
         self.theme.choose(name)
 
     def _show_theme(self, dark: bool) -> None:
-        if self.theme.choice in self.theme_actions:
-            self.theme_actions[self.theme.choice].setChecked(True)
+        if self.theme.choice in self.menus.themes:
+            self.menus.themes[self.theme.choice].setChecked(True)
         self.form.set_dark(dark)
         self.provenance.set_dark(dark)
         self.session.recheck()  # the forms mark their problems again, in the new colours

@@ -2,9 +2,11 @@
 
 The transport only, and portable (Linux, Windows, macOS): the worker's stdout carries the
 protocol, one JSON object per line, read on `readyReadStandardOutput` with partial lines kept
-until their newline; its stderr is read on `readyReadStandardError` and forwarded as log text;
-requests go out with `QProcess.write`, which queues the bytes and returns at once. Everything
-runs on the GUI thread's event loop: no reader thread and no blocking call outside `wait`.
+until their newline and each decoded once into its typed event (engine.protocol; a result by
+the job its id was sent as); its stderr is read on `readyReadStandardError` and forwarded as
+log text; requests (protocol classes) go out with `QProcess.write`, which queues the bytes and
+returns at once. Everything runs on the GUI thread's event loop: no reader thread and no
+blocking call outside `wait`.
 
 Ending a worker is `terminate`: it is sent `abort`, its stdin is closed and it is asked to
 terminate (SIGTERM on POSIX), then killed after a short grace, which is extended while the
@@ -30,6 +32,19 @@ from PySide6.QtCore import QObject, QProcess, QProcessEnvironment, QTimer, Signa
 from engine import process_tree
 from engine.errors import plain
 from engine.process_tree import exit_description
+from engine.protocol import (
+    AbortRequest,
+    Committing,
+    Error,
+    ErrorEvent,
+    Event,
+    ProtocolError,
+    Ready,
+    Request,
+    Result,
+    decode_reply,
+    encode,
+)
 from engine.worker_process import CLIENT_PID_ENV, WARM_FIRST_ENV
 from engine.worker_process import command as worker_command
 
@@ -62,8 +77,8 @@ class WorkerProcess(QObject):
     current, spare and retired workers) knows whose words it hears.
     """
 
-    ready = Signal(object)  # (worker): torch is imported; `ready_info` holds the message
-    message = Signal(object, object)  # (worker, dict): any other protocol line
+    ready = Signal(object)  # (worker): torch is imported; `ready_info` holds the Ready event
+    received = Signal(object, object)  # (worker, Event): any other protocol line, decoded
     stderrText = Signal(object, str)  # (worker, lines joined by newlines)
     exited = Signal(object, int, bool)  # (worker, QProcess exit code, crashed)
 
@@ -72,7 +87,8 @@ class WorkerProcess(QObject):
         """`warm_first`: the worker says ready only after its warm-up imports (a spare)."""
         super().__init__(parent)
         program, *arguments = command or worker_command()
-        self.ready_info: dict[str, Any] | None = None
+        self.ready_info: Ready | None = None
+        self._sent: dict[int, str] = {}  # job id -> the request's `job`, until it is answered
         self.has_exited = False
         self._started_pid = 0
         self._ending = False
@@ -124,17 +140,20 @@ class WorkerProcess(QObject):
         """Start the process; returns at once (torch is imported in the background)."""
         self._process.start()
 
-    def send(self, request: dict[str, Any]) -> None:
+    def send(self, request: Request) -> None:
         """Queue one request line; dropped once the worker is gone (`exited` says so)."""
         if self.running() and not self._ending:
-            self._process.write((json.dumps(request) + "\n").encode())
+            job_id = getattr(request, "id", None)
+            if isinstance(job_id, int):
+                self._sent[job_id] = request.TAG  # its result is read as this job's
+            self._process.write((encode(request) + "\n").encode())
 
     def terminate(self, grace_ms: int = TERMINATE_GRACE_MS) -> None:
         """Ask the worker to end (it ends its children too), and kill it after `grace_ms`."""
         if not self.running():
             return
         self._look_up_family()
-        self.send({"job": "abort"})  # the way to end it at once that Windows has
+        self.send(AbortRequest())  # the way to end it at once that Windows has
         self._ending = True
         self._process.closeWriteChannel()
         self._process.terminate()  # SIGTERM on POSIX; a console process on Windows ignores it
@@ -190,21 +209,33 @@ class WorkerProcess(QObject):
         if not text.strip():
             return
         try:
-            message = json.loads(text)
+            data = json.loads(text)
         except ValueError:
-            message = None
-        if not isinstance(message, dict):
+            data = None
+        if not isinstance(data, dict):
             self._emit_stderr([text])  # not ours: show it rather than lose it
-        elif message.get("type") == "ready" and "id" not in message:
-            self.ready_info = message
+            return
+        event = self._decode(data, text)
+        if isinstance(event, Ready) and self.ready_info is None:
+            self.ready_info = event
             self.ready.emit(self)
-        else:
-            kind = message.get("type")
-            if kind == "committing":
-                self._committing_since = time.monotonic()
-            elif kind in ("result", "error"):
-                self._committing_since = None
-            self.message.emit(self, message)
+            return
+        if isinstance(event, Committing):
+            self._committing_since = time.monotonic()
+        elif isinstance(event, Result | ErrorEvent):
+            self._committing_since = None
+            if event.id is not None:
+                self._sent.pop(event.id, None)
+        self.received.emit(self, event)
+
+    def _decode(self, data: dict[str, Any], text: str) -> Event:
+        """The line's typed event; one that does not fit the protocol is an ErrorEvent of
+        kind "worker_protocol" (for the job it names, if it names one)."""
+        try:
+            return decode_reply(data, self._sent)
+        except ProtocolError as exc:
+            return ErrorEvent(id=exc.message_id, error=Error.from_exception(
+                exc, with_details=False), details=text)
 
     def _drain(self) -> None:
         """Read what the process left in the pipes, then its unfinished last lines."""

@@ -1,8 +1,8 @@
 """CompareTab: pick two .onnx files (or the previous and the latest export), compare them in
 the worker, and read the result as tables and as two linked graphs; profile file A (its
 slowest nodes, operators and module groups, and a heat overlay on the Graph tab); make and
-judge its variants. The tab is a view of the session: it reads the recipe and the exports,
-and asks the worker through the session's JobRunner."""
+judge its variants. The tab is a view of the session's analysis model (app.session.analysis),
+which runs the jobs and keeps what they found; the tab keeps only the two file fields."""
 
 from __future__ import annotations
 
@@ -26,19 +26,10 @@ from PySide6.QtWidgets import (
 )
 
 from app.compare.graphs import SideBySideGraphs
-from app.compare.jobs import AnalysisJobs
 from app.compare.tables import FactsTable, InitializersTable, OpsTable
 from app.compare.variants import VariantsPanel
-from app.outcomes import ExportOutcome
-from app.session import ExportSession
-from engine.protocol import (
-    CompareDocument,
-    CompareResult,
-    Error,
-    ProfileDocument,
-    ProfileResult,
-    VariantResult,
-)
+from app.session import Comparison, ExportSession, Profile, Variant
+from engine.protocol import CompareDocument, Error, ProfileDocument
 
 TOP_N = 25
 
@@ -52,21 +43,29 @@ class CompareTab(QWidget):
     def __init__(self, session: ExportSession, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.session = session
-        self.jobs = AnalysisJobs(session, self)
+        self.analysis = session.analysis
         self._waiting = False  # the job waits behind another in the worker
-        self.exports: list[Path] = []  # files of the successful exports, oldest first
-        self.comparison: CompareDocument | None = None
-        self.profile: ProfileDocument | None = None
-        self.profiled: Path | None = None
         self._build()
-        self.jobs.started.connect(self._started)
-        self.jobs.progress.connect(self._progress)
-        self.jobs.finished.connect(self._finished)
-        self.jobs.failed.connect(self._failed)
-        session.exportFinished.connect(self._export_finished)
+        self.analysis.started.connect(self._started)
+        self.analysis.progress.connect(self._progress)
+        self.analysis.finished.connect(self._finished)
+        self.analysis.failed.connect(self._failed)
+        session.resultsChanged.connect(self._update_buttons)  # the exports' files
         session.recipeChanged.connect(self._update_buttons)
         session.recipeEdited.connect(lambda _part, _origin: self._update_buttons())
         self._update_buttons()
+
+    @property
+    def comparison(self) -> CompareDocument | None:
+        """The analysis model's last comparison's document (None before the first)."""
+        found = self.analysis.comparison
+        return found.document if found is not None else None
+
+    @property
+    def profile(self) -> ProfileDocument | None:
+        """The analysis model's last profile's document (None before the first)."""
+        found = self.analysis.profile
+        return found.document if found is not None else None
 
     # ------------------------------------------------------------------ layout
     def _build(self) -> None:
@@ -102,7 +101,7 @@ class CompareTab(QWidget):
         self.progress.setRange(0, 1000)
         self.progress.setVisible(False)
         self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.clicked.connect(self.jobs.cancel)
+        self.cancel_button.clicked.connect(self.analysis.cancel)
         self.cancel_button.setVisible(False)
         self.status = QLabel("Choose two .onnx files, or export twice and compare the two.")
         self.status.setWordWrap(True)
@@ -172,78 +171,76 @@ class CompareTab(QWidget):
         text = self.b_edit.text().strip()
         return Path(text) if text else None
 
-    def _export_finished(self, outcome: ExportOutcome) -> None:
-        onnx = outcome.stamp.onnx
-        if outcome.ok and onnx is not None:
-            self.exports.append(onnx.path)
-            self._update_buttons()
-
-    def use_exports(self) -> None:
-        """A: the export before the latest (the latest itself if there was one), B: the
-        latest."""
-        if self.exports:
-            latest = self.exports[-1]
-            self.set_files(self.exports[-2] if len(self.exports) > 1 else latest, latest)
-
-    def _recipe(self) -> tuple[str | None, Path]:
-        recipe = self.session.recipe
-        if self.torch_check.isChecked() and recipe.model.source:
-            return recipe.to_toml(), recipe.base_dir
-        return None, recipe.base_dir
+    def use_exports(self) -> bool:
+        """A: the export before the latest, B: the latest; True when there are two. After one
+        export (or two to the same file) A is the latest, B is left empty, and the status
+        says there is only one."""
+        found = self.session.results.previous_and_latest()
+        if isinstance(found, tuple):
+            self.set_files(*found)
+            return True
+        exports = self.session.results.exports
+        if exports:
+            self.set_files(exports[-1], "")
+        self.status.setText(found)
+        return False
 
     def _update_buttons(self) -> None:
-        idle = not self.jobs.busy
+        idle = not self.analysis.busy
         a, b = self.file_a(), self.file_b()
+        has_model = bool(self.session.recipe.model.source)
         self.compare_button.setEnabled(idle and a is not None and b is not None)
         self.profile_button.setEnabled(idle and a is not None)
-        self.variants.make_button.setEnabled(idle and a is not None
-                                             and bool(self.session.recipe.model.source))
-        self.previous_button.setEnabled(bool(self.exports))
-        self.both_button.setEnabled(idle and bool(self.session.recipe.model.source))
-        self.overlay_check.setEnabled(self.profile is not None)
+        self.variants.make_button.setEnabled(idle and a is not None and has_model)
+        found = self.session.results.previous_and_latest()
+        self.previous_button.setEnabled(bool(self.session.results.exports))
+        self.previous_button.setToolTip(
+            "A: the export before the latest one, B: the latest" if isinstance(found, tuple)
+            else found)
+        self.both_button.setEnabled(idle and has_model)
+        profile = self.analysis.profile
+        self.overlay_check.setEnabled(profile is not None)
+        self.overlay_check.setToolTip(f"Colour {profile.onnx.name}'s nodes on the Graph tab by "
+                                      "their time" if profile is not None else
+                                      "Profile a file first")
 
     # ------------------------------------------------------------------ jobs
     def start_compare(self) -> bool:
         a, b = self.file_a(), self.file_b()
         if a is None or b is None:
             return False
-        recipe, base = self._recipe()
-        return self.jobs.compare(a, b, recipe, base)
+        return self.analysis.compare(a, b, self.torch_check.isChecked())
 
     def start_both_exporters(self) -> bool:
         """Export the form's recipe with both exporters and compare them (A dynamo, B
         TorchScript), against PyTorch too."""
-        recipe = self.session.recipe
-        if not recipe.model.source:
+        if not self.session.recipe.model.source:
             return False
-        out = recipe.output_path
-        self.set_files(out.with_name(f"{out.stem}.dynamo.onnx"),
-                       out.with_name(f"{out.stem}.torchscript.onnx"))
-        return self.jobs.both_exporters(recipe)
+        files = self.analysis.both_exporters()
+        if files is None:
+            return False
+        self.set_files(*files)
+        return True
 
     def start_profile(self) -> bool:
         a = self.file_a()
         if a is None:
             return False
-        recipe, base = self._recipe()
-        self.profiled = a
-        return self.jobs.profile(a, recipe, base)
+        return self.analysis.profile_file(a, self.torch_check.isChecked())
 
     def start_variant(self, kind: str) -> bool:
         a = self.file_a()
-        recipe = self.session.recipe
-        if a is None or not recipe.model.source:
+        if a is None or not self.session.recipe.model.source:
             self.status.setText("A variant is checked against the form's PyTorch model: "
                                 "choose file A and fill in the model first.")
             return False
-        output = a.with_name(f"{a.stem}.{kind}.onnx")
-        return self.jobs.variant(a, recipe.to_toml(), recipe.base_dir, kind, output)
+        return self.analysis.variant(a, kind)
 
     def _started(self, job: str) -> None:
         self.progress.setValue(0)
         self.progress.setVisible(True)
         self.cancel_button.setVisible(True)
-        ahead = self.jobs.ahead
+        ahead = self.analysis.ahead
         self._waiting = bool(ahead)
         self.status.setText(f"The {job} starts once {' and '.join(ahead)} is done…" if ahead
                             else f"Running the {job}…")
@@ -252,7 +249,7 @@ class CompareTab(QWidget):
     def _progress(self, fraction: float, stage: str) -> None:
         if self._waiting:  # what it waited for is done: it runs
             self._waiting = False
-            self.status.setText(f"Running the {self.jobs.job}…")
+            self.status.setText(f"Running the {self.analysis.job}…")
         self.progress.setValue(int(fraction * 1000))
         self.progress.setFormat(f"{stage} %p%")
 
@@ -266,28 +263,27 @@ class CompareTab(QWidget):
         hint = f" {error.hint}" if error.hint else ""
         self.status.setText(f"The {job} did not run: {error.message}{hint}")
 
-    def _finished(self, job: str, result: object) -> None:
+    def _finished(self, _job: str, result: object) -> None:
         self._done()
-        if isinstance(result, CompareResult):
-            self.show_comparison(result.comparison)
-        elif isinstance(result, ProfileResult):
-            self.show_profile(result.profile)
-        elif isinstance(result, VariantResult):
-            report = result.variant_report
-            self.variants.add_report(report)
+        if isinstance(result, Comparison):
+            self.show_comparison(result)
+        elif isinstance(result, Profile):
+            self.show_profile(result)
+        elif isinstance(result, Variant):
+            report = result.report
+            self.variants.show_variants(self.analysis.variants)
             self.views.setCurrentWidget(self.variants)
             self.status.setText(report.error.message if report.error else
                                 f"Variant written to {report.output}; it passed.")
 
     # ------------------------------------------------------------------ results
-    def show_comparison(self, doc: CompareDocument) -> None:
-        self.comparison = doc
+    def show_comparison(self, comparison: Comparison) -> None:
+        doc = comparison.document
         self.facts.show_document(doc)
         self.ops.show_document(doc)
         self.initializers.show_document(doc)
-        a, b = self.file_a(), self.file_b()
-        if doc.matching is not None and a is not None and b is not None:
-            self.graphs.show_files(a, b, doc.matching)
+        if doc.matching is not None:
+            self.graphs.show_files(comparison.a, comparison.b, doc.matching)
         parity = doc.parity
         if parity is None:
             self.status.setText("Compared.")
@@ -301,8 +297,8 @@ class CompareTab(QWidget):
                                 + first)
         self.views.setCurrentWidget(self.facts)
 
-    def show_profile(self, doc: ProfileDocument) -> None:
-        self.profile = doc
+    def show_profile(self, profile: Profile) -> None:
+        doc = profile.document
         nodes = doc.nodes[:TOP_N]
         self.profile_table.setRowCount(len(nodes))
         for r, n in enumerate(nodes):
@@ -313,7 +309,8 @@ class CompareTab(QWidget):
         slowest_ops = ", ".join(o.op_type for o in doc.ops[:3])
         slowest_groups = ", ".join(g.name for g in doc.groups[:3])
         self.status.setText(
-            (f"ONNX Runtime p50 {lat.p50:.3f} ms, p90 {lat.p90:.3f} ms" if lat else "")
+            f"{profile.onnx.name}: "
+            + (f"ONNX Runtime p50 {lat.p50:.3f} ms, p90 {lat.p90:.3f} ms" if lat else "")
             + (f"; eager PyTorch p50 {eager.p50:.3f} ms" if eager else "")
             + f". Slowest operators: {slowest_ops}; module groups: {slowest_groups}.")
         self.views.setCurrentWidget(self.profile_table)
@@ -321,17 +318,9 @@ class CompareTab(QWidget):
         if self.overlay_check.isChecked():
             self._overlay_toggled(True)
 
-    def overlay_values(self) -> dict[str, float]:
-        """Milliseconds per run by the file's node names: a node onnxruntime fused counts
-        under the node it is named after (engine.analysis.profile)."""
-        values: dict[str, float] = {}
-        for n in self.profile.nodes if self.profile else []:
-            if n.node:
-                values[n.node] = values.get(n.node, 0.0) + n.ms
-        return values
-
     def _overlay_toggled(self, on: bool) -> None:
-        if on and self.profile is not None and self.profiled is not None:
-            self.showOnGraph.emit(self.profiled, self.overlay_values(), "ms per run")
+        profile = self.analysis.profile
+        if on and profile is not None:
+            self.showOnGraph.emit(profile.onnx, profile.node_ms(), "ms per run")
         else:
             self.clearGraph.emit()

@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QHeaderView, QTableWidget, QTableWidgetItem, QWidg
 from engine.protocol import CompareDocument, TensorInfo
 
 DIFFERS = QColor(255, 196, 0, 70)  # a translucent amber: readable in light and dark themes
+SIDES = ("a", "b")  # the keys of a comparison's per-file values: file A, file B
 
 
 def _table(headers: Sequence[str], parent: QWidget | None = None) -> QTableWidget:
@@ -60,13 +61,11 @@ class FactsTable(QTableWidget):
         def pair(label: str, a: str, b: str) -> None:
             rows.append(([label, a, b], a != b))
 
-        pair("nodes", str(doc.nodes.get("a", "—")), str(doc.nodes.get("b", "—")))
-        pair("size", _size(doc.size_bytes.get("a")), _size(doc.size_bytes.get("b")))
-        for side in ("a", "b"):
-            doc.opset_imports.setdefault(side, {})
-        pair("opsets", _opsets(doc.opset_imports["a"]), _opsets(doc.opset_imports["b"]))
-        pair("inputs", _tensors(doc.inputs.get("a", [])), _tensors(doc.inputs.get("b", [])))
-        pair("outputs", _tensors(doc.outputs.get("a", [])), _tensors(doc.outputs.get("b", [])))
+        pair("nodes", *(str(doc.nodes.get(s, "—")) for s in SIDES))
+        pair("size", *(_size(doc.size_bytes.get(s)) for s in SIDES))
+        pair("opsets", *(_opsets(doc.opset_imports.get(s, {})) for s in SIDES))
+        pair("inputs", *(_tensors(doc.inputs.get(s, [])) for s in SIDES))
+        pair("outputs", *(_tensors(doc.outputs.get(s, [])) for s in SIDES))
         if doc.load_ms:
             rows.append((["session load", _number(doc.load_ms["a"], " ms"),
                           _number(doc.load_ms["b"], " ms")], False))
@@ -122,7 +121,7 @@ class OpsTable(QTableWidget):
         self.horizontalHeader().setStretchLastSection(True)
 
     def show_document(self, doc: CompareDocument) -> None:
-        a, b = doc.ops.get("a", {}), doc.ops.get("b", {})
+        a, b = (doc.ops.get(side, {}) for side in SIDES)
         ops = sorted(set(a) | set(b), key=lambda op: (a.get(op, 0) == b.get(op, 0), op))
         _fill(self, [([op, str(a.get(op, 0)), str(b.get(op, 0)),
                        f"{b.get(op, 0) - a.get(op, 0):+d}"], a.get(op, 0) != b.get(op, 0))

@@ -3,6 +3,8 @@ list every variant made with its size, latency, max error against PyTorch and ve
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from PySide6.QtCore import Signal
 from PySide6.QtGui import QBrush
 from PySide6.QtWidgets import (
@@ -17,6 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.compare.tables import DIFFERS
+from app.session import Variant
 from engine.protocol import VariantReport
 
 KINDS = ("fp16", "int8", "optimized")
@@ -55,14 +58,16 @@ class VariantsPanel(QWidget):
         layout.addLayout(row)
         layout.addWidget(self.note)
         layout.addWidget(self.table)
-        self.reports: list[VariantReport] = []
 
-    def add_report(self, report: VariantReport) -> None:
-        """One more line: the variant's numbers and whether it met its tolerance."""
-        self.reports.append(report)
+    def show_variants(self, variants: Sequence[Variant]) -> None:
+        """One line per variant made (the analysis model's), the latest last: its numbers
+        and whether it met its tolerance."""
+        self.table.setRowCount(len(variants))
+        for r, variant in enumerate(variants):
+            self._fill_row(r, variant.report)
+
+    def _fill_row(self, r: int, report: VariantReport) -> None:
         facts = report.variant
-        r = self.table.rowCount()
-        self.table.setRowCount(r + 1)
         if facts is None:
             cells = ["?", report.output or "", "", "", "", "", "", "",
                      report.error.message if report.error else "failed"]

@@ -28,6 +28,7 @@ from app.form import marks
 from app.outcomes import ExportOutcome, JobStart, ValidationOutcome
 from app.recipes import relative_source
 from app.session import ExportSession
+from engine.protocol import Validation
 
 EXPORT_TIP = "Export the model (Ctrl+E)"
 OUTPUT_TIP = ("Where the .onnx file is written (relative to the recipe's folder); it only "
@@ -42,6 +43,8 @@ class ExportBar(QWidget):
         self.session = session
         self.dark = False
         self._started_at = 0.0
+        self._run: Validation | None = None  # the validation run the bar's words are about
+        self._said: Validation | None = None  # and the verdict they give (it may be re-judged)
         self.output = QLineEdit()
         self.output.setToolTip(OUTPUT_TIP)
         self.output_browse = QPushButton("Browse…")
@@ -102,6 +105,7 @@ class ExportBar(QWidget):
             progress.connect(self.set_progress)
         session.exportFinished.connect(self._export_finished)
         session.validationFinished.connect(self._validation_finished)
+        session.resultsChanged.connect(self._results_changed)
 
     # ----------------------------------------------------------------- the output file
 
@@ -156,6 +160,7 @@ class ExportBar(QWidget):
         self.start(start.worker_ready, start.ahead)
 
     def _export_finished(self, outcome: ExportOutcome) -> None:
+        self._remember()
         seconds = self.seconds()
         error = outcome.error
         report = outcome.report
@@ -171,7 +176,34 @@ class ExportBar(QWidget):
                 error.kind if error else "export", "Export failed")
             self.finish(False, f"{title}; the Summary tab says why.")
 
+    def _remember(self) -> None:
+        """Note the validation the bar's words are about (the session's, after a job)."""
+        outcome = self.session.validation_result
+        self._run = outcome.run if outcome is not None else None
+        self._said = outcome.validation if outcome is not None else None
+
+    def _results_changed(self) -> None:
+        """The session judged the validation the bar spoke of again (a new tolerance): say
+        the new verdict, as the Validation tab and the Summary do."""
+        outcome = self.session.validation_result
+        if self.session.busy or outcome is None or outcome.validation is None \
+                or outcome.run is not self._run or outcome.validation is self._said:
+            return
+        judged = self._said = outcome.validation
+        tolerance = f"rtol {judged.rtol:g}, atol {judged.atol:g}"
+        if judged.ok:
+            self.progress.setFormat("Validated")
+            self.progress.setValue(1000)
+            self.stage.setText(f"Judged again at {tolerance}: the validation passes (nothing "
+                               "re-run).")
+        else:
+            self.progress.setFormat("Validation failed")
+            self.progress.setValue(0)
+            self.stage.setText(f"Judged again at {tolerance}: the validation fails; the "
+                               "Validation tab shows where (nothing re-run).")
+
     def _validation_finished(self, outcome: ValidationOutcome) -> None:
+        self._remember()
         seconds = self.seconds()
         if outcome.validation is not None:
             ok = outcome.ok

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.session import ExportSession
+from app.session.hugging_face import task_of
 from engine.protocol import Candidate, SourceDescription
 
 __all__ = ["CACHE_PREFIX", "HfTaskForm", "group_cache"]
@@ -92,8 +93,8 @@ class HfTaskForm(QGroupBox):
 
     def current_task(self) -> str:
         """The task the recipe names, else the config's default (the first); "" for none."""
-        task = self.session.recipe.model.kwargs.get("task")
-        if isinstance(task, str) and task:
+        task = task_of(self.session.recipe)
+        if task:
             return task
         return self._candidates[0].name if self._candidates else ""
 

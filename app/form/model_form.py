@@ -31,6 +31,7 @@ from engine.protocol import Candidate, SourceDescription
 from engine.recipe import is_folder_source
 
 MODEL_FILTER = "Models (*.py *.pt2 *.pt *.pth);;All files (*)"
+TRUST = "model.trust_pickle"  # the field of the pickle-trust box (problems, not applicable)
 CHECKPOINT_FILTER = "Checkpoints (*.pt *.pth *.bin *.safetensors);;All files (*)"
 
 
@@ -76,6 +77,18 @@ class ModelForm(QGroupBox):
         self.trust_code.setToolTip("A Hugging Face folder that holds its own modeling files: "
                                    "loading it runs them. Tick only for a folder you trust")
         self.script = QCheckBox("torch.jit.script the module first")
+        self._tips: dict[QWidget, str] = {
+            self.trust: "Loading a pickled module runs code from the file",
+            self.script: "Script the module with torch.jit.script before the export "
+                         "(TorchScript exporter)",
+            self.checkpoint: "An optional state_dict loaded into the model (weights_only)",
+            self.checkpoint_browse: "Choose a checkpoint file"}
+        for widget, tip in self._tips.items():
+            widget.setToolTip(tip)
+        # the form's fields a source may make meaningless (model.* of NOT_APPLICABLE)
+        self._applies_to: tuple[tuple[QWidget, str], ...] = (
+            (self.checkpoint, "model.checkpoint"), (self.checkpoint_browse, "model.checkpoint"),
+            (self.trust, TRUST), (self.script, "model.script"))
 
         grid = QGridLayout(self)
         grid.setContentsMargins(8, 6, 8, 6)
@@ -135,6 +148,20 @@ class ModelForm(QGroupBox):
     def _recipe_edited(self, part: str, origin: object) -> None:
         if part == "model" and origin is not self:
             self.refresh()
+        elif part == "model":
+            self._follow_source()
+
+    def _follow_source(self) -> None:
+        """Disable, with the reason as the tooltip, what does not apply to the source (a
+        Hugging Face folder: checkpoint, pickle trust, scripting)."""
+        na = self.session.not_applicable
+        for widget, field in self._applies_to:
+            widget.setEnabled(field not in na)
+            widget.setToolTip(self._tip(widget, field))
+
+    def _tip(self, widget: QWidget, field: str) -> str:
+        """A field's tooltip when nothing is wrong: why it does not apply, or what it is."""
+        return self.session.not_applicable.get(field) or self._tips[widget]
 
     def _readiness_changed(self) -> None:
         self.mark(self.session.problems)
@@ -163,6 +190,7 @@ class ModelForm(QGroupBox):
             box.setChecked(value)
             box.blockSignals(False)
         self.trust_code.setVisible(is_folder_source(spec.source) or spec.trust_remote_code)
+        self._follow_source()
 
     def set_examples(self, examples: list[ExampleRecipe]) -> None:
         self.examples.clear()
@@ -278,7 +306,6 @@ class ModelForm(QGroupBox):
                    "or an example")
         marks.mark(self.kwargs, marks.problems_under(problems, "model.kwargs"), self.dark)
         marks.mark(self.checkpoint, marks.problems_under(problems, "model.checkpoint"),
-                   self.dark)
+                   self.dark, self._tip(self.checkpoint, "model.checkpoint"))
         marks.mark(self.workdir, marks.problems_under(problems, "model.workdir"), self.dark)
-        marks.mark(self.trust, problems.get("model.trust_pickle"), self.dark,
-                   "Loading a pickled module runs code from the file")
+        marks.mark(self.trust, problems.get(TRUST), self.dark, self._tip(self.trust, TRUST))

@@ -8,8 +8,6 @@ will run: with "auto" the one the source implies (engine.export.exporter.choose_
 
 from __future__ import annotations
 
-from typing import Any
-
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -34,12 +32,10 @@ from engine.recipe import EXPORTERS, EXTERNAL_DATA, OPERATOR_EXPORT_TYPES, TRAIN
 
 # Until the worker reports what the installed torch writes (the `devices` job), these ranges
 # (torch 2.13) fill the opset list.
-FALLBACK_CAPABILITIES: dict[str, Any] = {
-    "devices": ["cpu"],
-    "opsets": {"dynamo": [18, 23], "torchscript": [7, 20]},
-    "default_opset": {"dynamo": 20, "torchscript": 20},
-    "ort_max_opset": None,
-}
+FALLBACK_CAPABILITIES = DevicesResult(
+    id=None, devices=["cpu"], opsets={"dynamo": [18, 23], "torchscript": [7, 20]},
+    default_opset={"dynamo": 20, "torchscript": 20}, ort_max_opset=None, torch="")
+TORCHSCRIPT = "torchscript"  # the exporter whose opsets a TorchScript source is held to
 # what the exporter list says; "auto" is resolved at export time (choose_exporter)
 EXPORTER_LABELS = {"auto": "auto (follows the source)"}
 
@@ -57,7 +53,6 @@ class OptionsForm(QGroupBox):
         super().__init__("Options", parent)
         self.session = session
         self.dark = False
-        self.capabilities: dict[str, Any] = dict(FALLBACK_CAPABILITIES)
         self._filling = False
 
         self.exporter = QComboBox()
@@ -203,9 +198,9 @@ class OptionsForm(QGroupBox):
         recipe = self.session.recipe
         probe = recipe.copy()
         probe.export.exporter, probe.export.operator_export_type = "auto", "ONNX"
-        if implied_exporter(probe)[0] != "torchscript":
+        if implied_exporter(probe)[0] != TORCHSCRIPT:
             return False
-        low, high = self.capabilities["opsets"].get("torchscript", [7, 20])
+        low, high = self.capabilities.opsets.get(TORCHSCRIPT, [7, 20])
         opset = recipe.export.opset
         stale = {"exporter": recipe.export.exporter == "dynamo",
                  "intermediates": recipe.validate.intermediates,
@@ -221,14 +216,12 @@ class OptionsForm(QGroupBox):
                 edited.export.opset = None
         return True
 
-    def _capabilities_changed(self, result: DevicesResult) -> None:
-        self.set_capabilities({"devices": result.devices, "opsets": result.opsets,
-                               "default_opset": result.default_opset,
-                               "ort_max_opset": result.ort_max_opset})
+    @property
+    def capabilities(self) -> DevicesResult:
+        """What the worker reported it can do (the session's), or the fallback until then."""
+        return self.session.capabilities or FALLBACK_CAPABILITIES
 
-    def set_capabilities(self, info: dict[str, Any]) -> None:
-        """Use what the worker reported: devices, opset ranges, onnxruntime's max opset."""
-        self.capabilities = {**FALLBACK_CAPABILITIES, **info}
+    def _capabilities_changed(self, _result: DevicesResult) -> None:
         self.refresh()
 
     def refresh(self) -> None:
@@ -245,7 +238,7 @@ class OptionsForm(QGroupBox):
             self.export_type.setCurrentText(opts.operator_export_type)
             self.training.setCurrentText(opts.training)
             self.external.setCurrentText(opts.external_data)
-            devices = list(self.capabilities.get("devices") or ["cpu"])
+            devices = list(self.capabilities.devices or ["cpu"])
             if opts.device not in devices:
                 devices.append(opts.device)
             self.device.clear()
@@ -279,8 +272,8 @@ class OptionsForm(QGroupBox):
     def _fill_opsets(self) -> None:
         opts = self.session.recipe.export
         exporter = self.effective_exporter()
-        low, high = self.capabilities["opsets"].get(exporter, [7, 23])
-        default = self.capabilities["default_opset"].get(exporter)
+        low, high = self.capabilities.opsets.get(exporter, [7, 23])
+        default = self.capabilities.default_opset.get(exporter)
         self.opset.clear()
         self.opset.addItem(f"default ({default})" if default else "default", None)
         versions = list(range(int(high), int(low) - 1, -1))
@@ -318,15 +311,15 @@ class OptionsForm(QGroupBox):
 
     def _update_opset_warning(self) -> None:
         opts = self.session.recipe.export
-        ort_max = self.capabilities.get("ort_max_opset")
+        ort_max = self.capabilities.ort_max_opset
         exporter = self.effective_exporter()
-        default = self.capabilities["default_opset"].get(exporter)
+        default = self.capabilities.default_opset.get(exporter)
         chosen = opts.opset if opts.opset is not None else default
         messages = []
         if ort_max and chosen and chosen > ort_max:
             messages.append(f"Opset {chosen} is above {ort_max}, the newest the installed "
                             "ONNX Runtime runs: validation will not be possible.")
-        low, high = self.capabilities["opsets"].get(exporter, [7, 23])
+        low, high = self.capabilities.opsets.get(exporter, [7, 23])
         if opts.opset is not None and not low <= opts.opset <= high:
             messages.append(f"The {exporter} exporter writes opsets {low}–{high}.")
         self.opset_warning.setText(" ".join(messages))

@@ -207,7 +207,7 @@ class ArgumentEditor(QGroupBox):
         shown = self.values.currentWidget()
         if shown is not None:
             marks.mark(shown, sentence, self.dark, "")
-        structure = problems.get("inputs")
+        structure = problems.get(self.inputs_table.part)  # the inputs' structure as a whole
         marks.mark(self.keyword, structure if structure and "keyword" in structure else None,
                    self.dark, "")
 

@@ -148,6 +148,9 @@ class _TensorTable(QGroupBox):
         self.down_button = QPushButton("Down")
         self.shared = QLabel()
         self.shared.setWordWrap(True)
+        self.not_applicable = QLabel()  # why the table does not apply to the source, if so
+        self.not_applicable.setWordWrap(True)
+        self.not_applicable.hide()
         buttons = QHBoxLayout()
         for b in (self.add_button, self.remove_button, self.up_button, self.down_button):
             buttons.addWidget(b)
@@ -156,6 +159,7 @@ class _TensorTable(QGroupBox):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 6, 8, 6)
         layout.setSpacing(4)
+        layout.addWidget(self.not_applicable)
         layout.addWidget(self.table)
         layout.addWidget(self.shared)
         layout.addLayout(buttons)
@@ -182,6 +186,20 @@ class _TensorTable(QGroupBox):
             self.refresh()  # another party rewrote this table's rows (inputs named, say)
         else:
             self.paint_dynamic()  # names shared with the other table may have changed
+        if part == "model":
+            self._follow_source()
+
+    def _follow_source(self) -> None:
+        """Disable the table, saying why, when it does not apply to the source (a Hugging
+        Face folder's inputs and outputs come from its task)."""
+        reason = self.session.not_applicable.get(self.part)
+        self.not_applicable.setText(reason or "")
+        self.not_applicable.setVisible(reason is not None)
+        self.table.setToolTip(reason or "")
+        items = (self.buttons_row.itemAt(i) for i in range(self.buttons_row.count()))
+        buttons = [w for item in items if item is not None and (w := item.widget()) is not None]
+        for widget in (self.table, *buttons):
+            widget.setEnabled(reason is None)
 
     def _readiness_changed(self) -> None:
         self.mark(self.session.problems)
@@ -197,6 +215,7 @@ class _TensorTable(QGroupBox):
             self._filling = False
         self.table.setFixedHeight(self._table_height())
         self.paint_dynamic()
+        self._follow_source()
 
     def _table_height(self) -> int:
         rows = max(self.table.rowCount(), 1)
@@ -469,10 +488,10 @@ class InputsTable(_TensorTable):
             spec.fill = str(fill.currentData() or fill.currentText())
         try:
             params = parse_params(text(4))
-            numbers = {k: v for k, v in params.items() if not isinstance(v, str)}
-            spec.low, spec.high = numbers.get("low"), numbers.get("high")
-            spec.value = numbers.get("value")
-            spec.file = params["file"] if isinstance(params["file"], str) else None
+            low, high, value, file = (params[k] for k in ("low", "high", "value", "file"))
+            spec.low, spec.high, spec.value = (None if isinstance(v, str) else v
+                                               for v in (low, high, value))
+            spec.file = file if isinstance(file, str) else None
             self._error(f"{where}.params", None)
         except ValueError as exc:
             self._error(f"{where}.params", str(exc))

@@ -1,8 +1,10 @@
-"""ProvenanceBar: above the result tabs, what the shown tab's content came from, and whether it
-is still current (a stale banner with "Export again" / "Validate again" when it is not).
+"""ProvenanceBar: above the result tabs, what the shown tab's content came from (the recipe or
+file, and when the action ran), and whether it is still current: a stale banner with "Export
+again" / "Validate again" when it is not, or a note with "Validate again" when the session
+judged a validation again at a new tolerance without running it.
 
 The bar is a view of the session: `ResultTabs.provenance()` says which result the current tab
-shows; the session's `is_current` says whether the recipe or the file changed since.
+shows; the session's `stale` says why it is out of date and which job brings it up to date.
 """
 
 from __future__ import annotations
@@ -24,18 +26,18 @@ from PySide6.QtWidgets import (
 )
 
 from app import theme
-from app.outcomes import ExportOutcome, FileStamp, OpenedFile, ValidationOutcome
-from app.session import ExportSession
+from app.outcomes import ExportOutcome, OpenedFile, ValidationOutcome
+from app.session import ExportSession, Stale
 
 # what a tab shows: a job's result, an opened file, a graph's file, a note (str), or nothing
 Shown = ExportOutcome | ValidationOutcome | OpenedFile | Path | str | None
-STALE_RECIPE = ("The form has changed since this {job}: what is shown here is of the previous "
-                "recipe.")
-STALE_FILE = "{name} has changed on disk since this {job}."
+REJUDGED = ("Judged again at the form's tolerance from the stored differences; nothing was "
+            "re-run.")
 
 
-def _when(stamp: FileStamp | None) -> str:
-    return time.strftime("%H:%M:%S", time.localtime(stamp.mtime_ns / 1e9)) if stamp else ""
+def when(at: float) -> str:
+    """The time an action ran, as the header shows it (HH:MM:SS, local time)."""
+    return time.strftime("%H:%M:%S", time.localtime(at)) if at else ""
 
 
 class ProvenanceBar(QWidget):
@@ -71,54 +73,57 @@ class ProvenanceBar(QWidget):
         column.addWidget(self.origin)
         column.addWidget(self.banner)
         self.banner.hide()
+        self._stale = False
+        self._dark = False
         self.set_dark(False)
         # the file may change on disk with nothing said: look again now and then
         self._poll = QTimer(self)
         self._poll.setInterval(1500)
         self._poll.timeout.connect(self.refresh)
         self._poll.start()
-        for signal in (session.recipeEdited, session.recipeChanged, session.exportFinished,
-                       session.validationFinished, session.fileOpened, session.exportStarted,
-                       session.validationStarted):
+        for signal in (session.recipeEdited, session.recipeChanged, session.resultsChanged,
+                       session.exportFinished, session.validationFinished,
+                       session.exportStarted, session.validationStarted):
             signal.connect(self.refresh)
 
     def set_dark(self, dark: bool) -> None:
-        self.banner.setStyleSheet(
-            f"#staleBanner {{ background: {theme.warning_background(dark)}; }}")
+        self._dark = dark
+        self._paint_banner()
+
+    def _paint_banner(self) -> None:
+        background = (theme.warning_background(self._dark) if self._stale
+                      else theme.note_background(self._dark))
+        self.banner.setStyleSheet(f"#staleBanner {{ background: {background}; }}")
 
     @property
     def stale(self) -> bool:
         """True when the banner says the shown result is out of date."""
-        return not self.banner.isHidden()
+        return self._stale and not self.banner.isHidden()
 
     def refresh(self, *_args: object) -> None:
         shown, session = self._provider(), self.session
-        stale = ""
+        stale: Stale | None = None
+        note = ""
         if session.busy:
             self.origin.setText("<i>A job is running…</i>")
         elif isinstance(shown, ExportOutcome | ValidationOutcome):
-            job = "export" if isinstance(shown, ExportOutcome) else "validation"
             onnx = shown.stamp.onnx
             file = html.escape(onnx.path.name) if onnx else "no file written"
             self.origin.setToolTip(str(onnx.path) if onnx else "")
-            made = "exported" if job == "export" else "validated"
-            self.origin.setText(f"<b>{file}</b> — {made} {_when(onnx)} from "
-                                f"{html.escape(shown.stamp.label or 'the recipe')}")
-            if not session.is_current(shown):
-                stale = STALE_RECIPE.format(job=job)
-                if onnx is not None and shown.stamp.recipe == session.fingerprint:
-                    stale = STALE_FILE.format(name=onnx.path.name, job=job)  # the file changed
-                self.again.setText("Export again" if job == "export" else "Validate again")
-                self.again.setProperty("job", job)
+            made = "exported" if isinstance(shown, ExportOutcome) else "validated"
+            text = (f"<b>{file}</b> — {made} {when(shown.stamp.at)} from "
+                    f"{html.escape(shown.stamp.label or 'the recipe')}")
+            if isinstance(shown, ValidationOutcome) and shown.rejudged:
+                text += ", judged again at the form's tolerance (nothing re-run)"
+                note = REJUDGED
+            self.origin.setText(text)
+            stale = session.stale(shown)
         elif isinstance(shown, OpenedFile):
             self.origin.setToolTip(str(shown.path))
             self.origin.setText(f"<b>{html.escape(shown.path.name)}</b> — opened "
-                                f"{_when(shown.stamp)}; Validate uses the inputs of "
+                                f"{when(shown.at)}; Validate uses the inputs of "
                                 f"{html.escape(session.recipe_label())}")
-            if shown.stamp is not None and FileStamp.of(shown.path) != shown.stamp:
-                stale = STALE_FILE.format(name=shown.path.name, job="opening")
-                self.again.setText("Validate it")
-                self.again.setProperty("job", "validate")
+            stale = session.stale(shown)
         elif isinstance(shown, Path):
             self.origin.setToolTip(str(shown))
             self.origin.setText(f"<b>{html.escape(shown.name)}</b>")
@@ -126,9 +131,23 @@ class ProvenanceBar(QWidget):
             self.origin.setText(f"<i>{html.escape(shown)}</i>")
         else:
             self.origin.setText("<i>Nothing yet: export, or open an .onnx file.</i>")
-        if stale:
-            self.stale_text.setText("⚠ " + stale)
-        self.banner.setVisible(bool(stale))
+        self._show_banner(stale, note, opened=isinstance(shown, OpenedFile))
+
+    def _show_banner(self, stale: Stale | None, note: str, opened: bool) -> None:
+        """The stale banner (what is out of date, and the job that brings it up to date), or
+        a note with Validate again, or nothing."""
+        self._stale = stale is not None
+        if stale is not None:
+            self.stale_text.setText("⚠ " + stale.sentence)
+            again = stale.again
+        else:
+            self.stale_text.setText(note)
+            again = "validate"
+        self.again.setText("Export again" if again == "export"
+                           else "Validate it" if opened else "Validate again")
+        self.again.setProperty("job", again)
+        self._paint_banner()
+        self.banner.setVisible(stale is not None or bool(note))
 
     def _again(self) -> None:
         self.againRequested.emit(str(self.again.property("job") or "export"))

@@ -1,9 +1,12 @@
-"""The Python tab: the recipe as the torch.onnx.export script that does the same export."""
+"""The Python tab: the recipe as the script that does the same export (torch.onnx.export; for a
+Hugging Face folder, the studio's pipeline), or why it cannot be written yet, in words that wrap.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication, QShowEvent
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -17,6 +20,7 @@ from PySide6.QtWidgets import (
 
 from app.results.summary import mono
 from app.session import ExportSession
+from engine.recipe import is_folder_source
 
 
 class PythonView(QWidget):
@@ -37,6 +41,11 @@ class PythonView(QWidget):
         self.copy_button = QPushButton("Copy")
         self.save_button = QPushButton("Save as…")
         self.note = QLabel("The same export as a script: runs with torch alone.")
+        # why there is no script (a half-filled form): a sentence that wraps, not a code line
+        self.reason = QLabel()
+        self.reason.setWordWrap(True)
+        self.reason.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.reason.hide()
         row = QHBoxLayout()
         row.addWidget(self.note)
         row.addStretch(1)
@@ -44,6 +53,7 @@ class PythonView(QWidget):
         row.addWidget(self.save_button)
         layout = QVBoxLayout(self)
         layout.addLayout(row)
+        layout.addWidget(self.reason)
         layout.addWidget(self.text)
         self.copy_button.clicked.connect(self.copy)
         self.save_button.clicked.connect(self._save)
@@ -63,13 +73,25 @@ class PythonView(QWidget):
         """Write the script of the session's recipe, if it changed since the last one."""
         if not self._stale:
             return
+        from engine.errors import StudioError
         from engine.export.codegen import generate
 
         try:
-            code = generate(self.session.recipe)
-        except Exception as exc:  # a half-filled form: say so instead of failing
-            code = f"# The script cannot be written yet: {exc}\n"
+            code, reason = generate(self.session.recipe), ""
+        except StudioError as exc:  # a half-filled form: say so instead of failing
+            code, reason = "", f"{exc.message} {exc.hint}".strip()
+        except Exception as exc:  # a value the form let through that the writer cannot take
+            code, reason = "", str(exc)
         self.set_code(code)
+        self.reason.setText(f"The script cannot be written yet: {reason}" if reason else "")
+        self.reason.setVisible(bool(reason))
+        self.text.setVisible(not reason)
+        self.copy_button.setEnabled(not reason)
+        self.save_button.setEnabled(not reason)
+        hf = is_folder_source(self.session.recipe.model.source)
+        self.note.setText("The same export as a script: runs the studio's pipeline (a Hugging "
+                          "Face model's files)." if hf else
+                          "The same export as a script: runs with torch alone.")
         self._stale = False
 
     def set_code(self, code: str) -> None:

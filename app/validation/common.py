@@ -60,25 +60,25 @@ def cosine(value: Any) -> str:
     return "—" if value is None else f"{float(value):.6f}"
 
 
-def mismatched(count: Any, fraction: Any, estimated: Any = False) -> str:
-    """'—' unknown, '0', or the count and its share ('≈' first when estimated from a sample)."""
+def mismatched(count: Any, fraction: Any, estimated: Any = False, passed: bool = True,
+               rejudged: bool = False) -> str:
+    """'—' unknown, '0', or the count and its share ('≈' first when estimated from a sample);
+    a failing output of a re-judged validation whose count no sample gives: 'not counted'."""
     if count is None:
-        return "—"
+        return "not counted" if rejudged and not passed else "—"
     if not count:
         return "0"
     return f"{'≈' if estimated else ''}{count:,} ({float(fraction or 0):.1%})"
 
 
-def nan_inf(entry: dict[str, Any]) -> str:
+def nan_inf(nan: int | None, inf: int | None, matched: int | None) -> str:
     """'agree', or which of NaN/Inf the two sides disagree on and how often."""
-    nan, inf = entry.get("nan_mismatch"), entry.get("inf_mismatch")
     if nan is None and inf is None:
         return "—"
     parts = [f"{what} ×{n}" for what, n in (("NaN", nan), ("Inf", inf)) if n]
     if parts:
         return "differ: " + ", ".join(parts)
-    both = entry.get("matched_nans")
-    return f"agree (NaN ×{both} on both sides)" if both else "agree"
+    return f"agree (NaN ×{matched} on both sides)" if matched else "agree"
 
 
 def sizes_text(sizes: dict[str, Any] | None, changed: str | None = None) -> str:

@@ -1,18 +1,17 @@
 """The greedy-generation check of a Hugging Face export: ONNX tokens beside PyTorch's.
 
-`validation.generation` (`{steps, tokens_equal, onnx_tokens, torch_tokens}`) as a table, one
-row per step; the verdict says the tokens are equal, or names the first step that differs,
-whose row is highlighted and selected.
+`validation.generation` (engine.protocol.Generation: steps, tokens_equal, the two token lists)
+as a table, one row per step; the verdict says the tokens are equal, or names the first step
+that differs, whose row is highlighted and selected.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from app.validation.common import add_row, is_dark, make_table, paint_verdict, verdict_color
+from engine.protocol import Generation
 
 __all__ = ["GenerationPanel", "first_difference"]
 
@@ -40,19 +39,18 @@ class GenerationPanel(QWidget):
         layout.addWidget(self.table, 1)
         self.differs_at: int | None = None
 
-    def set_generation(self, generation: dict[str, Any] | None) -> None:
+    def set_generation(self, generation: Generation | None) -> None:
         """Show one `validation.generation` object (None: there was no generation check)."""
         self.table.clear()
         self.differs_at = None
-        if not generation:
+        if generation is None:
             self.verdict.setText("No generation check: the task does not generate.")
             return
-        onnx = [int(t) for t in generation.get("onnx_tokens") or []]
-        torch = [int(t) for t in generation.get("torch_tokens") or []]
+        onnx, torch = generation.onnx_tokens, generation.torch_tokens
         dark = is_dark(self)
         self.differs_at = first_difference(onnx, torch)
-        equal = bool(generation.get("tokens_equal")) and self.differs_at is None
-        steps = generation.get("steps", max(len(onnx), len(torch)))
+        equal = generation.tokens_equal and self.differs_at is None
+        steps = generation.steps
         color = verdict_color(equal, dark)
         if equal:
             text = f"✔ Tokens equal over {steps} greedy steps"

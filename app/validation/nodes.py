@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import html
 import math
-from typing import Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFont
@@ -22,6 +21,7 @@ from app.validation.common import (
     sort_key,
     verdict_color,
 )
+from engine.protocol import Intermediates, NodeMetrics
 
 HEADERS = ["Node", "Value", "max abs", "max rel", "mismatched", "Result"]
 NO_INTERMEDIATES = ("Per-node numbers were not computed. Turn on Options ▸ Validation ▸ "
@@ -38,7 +38,7 @@ class NodesPanel(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.nodes: dict[str, dict[str, Any]] = {}
+        self.nodes: dict[str, NodeMetrics] = {}  # the shown validation's, by ONNX node
         self.first: str | None = None
         self.summary = QLabel()
         self.summary.setWordWrap(True)
@@ -61,12 +61,12 @@ class NodesPanel(QWidget):
         self.table.itemDoubleClicked.connect(lambda *_: self.show_on_graph())
         self.set_intermediates(None, False)
 
-    def set_intermediates(self, data: dict[str, Any] | None, dark: bool) -> None:
+    def set_intermediates(self, data: Intermediates | None, dark: bool) -> None:
         """Fill from the validation's `intermediates` (None: they were not asked for)."""
         self.table.setSortingEnabled(False)
         self.table.clear()
-        self.nodes = dict((data or {}).get("nodes") or {})
-        self.first = (data or {}).get("first_divergent")
+        self.nodes = data.nodes if data is not None else {}
+        self.first = data.first_divergent if data is not None else None
         usable = bool(self.nodes)
         self.show_button.setEnabled(usable)
         self.clear_button.setEnabled(usable)
@@ -75,11 +75,11 @@ class NodesPanel(QWidget):
             self.summary.setText(NO_INTERMEDIATES)
             return
         if not usable:
-            reason = data.get("message") or "no node could be compared"
+            reason = data.message or "no node could be compared"
             self.summary.setText(f"No per-node numbers: {html.escape(str(reason))} "
                                  "(see Warnings).")
             return
-        failed = sum(1 for n in self.nodes.values() if not n.get("passed"))
+        failed = sum(1 for n in self.nodes.values() if not n.passed)
         if self.first:
             color = verdict_color(False, dark)
             self.summary.setText(
@@ -90,17 +90,17 @@ class NodesPanel(QWidget):
             self.summary.setText(f"All {len(self.nodes)} compared nodes agree within the "
                                  "tolerance; the largest differences are at the top.")
         for name, entry in self.nodes.items():
-            passed = bool(entry.get("passed"))
+            passed = entry.passed
             result = "✔" if passed else "✘"
             if name == self.first:
                 result = "✘ first divergent"
             item = add_row(
                 self.table,
-                [name, str(entry.get("value", "")), number(entry.get("max_abs_diff")),
-                 number(entry.get("max_rel_diff")), number(entry.get("mismatched")), result],
-                {2: sort_key(entry.get("max_abs_diff")), 3: sort_key(entry.get("max_rel_diff")),
-                 4: sort_key(entry.get("mismatched"))},
-                tooltip=str(entry.get("message") or ""))
+                [name, entry.value, number(entry.max_abs_diff), number(entry.max_rel_diff),
+                 number(entry.mismatched), result],
+                {2: sort_key(entry.max_abs_diff), 3: sort_key(entry.max_rel_diff),
+                 4: sort_key(entry.mismatched)},
+                tooltip=entry.message or "")
             paint_verdict(item, 5, passed, dark, whole_row=name == self.first)
             if name == self.first:
                 font = QFont(item.font(0))
@@ -117,9 +117,9 @@ class NodesPanel(QWidget):
         a ratio (shapes differ, a NaN against a number) is off the scale."""
         values = {}
         for name, n in self.nodes.items():
-            ratio = n.get("tolerance_ratio")
+            ratio = n.tolerance_ratio
             if ratio is None:
-                ratio = 0.0 if n.get("passed") else math.inf
+                ratio = 0.0 if n.passed else math.inf
             values[name] = float(ratio)
         return values
 

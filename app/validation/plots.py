@@ -186,7 +186,7 @@ class ParityPlots(QWidget):
         total = int(np.asarray(entry["index"]).size)
         shown = f"{ref.size:,} of {total:,} sampled points" if ref.size < total else \
             f"{ref.size:,} points"
-        self.note.setText(f"worst trial: {entry.get('trial', '?')} · {shown}")
+        self.note.setText(f"worst trial: {entry['trial']} · {shown}")
         self.scatter.autoRange()
         self.histogram.autoRange()
 

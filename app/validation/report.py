@@ -1,7 +1,7 @@
 """A validation saved as one self-contained HTML file (tables, and plots as inline SVG) and as
 CSV (one row per trial and output): something to attach to a bug report or a review.
 
-Qt-free: it reads the validation as the worker sent it and the plot file it wrote
+Qt-free: it reads the typed validation (engine.protocol.Validation) and the plot file it wrote
 (engine.validation.metrics.load_plots).
 """
 
@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.files import write_text_atomic
+from engine.protocol import TrialOutput, Validation, known
 
 __all__ = ["CSV_FIELDS", "to_csv", "to_html", "write_report"]
 
@@ -23,20 +24,21 @@ CSV_FIELDS = ("trial", "kind", "sizes", "trial_ok", "output", "passed", "max_abs
               "shape", "onnx_shape", "dtype", "onnx_dtype", "message")
 
 
-def _rows(validation: dict[str, Any]) -> list[dict[str, Any]]:
+def _rows(validation: Validation) -> list[dict[str, Any]]:
+    """One row per trial and output (a trial without outputs: one row, its fields empty)."""
     rows = []
-    for i, trial in enumerate(validation.get("trials") or []):
-        sizes = " ".join(f"{k}={v}" for k, v in (trial.get("sizes") or {}).items())
-        outputs = trial.get("outputs") or [{}]
+    for i, trial in enumerate(validation.trials):
+        sizes = " ".join(f"{k}={v}" for k, v in (trial.sizes or {}).items())
+        outputs: list[TrialOutput | None] = list(trial.outputs or []) or [None]
         for output in outputs:
-            rows.append({"trial": i + 1, "kind": trial.get("kind"), "sizes": sizes,
-                         "trial_ok": trial.get("ok"), "output": output.get("name", ""),
-                         **{k: output.get(k) for k in CSV_FIELDS[5:-1]},
-                         "message": output.get("message") or trial.get("message") or ""})
+            rows.append({"trial": i + 1, "kind": trial.kind, "sizes": sizes,
+                         "trial_ok": trial.ok, "output": output.name if output else "",
+                         **{k: getattr(output, k, None) for k in CSV_FIELDS[5:-1]},
+                         "message": (output.message if output else "") or trial.message or ""})
     return rows
 
 
-def to_csv(validation: dict[str, Any]) -> str:
+def to_csv(validation: Validation) -> str:
     """One row per trial and output, with the numbers as the worker computed them."""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, CSV_FIELDS, lineterminator="\n")
@@ -99,22 +101,19 @@ def _svg_histogram(counts: Any, edges: Any, width: int = 320, height: int = 160)
             f"font-size='10'>{float(edges[-1]):.3g}</text></svg>")
 
 
-def to_html(validation: dict[str, Any], onnx: str | None, recipe: str,
+def to_html(validation: Validation, onnx: str | None, recipe: str,
             plots: dict[str, dict[str, Any]] | None = None) -> str:
     """The whole validation as one HTML page that needs no other file."""
-    ok = bool(validation.get("ok"))
-    verdict = "passed" if ok else "FAILED"
+    verdict = "passed" if validation.ok else "FAILED"
     parts = [f"<h1>Validation {verdict}</h1>",
              f"<p><b>File</b> {html.escape(onnx or '?')}<br><b>Recipe</b> {html.escape(recipe)}"
-             f"<br><b>Tolerance</b> rtol {validation.get('rtol')}, atol "
-             f"{validation.get('atol')}</p>"]
-    if validation.get("message"):
-        parts.append(f"<p class='bad'>{html.escape(str(validation['message']))}</p>")
-    outputs = validation.get("outputs") or []
+             f"<br><b>Tolerance</b> rtol {validation.rtol}, atol {validation.atol}</p>"]
+    if validation.message:
+        parts.append(f"<p class='bad'>{html.escape(validation.message)}</p>")
     parts.append("<h2>Outputs (worst trial)</h2>" + _table(
         ["output", "passed", "max abs diff", "max rel diff", "mismatched", "message"],
-        [[o.get("name"), o.get("passed"), o.get("max_abs_diff"), o.get("max_rel_diff"),
-          o.get("mismatched"), o.get("message")] for o in outputs]))
+        [[o.name, o.passed, o.max_abs_diff, o.max_rel_diff, known(o.mismatched), o.message]
+         for o in validation.outputs]))
     rows = _rows(validation)
     parts.append("<h2>Trials</h2>" + _table(
         ["trial", "kind", "sizes", "output", "passed", "max abs diff", "shape", "onnx shape",
@@ -123,7 +122,7 @@ def to_html(validation: dict[str, Any], onnx: str | None, recipe: str,
           r["shape"], r["onnx_shape"], r["dtype"], r["onnx_dtype"], r["message"]]
          for r in rows]))
     for name, data in (plots or {}).items():
-        parts.append(f"<h2>{html.escape(name)} ({html.escape(str(data.get('trial')))})</h2>"
+        parts.append(f"<h2>{html.escape(name)} ({html.escape(str(data['trial']))})</h2>"
                      "<div class='plots'>"
                      + _svg_scatter(data["reference"], data["candidate"])
                      + _svg_histogram(data["hist_counts"], data["hist_edges"]) + "</div>"
@@ -136,7 +135,7 @@ def to_html(validation: dict[str, Any], onnx: str | None, recipe: str,
             f"</title><style>{style}</style></head><body>{''.join(parts)}</body></html>\n")
 
 
-def write_report(path: Path, validation: dict[str, Any], onnx: str | None, recipe: str,
+def write_report(path: Path, validation: Validation, onnx: str | None, recipe: str,
                  plot_file: Path | None) -> tuple[Path, Path]:
     """Write `path` (.html) and the .csv beside it; both paths."""
     plots = None

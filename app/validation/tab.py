@@ -1,9 +1,10 @@
 """The Validation tab: does the ONNX file compute what the PyTorch model computes?
 
-It shows one `validation` object (engine.validation; from an export with validation on, or from
-the worker's validate job): a verdict, the worst numbers per output, every trial (select one
-for its own numbers), parity plots, per-node errors and the validation's warnings. A view of
-the session: it follows the session's jobs, and its Validate button asks the session.
+It shows the session's validation (a typed engine.protocol.Validation, from an export with
+validation on or from a validate job, judged again by the session when the tolerance changes):
+a verdict, the worst numbers per output, every trial (select one for its own numbers), parity
+plots, per-node errors and the validation's warnings. A view of the session: it keeps no copy
+of the result, follows the session's jobs, and its Validate button asks the session.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import html
 import re
 from pathlib import Path
-from typing import Any
 
 from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.outcomes import ExportOutcome, JobStart, ValidationOutcome
+from app.outcomes import JobStart, ValidationOutcome, failure_hint
 from app.results import text_label
 from app.session import ExportSession
 from app.validation.common import (
@@ -48,9 +48,8 @@ from app.validation.common import (
 from app.validation.generation import GenerationPanel
 from app.validation.nodes import NodesPanel
 from app.validation.plots import ParityPlots
-from app.validation.rejudge import rejudge
 from app.validation.report import write_report
-from engine.validation.validator import failure_hint
+from engine.protocol import Error, Trial, Validation, known
 
 OUTPUT_HEADERS = ["Output", "dtype", "max abs", "max rel", "mean abs", "cosine", "mismatched",
                   "NaN/Inf", "Result"]
@@ -63,21 +62,22 @@ EMPTY_TEXT = ("Press <b>Validate</b> (Ctrl+Shift+V) to run the exported file thr
               "Tolerances and the number of draws are set there too.")
 KIND_NAMES = {"export-inputs": "export inputs", "random": "random draw",
               "dynamic-size": "other size"}
+REJUDGED = (" — judged again at the form's tolerance from the stored differences, nothing "
+            "re-run")
 
 
 # the engine starts a trial's message with its label; the table shows the label in a column
 _LABEL = re.compile(r"^(export inputs|random draw \(seed \d+\)|at [^=\s]+=\d+): ")
 
 
-def short_message(trial: dict[str, Any]) -> str:
-    return _LABEL.sub("", str(trial.get("message") or ""))
+def short_message(trial: Trial) -> str:
+    return _LABEL.sub("", trial.message or "")
 
 
-def trial_name(trial: dict[str, Any]) -> str:
-    name = KIND_NAMES.get(str(trial.get("kind")), str(trial.get("kind")))
-    changed = trial.get("changed")
-    if changed and trial.get("sizes"):
-        name += f" ({changed}={trial['sizes'].get(changed)})"
+def trial_name(trial: Trial) -> str:
+    name = KIND_NAMES.get(trial.kind, trial.kind)
+    if trial.changed and trial.sizes:
+        name += f" ({trial.changed}={trial.sizes.get(trial.changed)})"
     return name
 
 
@@ -86,7 +86,8 @@ class TrialsPanel(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.trials: list[dict[str, Any]] = []
+        self.trials: list[Trial] = []  # the rows shown (the session's validation's trials)
+        self.rejudged = False
         self.dark = False
         self.table = make_table(TRIAL_HEADERS, stretch=5)
         self.detail = text_label()
@@ -106,24 +107,23 @@ class TrialsPanel(QWidget):
         layout.addWidget(split)
         self.table.currentItemChanged.connect(self._current_changed)
 
-    def set_trials(self, trials: list[dict[str, Any]], dark: bool) -> None:
+    def set_trials(self, trials: list[Trial], dark: bool, rejudged: bool = False) -> None:
         # emptied first: removing rows moves the current row, whose index must still be valid
         self.trials = []
         self.table.clear()
-        self.trials, self.dark = list(trials), dark
+        self.trials, self.dark, self.rejudged = list(trials), dark, rejudged
         for index, trial in enumerate(self.trials):
-            ok = bool(trial.get("ok"))
             item = add_row(
                 self.table,
-                [trial_name(trial), str(trial.get("seed", "")),
-                 sizes_text(trial.get("sizes"), trial.get("changed")),
-                 "✔ pass" if ok else "✘ fail", seconds(trial.get("seconds")),
+                [trial_name(trial), "" if trial.seed is None else str(trial.seed),
+                 sizes_text(trial.sizes, trial.changed),
+                 "✔ pass" if trial.ok else "✘ fail", seconds(trial.seconds),
                  short_message(trial)],
-                tooltip=str(trial.get("message") or ""))
+                tooltip=trial.message or "")
             item.setData(0, Qt.ItemDataRole.UserRole, index)
-            paint_verdict(item, 3, ok, dark)
+            paint_verdict(item, 3, trial.ok, dark)
         # the first failed trial is the one to look at; else the export inputs
-        first = next((i for i, t in enumerate(self.trials) if not t.get("ok")), 0)
+        first = next((i for i, t in enumerate(self.trials) if not t.ok), 0)
         if self.trials:
             self.table.setCurrentItem(rows(self.table)[first])
         else:
@@ -140,28 +140,27 @@ class TrialsPanel(QWidget):
             return
         trial = self.trials[index]
         message = short_message(trial)
-        verdict = "passed" if trial.get("ok") else "failed"
-        color = verdict_color(bool(trial.get("ok")), self.dark)
-        sizes = f", {sizes_text(trial.get('sizes'))}" if trial.get("sizes") else ""
+        verdict = "passed" if trial.ok else "failed"
+        color = verdict_color(trial.ok, self.dark)
+        sizes = f", {sizes_text(trial.sizes)}" if trial.sizes else ""
         self.detail.setText(
-            f"<b>{html.escape(trial_name(trial).capitalize())}</b>, seed {trial.get('seed')}"
+            f"<b>{html.escape(trial_name(trial).capitalize())}</b>, seed {trial.seed}"
             f"{html.escape(sizes)}: <b style='color:{color}'>{verdict}</b>"
             + (f"<br>{html.escape(message)}" if message else ""))
-        for out in trial.get("outputs") or []:
-            passed = bool(out.get("passed"))
-            shape = str(out.get("shape"))
-            if out.get("onnx_shape") != out.get("shape"):
-                shape += f" / {out.get('onnx_shape')}"
+        for out in trial.outputs or []:
+            shape = str(out.shape)
+            if out.onnx_shape != out.shape:
+                shape += f" / {out.onnx_shape}"
             row = add_row(
                 self.outputs,
-                [str(out.get("name")), shape, number(out.get("max_abs_diff")),
-                 number(out.get("max_rel_diff")), number(out.get("mean_abs_diff")),
-                 cosine(out.get("cosine_similarity")),
-                 mismatched(out.get("mismatched"), out.get("mismatched_fraction"),
-                            out.get("mismatched_estimated")),
-                 nan_inf(out), "✔ pass" if passed else "✘ fail"],
-                tooltip=str(out.get("message") or ""))
-            paint_verdict(row, 8, passed, self.dark)
+                [out.name, shape, number(out.max_abs_diff), number(out.max_rel_diff),
+                 number(out.mean_abs_diff), cosine(out.cosine_similarity),
+                 mismatched(out.mismatched, out.mismatched_fraction, out.mismatched_estimated,
+                            out.passed, self.rejudged),
+                 nan_inf(out.nan_mismatch, out.inf_mismatch, out.matched_nans),
+                 "✔ pass" if out.passed else "✘ fail"],
+                tooltip=out.message)
+            paint_verdict(row, 8, out.passed, self.dark)
 
     def select(self, index: int) -> None:
         items = rows(self.table)
@@ -178,12 +177,9 @@ class ValidationTab(QWidget):
     def __init__(self, session: ExportSession, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.session = session
-        self._validates = False  # the running export validates what it writes
-        self.result: dict[str, Any] | None = None
-        self.rejudged_for: str | None = None  # the recipe fingerprint a re-judge was made for
-        self.onnx: str | None = None
-        self.plot_path: Path | None = None
+        self._running: str | None = None  # the file a running job validates
         self._stages: list[str] = []
+        self._run_shown: Validation | None = None  # the run whose plots are loaded
         self._repaint_pending = False
         self._bar_shown = False  # the outputs table's horizontal scroll bar, when last fitted
 
@@ -252,94 +248,74 @@ class ValidationTab(QWidget):
         session.readinessChanged.connect(self._readiness_changed)
         session.exportStarted.connect(self._export_started)
         session.exportProgress.connect(self._export_progress)
-        session.exportFinished.connect(self._export_finished)
         session.validationStarted.connect(self._validation_started)
         session.validationProgress.connect(lambda _fraction, stage: self.add_stage(stage))
-        session.validationFinished.connect(self.show_outcome)
-        session.recipeEdited.connect(self._recipe_edited)
+        for finished in (session.exportFinished, session.validationFinished):
+            finished.connect(self._job_finished)
+        session.resultsChanged.connect(self.refresh)
 
     # ----------------------------------------------------------------- the session's jobs
+
+    @property
+    def outcome(self) -> ValidationOutcome | None:
+        """The validation this tab shows: the session's (None while a job makes a new one)."""
+        return None if self._running is not None else self.session.validation_result
 
     def _readiness_changed(self) -> None:
         self.set_validate_enabled(not self.session.validate_reason, self.session.validate_tip())
 
     def _export_started(self, start: JobStart) -> None:
-        self._validates = start.validates
         if start.validates:
             self.show_running(str(start.onnx), start.worker_ready)
             self.add_stage("Exporting first")
-        else:
-            self.show_empty()  # results of the file about to be replaced
 
     def _export_progress(self, _fraction: float, stage: str) -> None:
-        if self._validates and self.result is None:
+        if self._running is not None:
             self.add_stage(stage)
-
-    def _export_finished(self, outcome: ExportOutcome) -> None:
-        validation = self.session.validation_result
-        if validation is not None and validation.from_export and validation.job == outcome.job:
-            self.show_outcome(validation)
-        elif outcome.validates:
-            self.show_empty()
 
     def _validation_started(self, start: JobStart) -> None:
         self.show_running(str(start.onnx), start.worker_ready)
 
-    def _recipe_edited(self, part: str, _origin: object) -> None:
-        if part == "options":
-            self.rejudge()
+    def _job_finished(self, _outcome: object) -> None:
+        self._running = None
+        self.refresh()
 
-    def rejudge(self) -> bool:
-        """Judge the session's last validation again at the form's tolerance from its stored
-        differences (app.validation.rejudge), without running it; False when it cannot be."""
+    def refresh(self) -> None:
+        """Show the session's validation (or why it could not run, or that there is none)."""
+        if self._running is not None:
+            return
         outcome = self.session.validation_result
-        tolerance = (self.session.recipe.validate.rtol, self.session.recipe.validate.atol)
-        if outcome is None or outcome.data is None or self.result is None:
-            return False
-        if tolerance == (self.result.get("rtol"), self.result.get("atol")):
-            return True
-        judged = rejudge(outcome.data, *tolerance, self.plots.data)
-        if judged is None:
-            self.rejudged_for = None
-            self.message.setText("The tolerance changed: Validate again to judge this file "
-                                 "at the new one (its differences were not kept).")
-            self.message.setVisible(True)
-            return False
-        self.show_result(judged, str(outcome.onnx) if outcome.onnx else None, outcome.job_dir)
-        self.rejudged_for = self.session.fingerprint
-        self.facts.setText(self.facts.text() + " — judged again at the form's tolerance from "
-                           "the stored differences, nothing re-run")
-        return True
+        if outcome is None:
+            self.show_empty()
+        elif outcome.validation is None:
+            self.show_error(outcome.error or Error(kind="validation", message=""),
+                            outcome.details, outcome.onnx)
+        else:
+            self.show_result(outcome)
 
     def save_report(self, path: Path) -> tuple[Path, Path] | None:
         """Write the validation shown to `path` (.html) and a .csv beside it; None when there
         is none shown or the files cannot be written (the status says why)."""
-        if self.result is None:
+        outcome = self.outcome
+        if outcome is None or outcome.validation is None:
             return None
-        outcome = self.session.validation_result
-        label = outcome.stamp.label if outcome is not None else self.session.recipe_label()
+        onnx = str(outcome.onnx) if outcome.onnx else None
         try:
-            return write_report(path, self.result, self.onnx, label, self.plot_path)
+            return write_report(path, outcome.validation, onnx, outcome.stamp.label,
+                                outcome.plots)
         except OSError as exc:
             self.message.setText(f"The report was not saved: {exc}")
             self.message.setVisible(True)
             return None
 
     def _save_dialog(self) -> None:
-        start = Path(self.onnx).with_suffix(".validation.html") if self.onnx else Path()
+        outcome = self.outcome
+        onnx = outcome.onnx if outcome is not None else None
+        start = onnx.with_suffix(".validation.html") if onnx else Path()
         path, _ = QFileDialog.getSaveFileName(self, "Save validation report", str(start),
                                               "HTML (*.html)")
         if path:
             self.save_report(Path(path))
-
-    def show_outcome(self, outcome: ValidationOutcome) -> None:
-        """Show a validation the session ran (or why it could not run)."""
-        self.rejudged_for = None
-        if outcome.data is not None:
-            self.show_result(outcome.data, str(outcome.onnx) if outcome.onnx else None,
-                             outcome.job_dir)
-        elif outcome.error is not None:
-            self.show_error(outcome.error.to_dict(), outcome.details)
 
     # ----------------------------------------------------------------- states
 
@@ -357,20 +333,19 @@ class ValidationTab(QWidget):
         self.details_button.setVisible(bool(details))
         self.details_button.setChecked(False)
         self._toggle_details(False)
-        self.save_button.setEnabled(self.result is not None)
+        outcome = self.outcome
+        self.save_button.setEnabled(outcome is not None and outcome.validation is not None)
 
     def _show_body(self, on: bool) -> None:
         self.body.setVisible(on)
         self.spacer.setVisible(not on)
 
     def show_empty(self) -> None:
-        self.result = None
         self._set_header("Not validated yet", None, EMPTY_TEXT)
         self._show_body(False)
 
     def show_running(self, onnx: str, worker_ready: bool = True) -> None:
-        self.result = None
-        self.onnx = onnx
+        self._running = onnx
         self._stages = []
         self._show_body(False)
         self.add_stage("Sent to the worker" if worker_ready
@@ -383,101 +358,92 @@ class ValidationTab(QWidget):
         recent = self._stages[-6:]  # the trials of a big recipe would push the text away
         done = "".join(f"✔ {html.escape(s)}<br>" for s in recent[:-1])
         self._set_header("Validating…", None,
-                         f"{html.escape(self.onnx or '')}<p style='line-height:130%'>{done}"
-                         f"<b>… {html.escape(recent[-1])}</b></p>")
+                         f"{html.escape(self._running or '')}<p style='line-height:130%'>"
+                         f"{done}<b>… {html.escape(recent[-1])}</b></p>")
 
-    def show_error(self, error: dict[str, Any], details: str = "") -> None:
+    def show_error(self, error: Error, details: str = "", onnx: Path | None = None) -> None:
         """The validation could not run (or was cancelled): the sentence, hint and details."""
-        self.result = None
-        kind = error.get("kind")
         title = {"cancelled": "Validation cancelled",
-                 "worker_crashed": "The worker crashed"}.get(str(kind), "Validation could not run")
-        hint = str(error.get("hint") or "")
+                 "worker_crashed": "The worker crashed"}.get(error.kind, "Validation could not run")
         self._set_header(f"✘ {title}", verdict_color(False, is_dark(self)),
-                         html.escape(self.onnx or ""),
-                         str(error.get("message") or "") + (f"\n{hint}" if hint else ""),
-                         details)
+                         html.escape(str(onnx) if onnx else ""),
+                         error.message + (f"\n{error.hint}" if error.hint else ""), details)
         self._show_body(False)
 
-    def show_result(self, validation: dict[str, Any], onnx: str | None = None,
-                    job_dir: str | None = None) -> None:
-        """Fill every part from a `validation` object; plots from its .npz."""
-        self.result = validation
-        self.onnx = onnx or self.onnx
-        plots = validation.get("plots") or (Path(job_dir) / "validation.npz" if job_dir
-                                            else None)
-        self.plot_path = Path(plots) if plots else None
-        self._fill()
-        self.plots.load(self.plot_path)
-        # a failure is explained by its trials; a pass is best seen in the plots
-        self.sections.setCurrentWidget(self.trials if not validation.get("ok") else self.plots)
-        generation = validation.get("generation")
-        self.sections.setTabVisible(self.sections.indexOf(self.generation), bool(generation))
-        if generation and not generation.get("tokens_equal"):
-            self.sections.setCurrentWidget(self.generation)
-
-    def _fill(self, keep_selection: bool = False) -> None:
-        """(Re)build the header and tables from `self.result` with this palette's colours;
-        `keep_selection` (a repaint) keeps the trial the user had selected."""
-        validation = self.result
+    def show_result(self, outcome: ValidationOutcome, keep_selection: bool = False) -> None:
+        """Fill every part from the outcome's validation with this palette's colours; plots
+        from its .npz (read again only when it is another file); `keep_selection` (a repaint)
+        keeps the trial the user had selected."""
+        validation = outcome.validation
         if validation is None:
             return
         dark = is_dark(self)
-        self.generation.set_generation(validation.get("generation"))
-        ok = bool(validation.get("ok"))
-        trials = list(validation.get("trials") or [])
-        passed = sum(1 for t in trials if t.get("ok"))
-        facts = [f"{passed} of {len(trials)} trials within rtol {validation.get('rtol')}, "
-                 f"atol {validation.get('atol')}"]
-        if self.onnx:
-            facts.append(html.escape(Path(self.onnx).name))
-        if validation.get("providers"):
-            facts.append(html.escape(", ".join(validation["providers"])))
-        if validation.get("seconds") is not None:
-            facts.append(seconds(validation["seconds"]))
-        title = "✔ Validation passed" if ok else "✘ Validation failed"
-        message = str(validation.get("message") or "")
+        self.generation.set_generation(validation.generation)
+        passed = sum(1 for t in validation.trials if t.ok)
+        facts = [f"{passed} of {len(validation.trials)} trials within rtol {validation.rtol}, "
+                 f"atol {validation.atol}"]
+        if outcome.onnx:
+            facts.append(html.escape(outcome.onnx.name))
+        if validation.providers:
+            facts.append(html.escape(", ".join(validation.providers)))
+        if validation.seconds is not None:
+            facts.append(seconds(validation.seconds))
+        title = "✔ Validation passed" if validation.ok else "✘ Validation failed"
         # what to change, chosen by the cause (a tolerance only when numbers differ); the same
         # hint an export's failed validation carries, for a Validate job too
-        hint = "" if ok else failure_hint(validation)
-        self._set_header(title, verdict_color(ok, dark), " · ".join(facts), message, hint=hint)
+        hint = "" if validation.ok else failure_hint(validation)
+        self._set_header(title, verdict_color(validation.ok, dark),
+                         " · ".join(facts) + (REJUDGED if outcome.rejudged else ""),
+                         validation.message or "", hint=hint)
         self._show_body(True)
+        self._fill_outputs(outcome, dark)
+        trial_index = self.trials.table.currentIndex().row()
+        self.trials.set_trials(validation.trials, dark, outcome.rejudged)
+        if keep_selection and trial_index >= 0:
+            self.trials.select(trial_index)
+        self.nodes.set_intermediates(validation.intermediates, dark)
+        self.warnings.clear()
+        for warning in validation.warnings or []:
+            text = warning.message + (f"\n→ {warning.hint}" if warning.hint else "")
+            add_row(self.warnings, [warning.category or "Warning", text], tooltip=text)
+        self._title_counts(validation)
+        if outcome.run is not self._run_shown:  # another run (not a re-judge, not a repaint)
+            self._run_shown = outcome.run
+            self.plots.load(outcome.plots)
+            # a failure is explained by its trials; a pass is best seen in the plots
+            self.sections.setCurrentWidget(self.trials if not validation.ok else self.plots)
+        generation = validation.generation
+        self.sections.setTabVisible(self.sections.indexOf(self.generation),
+                                    generation is not None)
+        if generation is not None and not generation.tokens_equal:
+            self.sections.setCurrentWidget(self.generation)
 
+    def _fill_outputs(self, outcome: ValidationOutcome, dark: bool) -> None:
         current = self.outputs.currentItem()
         chosen = current.text(0) if current is not None else None
         self.outputs.clear()
-        for out in validation.get("outputs") or []:
-            passed_out = bool(out.get("passed"))
+        assert outcome.validation is not None
+        for out in outcome.validation.outputs:
+            count = known(out.mismatched)
             item = add_row(
                 self.outputs,
-                [str(out.get("name")), str(out.get("dtype") or "—"),
-                 number(out.get("max_abs_diff")), number(out.get("max_rel_diff")),
-                 number(out.get("mean_abs_diff")), cosine(out.get("cosine_similarity")),
-                 mismatched(out.get("mismatched"), out.get("mismatched_fraction"),
-                            out.get("mismatched_estimated")),
-                 nan_inf(out), "✔ pass" if passed_out else "✘ fail"],
-                {2: sort_key(out.get("max_abs_diff")), 3: sort_key(out.get("max_rel_diff"))},
-                tooltip=str(out.get("message") or ""))
-            paint_verdict(item, 8, passed_out, dark)
+                [out.name, out.dtype or "—", number(out.max_abs_diff), number(out.max_rel_diff),
+                 number(known(out.mean_abs_diff)), cosine(known(out.cosine_similarity)),
+                 mismatched(count, known(out.mismatched_fraction), out.mismatched_estimated,
+                            out.passed, outcome.rejudged),
+                 nan_inf(known(out.nan_mismatch), known(out.inf_mismatch),
+                         known(out.matched_nans)),
+                 "✔ pass" if out.passed else "✘ fail"],
+                {2: sort_key(out.max_abs_diff), 3: sort_key(out.max_rel_diff)},
+                tooltip=out.message or "")
+            paint_verdict(item, 8, out.passed, dark)
             if item.text(0) == chosen:
                 self.outputs.setCurrentItem(item)
         self._fit_outputs()
-        trial_index = self.trials.table.currentIndex().row()
-        self.trials.set_trials(trials, dark)
-        if keep_selection and trial_index >= 0:
-            self.trials.select(trial_index)
-        self.nodes.set_intermediates(validation.get("intermediates"), dark)
-        self.warnings.clear()
-        for warning in validation.get("warnings") or []:
-            text = str(warning.get("message", "")) + (f"\n→ {warning['hint']}"
-                                                       if warning.get("hint") else "")
-            add_row(self.warnings, [str(warning.get("category", "Warning")), text],
-                    tooltip=text)
-        self._title_counts()
 
     def _outputs_range(self, _low: int, high: int) -> None:
         """The outputs table's scroll bar came or went: fit the table to its rows again."""
-        if self.result is not None and (high > 0) != self._bar_shown:
+        if self.outcome is not None and (high > 0) != self._bar_shown:
             self._fit_outputs()
 
     def _fit_outputs(self) -> None:
@@ -493,17 +459,15 @@ class ValidationTab(QWidget):
         total = max(self.body.height(), height + 200)
         self.body.setSizes([height, total - height])
 
-    def _title_counts(self) -> None:
-        validation = self.result or {}
-        trials = validation.get("trials") or []
-        failed = sum(1 for t in trials if not t.get("ok"))
-        nodes = (validation.get("intermediates") or {}).get("nodes") or {}
-        counts = {self.trials: f"Trials ({len(trials)}" + (f", {failed} failed)" if failed
-                                                            else ")"),
-                  self.nodes: f"Nodes ({len(nodes)})" if nodes else "Nodes",
-                  self.warnings: f"Warnings ({self.warnings.topLevelItemCount()})"
-                  if self.warnings.topLevelItemCount() else "Warnings"}
-        for widget, text in counts.items():
+    def _title_counts(self, validation: Validation) -> None:
+        failed = sum(1 for t in validation.trials if not t.ok)
+        nodes = validation.intermediates.nodes if validation.intermediates else {}
+        count = self.warnings.topLevelItemCount()
+        texts = {self.trials: f"Trials ({len(validation.trials)}"
+                 + (f", {failed} failed)" if failed else ")"),
+                 self.nodes: f"Nodes ({len(nodes)})" if nodes else "Nodes",
+                 self.warnings: f"Warnings ({count})" if count else "Warnings"}
+        for widget, text in texts.items():
             self.sections.setTabText(self.sections.indexOf(widget), text)
 
     def _output_chosen(self, item: QTreeWidgetItem | None, _previous: object) -> None:
@@ -529,4 +493,6 @@ class ValidationTab(QWidget):
 
     def _repaint(self) -> None:
         self._repaint_pending = False
-        self._fill(keep_selection=True)
+        outcome = self.outcome
+        if outcome is not None and outcome.validation is not None:
+            self.show_result(outcome, keep_selection=True)

@@ -13,6 +13,8 @@ are absent in one case and null in another, a warning's keys flattened into its 
 few lines each. Decoding speed is no concern: a job sends tens of lines.
 
 - `encode(message) -> str`: one JSON line (NaN allowed, as before; metrics are null instead).
+- `decode_reply(data, jobs) -> event`: a worker's line (its JSON object) read by a client that
+  knows which job each id was sent as (the window's WorkerProcess).
 - `decode(line, expected=None) -> message`: by `job` (requests) or `type` (events; results
   by the job asked for or their distinguishing key); `expected` may also be a document class,
   or `Request` (the worker reads its stdin so: a line without `job` is an error).
@@ -107,6 +109,7 @@ from engine.protocol.messages import (
     VariantResult,
     WarningEvent,
     decode,
+    decode_reply,
     encode,
 )
 
@@ -196,6 +199,7 @@ __all__ = [
     "WarningItem",
     "Wire",
     "decode",
+    "decode_reply",
     "encode",
     "known",
 ]

@@ -69,6 +69,8 @@ class ProtocolError(ValueError):
         self.field = field
         self.problem = problem
         self.message = f"{message_type}: " + (f"field {field!r} " if field else "") + problem
+        # the `id` of the line that did not fit, when it had one: the job it ends (decode_reply)
+        self.message_id: int | None = None
         super().__init__(self.message)
 
 

@@ -135,6 +135,9 @@ class TrialOutput(Wire):
     exact: bool | None = field(default=None, metadata=OMIT)  # absent when the shapes differ
     # the (|ref|, |diff|) pairs that decide the verdict at any tolerance (metrics.tolerance_hull)
     tolerance_hull: list[list[float]] | None = field(default=None, metadata=OMIT)
+    # `mismatched` estimated from the plot sample (a validation judged again at another
+    # tolerance in the window, app.session.rejudge); the worker never sets it
+    mismatched_estimated: bool | None = field(default=None, metadata=OMIT)
 
 
 @dataclass(kw_only=True)
@@ -159,6 +162,8 @@ class OutputMetrics(Wire):
     message: str | None = field(default=None, metadata=OMIT)
     dtype: str | None = field(default=None, metadata=OMIT)  # the ONNX output's dtype
     trials: int | None = field(default=None, metadata=OMIT)  # how many trials produced this output
+    # as TrialOutput's: a count estimated from a sample when judged again (never from the worker)
+    mismatched_estimated: bool | None = field(default=None, metadata=OMIT)
 
 
 @dataclass(kw_only=True)

@@ -12,11 +12,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Self, TypeAlias, TypeVar, overload
 
 from engine.errors import KINDS, StudioError, plain
-from engine.protocol.convert import FLATTEN, OMIT, ProtocolError, Wire, from_dict
+from engine.protocol.convert import FLATTEN, LOCAL, OMIT, ProtocolError, Wire, from_dict
 from engine.protocol.documents import (
     CompareDocument,
     Error,
@@ -38,6 +39,7 @@ class Request(Wire):
     """A job sent to the worker; `id` is the client's, echoed on every event of the job."""
 
     TAG_KEY = "job"
+    id: int | None  # every request has it (a field of each request class)
 
 
 class Event(Wire):
@@ -52,6 +54,7 @@ class Result(Event):
     TAG = "result"
     JOB: ClassVar[str]
     KEY: ClassVar[str]
+    id: int | None  # every result has it (a field of each result class): its job's
 
 
 Message: TypeAlias = Request | Event
@@ -219,6 +222,9 @@ class ErrorEvent(Event):
     details: str = ""
     # the exit status the CLI gives this error, when it differs from its kind's
     exit_code: int | None = field(default=None, metadata=OMIT)
+    # a job cancelled after its file was renamed into place: that file (set by the window's
+    # job runner, never sent)
+    written: str | None = field(default=None, metadata=LOCAL)
 
     @classmethod
     def from_exception(cls, job_id: int | None, exc: BaseException, details: str = ""
@@ -564,3 +570,25 @@ def _message_class(data: dict[str, Any], expected: type[Wire] | str | None) -> t
             return result
     keys = ", ".join(repr(r.KEY) for r in RESULTS.values())
     raise ProtocolError("result", "", f"has none of the keys {keys}, so its job is unknown")
+
+
+def decode_reply(data: dict[str, Any], jobs: Mapping[int, str]) -> Event:
+    """What a worker said, as its typed event, from the JSON object of one line: a result by
+    the job its `id` was sent as (`jobs`: id -> the request's `job`), else by its
+    distinguishing key.
+
+    ProtocolError when it is no event or does not fit its class; its `message_id` is the
+    line's `id` when it had one, so a client can end that job with the error.
+    """
+    job_id = data.get("id")
+    try:
+        if "job" in data:
+            raise ProtocolError("event", "job", "is a request's key: a worker sends events")
+        expected = jobs.get(job_id) if isinstance(job_id, int) else None
+        message = from_dict(_message_class(data, expected), data)
+    except ProtocolError as exc:
+        exc.message_id = job_id if isinstance(job_id, int) and not isinstance(job_id, bool) \
+            else None
+        raise
+    assert isinstance(message, Event)
+    return message

@@ -20,6 +20,7 @@ from app.jobs import JobRunner
 from app.outcomes import ExportOutcome
 from app.session import ExportSession
 from app.window import MainWindow
+from engine.protocol import Event, PingRequest
 
 SLOW_MODEL = '''
 import subprocess
@@ -125,8 +126,8 @@ def live_window(shared_runner: JobRunner, qtbot) -> Iterator[MainWindow]:
 def leave_idle(runner: JobRunner, qtbot) -> None:
     if runner.busy():
         runner.cancel()  # the spare takes over
-    answered: list[dict[str, Any]] = []
-    runner.submit({"job": "ping"}, answered.append)  # jobs run in order: it answers last
+    answered: list[Event] = []
+    runner.submit(PingRequest(), answered.append)  # jobs run in order: it answers last
     try:
         qtbot.waitUntil(lambda: bool(answered), timeout=60_000)
     except QtWaitTimeout:
@@ -136,11 +137,12 @@ def leave_idle(runner: JobRunner, qtbot) -> None:
 
 
 def export_and_wait(window: MainWindow, qtbot) -> dict[str, Any]:
-    """Click Export, wait for the job's final message and return it (as the worker sent it)."""
+    """Click Export, wait for the job's end and return its final message as the worker wrote
+    it (the typed result encoded again: the protocol writes back what it read, key for key)."""
     button = window.form.export_bar.export_button
     assert button.isEnabled(), button.toolTip()
     with qtbot.waitSignal(window.session.exportFinished, timeout=EXPORT_TIMEOUT_MS) as blocker:
         qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
     outcome: ExportOutcome = blocker.args[0]
     assert outcome.stamp.recipe == window.session.fingerprint, "stamped with the recipe sent"
-    return outcome.message
+    return outcome.final.to_dict()

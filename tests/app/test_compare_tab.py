@@ -31,7 +31,7 @@ def tabs(shared_runner: JobRunner, qtbot) -> Iterator[ResultTabs]:
 
 
 def _run(qtbot, tab, start) -> tuple[str, object]:  # type: ignore[no-untyped-def]
-    with qtbot.waitSignal(tab.jobs.finished, timeout=EXPORT_TIMEOUT_MS) as blocker:
+    with qtbot.waitSignal(tab.analysis.finished, timeout=EXPORT_TIMEOUT_MS) as blocker:
         assert start()
     return blocker.args[0], blocker.args[1]
 
@@ -42,8 +42,8 @@ def test_compare_two_files_then_profile_onto_the_graph(tabs: ResultTabs, qtbot,
     tab.set_files(write_mlp(tmp_path / "a.onnx", 1.0),
                   write_mlp(tmp_path / "b.onnx", 1.5, extra=True))
     assert tab.compare_button.isEnabled()
-    with qtbot.waitSignal(tab.jobs.started), \
-            qtbot.waitSignal(tab.jobs.finished, timeout=EXPORT_TIMEOUT_MS):
+    with qtbot.waitSignal(tab.analysis.started), \
+            qtbot.waitSignal(tab.analysis.finished, timeout=EXPORT_TIMEOUT_MS):
         qtbot.mouseClick(tab.compare_button, Qt.MouseButton.LeftButton)
     doc = tab.comparison
     assert doc is not None and not doc.ok
@@ -112,7 +112,7 @@ def test_both_exporters_in_one_click(tabs: ResultTabs, qtbot, tmp_path: Path) ->
         'shape = [2, 4]\n[[outputs]]\nname = "y"\n[export]\noutput = "tiny.onnx"\n',
         base_dir=tmp_path))
     assert tab.both_button.isEnabled()
-    with qtbot.waitSignal(tab.jobs.finished, timeout=EXPORT_TIMEOUT_MS) as blocker:
+    with qtbot.waitSignal(tab.analysis.finished, timeout=EXPORT_TIMEOUT_MS) as blocker:
         qtbot.mouseClick(tab.both_button, Qt.MouseButton.LeftButton)
     assert blocker.args[0] == "compare"
     doc = tab.comparison

@@ -6,6 +6,7 @@ dirty flag needs none. No widget is built here: the session is what the views re
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +20,7 @@ from app.recipes import fallback_recipe
 from app.session import ExportSession
 from engine import recipe as recipes
 from engine import shipped
+from engine.protocol import Event, PingRequest, Pong, Ready
 from tests.app.conftest import EXPORT_TIMEOUT_MS, leave_idle
 
 
@@ -54,7 +56,7 @@ def test_an_export_is_stamped_with_its_recipe_and_file(session: ExportSession, q
     session.set_recipe(fallback_recipe(tmp_path))
     sent = session.fingerprint
     outcome = export(session, qtbot)
-    assert outcome.ok, outcome.message
+    assert outcome.ok, outcome.error
     assert session.export_result is outcome
     output = session.recipe.output_path
     assert outcome.output == output and output.is_file()
@@ -94,7 +96,7 @@ def test_a_validation_belongs_to_the_file_it_validated(session: ExportSession, q
     first = export(session, qtbot)
     assert first.ok and session.validate_target == first.output
     validation = validate(session, qtbot)
-    assert validation.ok and not validation.from_export, validation.message
+    assert validation.ok and not validation.from_export, validation.error
     assert validation.onnx == first.output
     assert validation.stamp.onnx == first.stamp.onnx, "the file as the export wrote it"
     assert validation.stamp.recipe == session.fingerprint
@@ -119,7 +121,8 @@ def test_an_export_that_validates_stamps_its_validation(session: ExportSession, 
     assert outcome.ok and validation is not None and validation.from_export
     assert validation.job == outcome.job and validation.ok
     assert validation.onnx == outcome.output and validation.stamp == outcome.stamp
-    assert validation.data == outcome.message["report"]["validation"], "as the worker sent it"
+    assert outcome.report is not None
+    assert validation.validation is outcome.report.validation, "the export's own, typed"
 
 
 def test_the_dirty_flag_compares_fingerprints(tmp_path: Path, qtbot,
@@ -187,18 +190,18 @@ def test_a_worker_that_retires_after_extensions_is_replaced_quietly(
     log: list[str] = []
     session.workerLost.connect(lost.append)
     session.logLine.connect(log.append)
-    pongs: list[dict[str, Any]] = []
+    pongs: list[Event] = []
     # sent as soon as the export's result arrives: before the worker's exit is seen
     session.exportFinished.connect(
-        lambda _: shared_runner.submit({"job": "ping"}, pongs.append))
+        lambda _: shared_runner.submit(PingRequest(), pongs.append))
     assert session.open_recipe(shipped.recipes_dir() / "custom_op.toml")
     assert session.recipe.export.extensions, "the recipe runs extension files"
     outcome = export(session, qtbot)
-    assert outcome.ok, outcome.message
+    assert outcome.ok, outcome.error
 
     qtbot.waitUntil(lambda: bool(pongs), timeout=60_000)
-    assert pongs[-1]["type"] == "result", pongs
-    assert pongs[-1]["pid"] == spare, "the request the old worker never started went on"
+    assert isinstance(pongs[-1], Pong), pongs
+    assert pongs[-1].pid == spare, "the request the old worker never started went on"
     assert shared_runner.worker_pid == spare and old != spare
     assert shared_runner.ready_info is not None
     assert lost == [] and not any(line.startswith("!!") for line in log), log
@@ -206,7 +209,7 @@ def test_a_worker_that_retires_after_extensions_is_replaced_quietly(
 
     # the next export runs in the fresh worker, as if nothing had happened
     again = export(session, qtbot)
-    assert again.ok, again.message
+    assert again.ok, again.error
     assert lost == []
 
 
@@ -215,10 +218,10 @@ def test_a_worker_with_an_untested_torch_is_said_once(qtbot) -> None:
     session = ExportSession(use_worker=False)
     notices: list[str] = []
     session.notice.connect(notices.append)
-    ready = {"type": "ready", "protocol": 1, "pid": 1, "torch": "2.99.0", "import_s": 1.0,
-             "torch_tested": False}
+    ready = Ready(protocol=1, pid=1, torch="2.99.0", import_s=1.0, torch_tested=False)
     session.runner.workerReady.emit(ready)  # what a ready worker announces
     assert len(notices) == 1 and "torch 2.99.0" in notices[0] and "tested" in notices[0]
-    session.runner.workerReady.emit({**ready, "torch": "2.13.0+cpu", "torch_tested": True})
+    session.runner.workerReady.emit(dataclasses.replace(ready, torch="2.13.0+cpu",
+                                                        torch_tested=True))
     assert len(notices) == 1
     session.shutdown()

@@ -17,6 +17,7 @@ from PySide6.QtCore import Qt
 
 from app.window import MainWindow
 from engine import recipe as recipes
+from engine.protocol import ErrorEvent, Event, ExportRequest, ExportResult, Progress
 from tests.app.conftest import (
     EXPORT_TIMEOUT_MS,
     STOP_TIMEOUT_MS,
@@ -106,7 +107,7 @@ def test_cancel_a_long_export_then_export_again(window: MainWindow, qtbot,
 
     with qtbot.waitSignal(window.session.exportFinished, timeout=STOP_TIMEOUT_MS) as blocker:
         qtbot.mouseClick(window.form.export_bar.cancel_button, Qt.MouseButton.LeftButton)
-    assert blocker.args[0].message["error"]["kind"] == "cancelled"
+    assert blocker.args[0].error.kind == "cancelled"
     qtbot.waitUntil(lambda: not pid_alive(old_pid) and not pid_alive(child),
                     timeout=STOP_TIMEOUT_MS)  # (the model sleeps 60 s: ended by the cancel)
     assert "cancelled" in window.tabs.summary.status.text()
@@ -130,10 +131,10 @@ def test_a_compare_waits_behind_the_export_and_is_cancelled_alone(window: MainWi
     child = start_slow_export(window, qtbot)
     tab = window.tabs.compare
     tab.set_files(write_mlp(tmp_path / "a.onnx", 1.0), write_mlp(tmp_path / "b.onnx", 1.5))
-    with qtbot.waitSignal(tab.jobs.started):
+    with qtbot.waitSignal(tab.analysis.started):
         qtbot.mouseClick(tab.compare_button, Qt.MouseButton.LeftButton)
     assert tab.status.text() == "The compare starts once the export is done…"
-    with qtbot.waitSignal(tab.jobs.failed, timeout=STOP_TIMEOUT_MS) as failed:
+    with qtbot.waitSignal(tab.analysis.failed, timeout=STOP_TIMEOUT_MS) as failed:
         qtbot.mouseClick(tab.cancel_button, Qt.MouseButton.LeftButton)
     assert failed.args[1].kind == "cancelled"
     qtbot.wait(300)
@@ -143,7 +144,7 @@ def test_a_compare_waits_behind_the_export_and_is_cancelled_alone(window: MainWi
 
     with qtbot.waitSignal(window.session.exportFinished, timeout=STOP_TIMEOUT_MS) as blocker:
         qtbot.mouseClick(window.form.export_bar.cancel_button, Qt.MouseButton.LeftButton)
-    assert blocker.args[0].message["error"]["kind"] == "cancelled"
+    assert blocker.args[0].error.kind == "cancelled"
     qtbot.waitUntil(lambda: not pid_alive(child), timeout=STOP_TIMEOUT_MS)
 
 
@@ -159,7 +160,7 @@ def test_killed_worker_is_reported_and_replaced(window: MainWindow, qtbot,
     spare = window.session.runner.spare_pid
     with qtbot.waitSignal(window.session.exportFinished, timeout=10_000) as blocker:
         os.kill(pid, signal.SIGKILL)
-    error = blocker.args[0].message["error"]
+    error = blocker.args[0].final.to_dict()["error"]
     assert error["kind"] == "worker_crashed"
     assert "SIGKILL" in error["message"] and "signal 9" in error["message"]
     assert "crashed" in window.tabs.summary.status.text()
@@ -200,13 +201,15 @@ def test_spare_worker_takes_over_after_cancel(window: MainWindow, qtbot,
     took_over = runner.ready_info
 
     window.load_default_recipe()
-    events: list[dict] = []
-    runner.export(window.session.recipe.to_toml(), window.session.recipe.base_dir,
+    events: list[Event] = []
+    recipe = window.session.recipe
+    runner.submit(ExportRequest(recipe=recipe.to_toml(), base_dir=str(recipe.base_dir)),
                   events.append)
-    qtbot.waitUntil(lambda: bool(events) and events[-1]["type"] in ("result", "error"),
+    qtbot.waitUntil(lambda: bool(events) and isinstance(events[-1], ExportResult | ErrorEvent),
                     timeout=EXPORT_TIMEOUT_MS)
-    assert events[-1]["report"]["ok"], events[-1]
-    assert "progress" in [e["type"] for e in events[:-1]]
+    final = events[-1]
+    assert isinstance(final, ExportResult) and final.report.ok, final
+    assert any(isinstance(e, Progress) for e in events[:-1])
     assert runner.worker_pid == spare and runner.ready_info is took_over, \
         "the export ran in the spare"
     assert len(readies) == 1, "no other worker imported torch for the export"

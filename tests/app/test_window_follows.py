@@ -153,11 +153,11 @@ def test_an_opened_onnx_is_the_session_s_file(window: MainWindow, qtbot,
     assert "kept.onnx" in bar.origin.text() and "opened" in bar.origin.text()
     assert window.tabs.graph.loaded_path == kept.resolve()
     assert session.validate_target == kept.resolve()
-    assert "kept.onnx" in window.validate_action.toolTip()
+    assert "kept.onnx" in window.menus.validate.toolTip()
 
     # the form holds Beta (inputs a, b): the file wants x; the worker's answer is shown
     with qtbot.waitSignal(session.validationFinished, timeout=EXPORT_TIMEOUT_MS) as blocker:
-        window.validate_action.trigger()
+        window.menus.validate.trigger()
     outcome = blocker.args[0]
     assert outcome.onnx == kept.resolve()
     assert not (outcome.validation is not None and outcome.validation.ok)
@@ -171,7 +171,7 @@ def test_an_opened_onnx_is_the_session_s_file(window: MainWindow, qtbot,
     set_shape(window, 0, "2, 4")
     assert session.validate_target == kept.resolve()
     with qtbot.waitSignal(session.validationFinished, timeout=EXPORT_TIMEOUT_MS) as blocker:
-        window.validate_action.trigger()
+        window.menus.validate.trigger()
     outcome = blocker.args[0]
     assert outcome.validation is not None and outcome.validation.ok, outcome.message
     assert "Validation passed" in tab.verdict.text()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -13,6 +14,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QMessageBox
 
 from app import settings as settings_mod
+from app.form.options_form import FALLBACK_CAPABILITIES
 from app.window import MainWindow
 from engine import dirs, shipped
 from engine import recipe as recipes
@@ -116,7 +118,8 @@ def test_operator_export_type_only_for_torchscript(window: MainWindow) -> None:
 
 def test_opset_above_onnxruntime_warns(window: MainWindow) -> None:
     options = window.form.options_form
-    options.set_capabilities({"ort_max_opset": 21, "devices": ["cpu", "cuda:0"]})
+    window.session.set_capabilities(dataclasses.replace(
+        FALLBACK_CAPABILITIES, ort_max_opset=21, devices=["cpu", "cuda:0"]))
     assert [options.device.itemText(i) for i in range(options.device.count())] == ["cpu",
                                                                                    "cuda:0"]
     options.opset.setCurrentIndex(options.opset.findData(23))
@@ -272,7 +275,7 @@ def test_gui_process_never_imports_torch(tmp_path: Path) -> None:
         "w.show(); app.processEvents()\n"
         "loop = QEventLoop()\n"
         "w.session.exportFinished.connect(\n"
-        "    lambda o: (print(o.message['type'], o.message['report']['ok']), loop.quit()))\n"
+        "    lambda o: (print(o.final.TAG, o.ok), loop.quit()))\n"
         "QTimer.singleShot(120_000, loop.quit)\n"
         "w.session.start_export(); loop.exec()\n"
         "w.tabs.setCurrentWidget(w.tabs.python); app.processEvents()\n"

@@ -65,7 +65,7 @@ def _export(window: MainWindow, qtbot, name: str,
     assert button.isEnabled(), button.toolTip()
     with qtbot.waitSignal(window.session.exportFinished, timeout=HF_TIMEOUT_MS) as blocker:
         qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
-    report = blocker.args[0].message["report"]
+    report = blocker.args[0].final.to_dict()["report"]
     assert report["ok"], report.get("error")
     task, files = DEFAULTS[name]
     assert report["task"] == task
@@ -226,7 +226,7 @@ def test_validate_checks_an_existing_export_folder(
     assert {t.message for t in validation.trials} == set(ENC_DEC)
     assert validation.generation is not None and validation.generation.tokens_equal
     assert validation.generation.steps == STEPS
-    _generation_shown(window, outcome.data["generation"] if outcome.data else None)
+    _generation_shown(window, validation.generation.to_dict())
     assert "Validation passed" in window.tabs.validation.verdict.text()
 
     # the check can fail: the decoder's largest weight replaced by a constant

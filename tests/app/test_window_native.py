@@ -67,14 +67,14 @@ def test_theme_follows_the_system_live_and_an_override_stays(window: MainWindow)
     hints = QGuiApplication.styleHints()
     try:
         window.set_theme("system")
-        assert window.theme_actions["system"].isChecked()
+        assert window.menus.themes["system"].isChecked()
         # what the OS announces (the offscreen platform has no scheme of its own to change)
         hints.colorSchemeChanged.emit(Qt.ColorScheme.Dark)
         assert window.dark, "the OS went dark: so does the window"
         hints.colorSchemeChanged.emit(Qt.ColorScheme.Light)
         assert not window.dark
         window.set_theme("dark")
-        assert window.theme_actions["dark"].isChecked() and window.dark
+        assert window.menus.themes["dark"].isChecked() and window.dark
         hints.colorSchemeChanged.emit(Qt.ColorScheme.Light)
         assert window.dark, "the user's choice is not overridden by the OS"
         assert settings_mod.load()[0].theme == "dark", "and it is saved"

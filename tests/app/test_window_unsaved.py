@@ -94,7 +94,7 @@ def test_close_asks_and_cancel_keeps_the_window(window: MainWindow, qtbot) -> No
 
 
 def test_quit_during_an_export_asks(window: MainWindow, qtbot) -> None:
-    window.session.export_job = 99  # a job in flight, as the session sees it (no worker here)
+    window.session.jobs.export_job = 99  # a job in flight, as the session sees it (no worker)
     try:
         assert not window.close()
         qtbot.waitUntil(lambda: window.busy_prompt is not None and window.busy_prompt.isVisible())
@@ -103,7 +103,7 @@ def test_quit_during_an_export_asks(window: MainWindow, qtbot) -> None:
         qtbot.waitUntil(lambda: window.busy_prompt is None)
         assert window.isVisible(), "Cancel: the window and its job stay"
     finally:
-        window.session.export_job = None
+        window.session.jobs.export_job = None
 
 
 def test_save_as_keeps_relative_paths_pointing_at_the_same_files(

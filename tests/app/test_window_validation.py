@@ -222,7 +222,7 @@ def test_validate_needs_a_file_and_says_so(window: MainWindow, tmp_path: Path) -
         'version = 1\n[model]\nsource = "baked.py:Baked"\n[[inputs]]\nname = "x"\n'
         'shape = [3, 4]\n[export]\noutput = "never.onnx"\n', base_dir=tmp_path))
     assert not window.form.export_bar.validate_button.isEnabled()
-    assert not window.validate_action.isEnabled()
+    assert not window.menus.validate.isEnabled()
     assert "export first" in window.form.export_bar.validate_button.toolTip()
     assert window.session.start_validation() is None
     set_text(window.form.options_form.rtol, "tight")
@@ -258,24 +258,30 @@ def test_cancel_a_validation(window: MainWindow, qtbot, tmp_path: Path) -> None:
     # a hang guard (the model sleeps 60 s); how fast a Cancel ends a job: bench_stop.py
     with qtbot.waitSignal(window.session.validationFinished, timeout=STOP_TIMEOUT_MS) as blocker:
         qtbot.mouseClick(window.form.export_bar.cancel_button, Qt.MouseButton.LeftButton)
-    error = blocker.args[0].message["error"]
+    error = blocker.args[0].error.to_dict()
     assert error["kind"] == "cancelled" and "validation was cancelled" in error["message"]
     assert "Validation cancelled" in window.tabs.validation.verdict.text()
     assert bar.export_button.isEnabled() and bar.validate_button.isEnabled()
 
 
 def test_first_divergent_node_is_marked_and_missing_plots_said(qtbot, tmp_path: Path) -> None:
-    """The tab alone, fed a validation object as the engine writes it (no worker needed)."""
+    """The tab alone, drawing a session's validation object as the engine writes it (no
+    worker needed)."""
+    from app.outcomes import Stamp, ValidationOutcome
     from app.session import ExportSession
     from app.validation import ValidationTab
+    from engine.protocol import Error, Validation
 
-    tab = ValidationTab(ExportSession(use_worker=False))
+    session = ExportSession(use_worker=False)
+    tab = ValidationTab(session)
+    stamp = Stamp(recipe="", export="", run="", onnx=None, label="a recipe")
     qtbot.addWidget(tab)
     node = {"passed": True, "mismatched": 0, "value": "v"}
     validation = {
         "ok": False, "message": "1 of 1 trials failed; first: export inputs: output 'y': ...",
         "rtol": 0.001, "atol": 1e-05, "warnings": [],
-        "outputs": [{"name": "y", "passed": False, "max_abs_diff": 0.5, "dtype": "float32",
+        "outputs": [{"name": "y", "passed": False, "max_abs_diff": 0.5, "max_rel_diff": 0.4,
+                     "dtype": "float32",
                      "nan_mismatch": 2, "inf_mismatch": 0, "mismatched": 3,
                      "mismatched_fraction": 0.75, "cosine_similarity": 0.9}],
         "trials": [{"kind": "export-inputs", "seed": 0, "sizes": {}, "ok": False,
@@ -286,11 +292,13 @@ def test_first_divergent_node_is_marked_and_missing_plots_said(qtbot, tmp_path: 
                        "tolerance_ratio": 0.01},
             "node_b": {**node, "passed": False, "max_abs_diff": 0.25, "max_rel_diff": 0.1,
                        "tolerance_ratio": 250.0},
-            "node_c": {"passed": False, "max_abs_diff": None, "max_rel_diff": None,
+            "node_c": {"passed": False, "max_abs_diff": None, "max_rel_diff": None, "value": "c",
                        "message": "shape [2] in ONNX, [3] in PyTorch"}}},
         "plots": str(tmp_path / "gone.npz"),
     }
-    tab.show_result(validation, str(tmp_path / "m.onnx"))
+    session.results.set_validation(ValidationOutcome(
+        1, tmp_path / "m.onnx", Validation.from_dict(validation), None, "", None, stamp, 0.1,
+        from_export=False))
     (row,) = texts(tab.outputs)
     assert row[6] == "3 (75.0%)" and row[7] == "differ: NaN ×2" and row[-1] == "✘ fail"
     assert "First divergent node: node_b" in tab.nodes.summary.text()
@@ -307,8 +315,10 @@ def test_first_divergent_node_is_marked_and_missing_plots_said(qtbot, tmp_path: 
     assert blocker.args[1:] == ["error ÷ tolerance", "node_b"], "no pick: the first divergent"
     assert "gone.npz is missing" in tab.plots.message.text()
 
-    tab.show_error({"kind": "validation", "message": "ONNX Runtime cannot load m.onnx",
-                    "hint": "Check the opset."}, "traceback text")
+    session.results.set_validation(ValidationOutcome(
+        2, tmp_path / "m.onnx", None, Error(kind="validation", message="ONNX Runtime cannot "
+                                            "load m.onnx", hint="Check the opset."),
+        "traceback text", None, stamp, 0.1, from_export=False))
     assert "could not run" in tab.verdict.text()
     assert "Check the opset." in tab.message.text()
     assert not tab.body.isVisibleTo(tab) and tab.details_button.isVisibleTo(tab)

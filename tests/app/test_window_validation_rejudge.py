@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 
-from app.validation.tab import OUTPUT_HEADERS
+from app.validation.tab import OUTPUT_HEADERS, ValidationTab
 from app.window import MainWindow
 from tests.app.conftest import EXPORT_TIMEOUT_MS, export_and_wait
 
@@ -20,6 +20,12 @@ pytestmark = pytest.mark.usefixtures("shared_runner")
 def set_text(edit, text: str) -> None:
     edit.setText(text)
     edit.editingFinished.emit()
+
+
+def shown_by(tab: ValidationTab) -> dict[str, Any] | None:
+    """The validation the tab shows (the session's), as the JSON the worker writes."""
+    outcome = tab.outcome
+    return outcome.validation.to_dict() if outcome and outcome.validation else None
 
 
 def verdicts(validation: dict[str, Any]) -> tuple[bool, list[bool], list[tuple[bool, ...]]]:
@@ -46,7 +52,7 @@ def test_a_new_tolerance_rejudges_without_running(live_window: MainWindow, qtbot
         set_text(options.rtol, rtol)
         set_text(options.atol, atol)
         assert not session.busy and started == [], "nothing was run"
-        judged = tab.result
+        judged = shown_by(tab)
         assert judged is not None and (judged["rtol"], judged["atol"]) == (float(rtol),
                                                                            float(atol))
         title = "Validation passed" if judged["ok"] else "Validation failed"
@@ -65,7 +71,7 @@ def test_a_new_tolerance_rejudges_without_running(live_window: MainWindow, qtbot
         # the same tolerance, run for real: the same verdicts, output by output, trial by trial
         with qtbot.waitSignal(session.validationFinished, timeout=EXPORT_TIMEOUT_MS) as blocker:
             qtbot.mouseClick(window.form.export_bar.validate_button, Qt.MouseButton.LeftButton)
-        run = blocker.args[0].data
+        run = blocker.args[0].validation.to_dict()
         assert verdicts(run) == verdicts(judged), (rtol, atol)
         for output in failing:  # the count a run gives, in the trial the sample is of
             counts = {o["mismatched"] for t in run["trials"] for o in t["outputs"]
@@ -74,7 +80,8 @@ def test_a_new_tolerance_rejudges_without_running(live_window: MainWindow, qtbot
         assert run["message"].split(";")[0] == judged["message"].split(";")[0]
         started.clear()
 
-    assert verdicts(tab.result)[0] is True
+    last = shown_by(tab)
+    assert last is not None and verdicts(last)[0] is True
 
 
 def test_a_validation_report_as_html_and_csv(live_window: MainWindow, qtbot,

@@ -18,31 +18,54 @@ import pytest
 
 from app.jobs import JobRunner
 from app.worker_client import WorkerProcess, exit_description
+from engine.protocol import (
+    DescribeRequest,
+    DescribeResult,
+    ErrorEvent,
+    Event,
+    LogLine,
+    PingRequest,
+    Pong,
+    Ready,
+    Request,
+    Result,
+)
 
-# Answers every job with its own pid; records what it was sent in <folder>/<pid>.requests.
+# Speaks the protocol without torch: `ready`, a Pong (with its pid) for a ping, and for a
+# describe of "sleep:SECONDS" or "exit:STATUS" a progress event, then a nap (then a result whose
+# kind names its pid) or an exit mid-job. Records what it was sent in <folder>/<pid>.requests.
 STAND_IN = r'''
 import json, os, sys, time
 from pathlib import Path
 
 log = Path(sys.argv[1]) / f"{os.getpid()}.requests"
 log.touch()
-print(json.dumps({"type": "ready", "pid": os.getpid(), "torch": "none"}), flush=True)
+print(json.dumps({"type": "ready", "protocol": 1, "pid": os.getpid(), "torch": "none",
+                  "import_s": 0.0}), flush=True)
 for line in sys.stdin:
     request = json.loads(line)
     if "id" not in request:  # abort: SIGTERM ends this stand-in anyway
         continue
     with log.open("a") as f:
         f.write(line)
-    if request.get("job") == "exit":  # mid-job, as a model that calls os._exit would
-        print(json.dumps({"id": request["id"], "type": "progress", "fraction": 0.5}),
-              flush=True)
-        os._exit(request["status"])
-    if request.get("job") == "sleep":
-        print(json.dumps({"id": request["id"], "type": "progress", "fraction": 0.5}),
-              flush=True)
-        time.sleep(request["seconds"])
-    print(json.dumps({"id": request["id"], "type": "result", "pid": os.getpid()}), flush=True)
+    if request["job"] == "ping":
+        print(json.dumps({"id": request["id"], "type": "result", "pong": True,
+                          "pid": os.getpid()}), flush=True)
+        continue
+    what, _, value = request["source"].partition(":")
+    print(json.dumps({"id": request["id"], "type": "progress", "fraction": 0.5,
+                      "stage": what}), flush=True)
+    if what == "exit":  # mid-job, as a model that calls os._exit would
+        os._exit(int(value))
+    time.sleep(float(value))
+    print(json.dumps({"id": request["id"], "type": "result",
+                      "description": {"kind": f"slept in {os.getpid()}"}}), flush=True)
 '''
+
+
+def sleep(seconds: float) -> DescribeRequest:
+    """A job the stand-in runs for `seconds` (a describe: not one of the long jobs)."""
+    return DescribeRequest(source=f"sleep:{seconds}")
 
 
 def pid_alive(pid: int) -> bool:
@@ -70,12 +93,22 @@ def requests_of(tmp_path: Path, pid: int | None) -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.splitlines()]
 
 
-def wait_result(qtbot, runner: JobRunner, request: dict[str, Any]) -> list[dict[str, Any]]:
-    events: list[dict[str, Any]] = []
+def wait_result(qtbot, runner: JobRunner, request: Request) -> list[Event]:
+    events: list[Event] = []
     runner.submit(request, events.append)
-    qtbot.waitUntil(lambda: bool(events) and events[-1]["type"] in ("result", "error"),
-                    timeout=10_000)
+    qtbot.waitUntil(lambda: _answered(events), timeout=10_000)
     return events
+
+
+def pid_of(events: list[Event]) -> int:
+    """The pid a ping's answer names."""
+    assert isinstance(events[-1], Pong), events
+    return events[-1].pid
+
+
+def error_kind(events: list[Event]) -> str:
+    assert isinstance(events[-1], ErrorEvent), events
+    return events[-1].error.kind
 
 
 # --------------------------------------------------------------------- exit_description
@@ -101,11 +134,16 @@ def test_exit_description(code: int, crashed: bool, expected: str) -> None:
 
 
 def test_lines_are_whole_and_stderr_is_forwarded(qtbot) -> None:
+    """Lines arrive whole and decoded once; a line that does not fit its job's result class
+    ends the job with a worker_protocol error; stderr and stray stdout are log text."""
     script = (
         "import json, sys, time\n"
-        "sys.stdout.write('{\"type\": \"ready\", \"pid\": 1'); sys.stdout.flush()\n"
+        "sys.stdout.write('{\"type\": \"ready\", \"protocol\": 1, \"pid\": 1'); "
+        "sys.stdout.flush()\n"
         "time.sleep(0.3)\n"
-        "sys.stdout.write('}\\nnot a protocol line\\n'); sys.stdout.flush()\n"
+        "sys.stdout.write(', \"torch\": \"none\", \"import_s\": 0.5}\\n"
+        "not a protocol line\\n')\n"
+        "sys.stdout.flush()\n"
         "sys.stderr.write('first warning\\nsecond'); sys.stderr.flush()\n"
         "line = sys.stdin.readline().strip()\n"
         "print(json.dumps({'id': 1, 'type': 'log', 'line': line}), flush=True)\n"
@@ -113,23 +151,27 @@ def test_lines_are_whole_and_stderr_is_forwarded(qtbot) -> None:
         "raise SystemExit(3)\n"
     )
     worker = WorkerProcess(command=[sys.executable, "-c", script])
-    messages: list[dict[str, Any]] = []
+    events: list[Event] = []
     stderr: list[str] = []
     exits: list[tuple[int, bool]] = []
-    worker.message.connect(lambda _, message: messages.append(message))
+    worker.received.connect(lambda _, event: events.append(event))
     worker.stderrText.connect(lambda _, text: stderr.append(text))
     worker.exited.connect(lambda _, code, crashed: exits.append((code, crashed)))
     with qtbot.waitSignal(worker.ready, timeout=10_000):
         worker.start()
-    assert worker.ready_info == {"type": "ready", "pid": 1}, "the split line arrives whole"
-    worker.send({"job": "echo"})
+    assert worker.ready_info == Ready(protocol=1, pid=1, torch="none", import_s=0.5), \
+        "the split line arrives whole"
+    worker.send(PingRequest(id=1))
     qtbot.waitUntil(lambda: bool(exits), timeout=10_000)
-    assert messages == [{"id": 1, "type": "log", "line": '{"job": "echo"}'},
-                        {"id": 1, "type": "result"}]
+    assert events[0] == LogLine(id=1, line='{"id": 1, "job": "ping"}')
+    final = events[1]
+    assert len(events) == 2 and isinstance(final, ErrorEvent) and final.id == 1
+    assert final.error.kind == "worker_protocol" and "'pid' is missing" in final.error.message
+    assert final.details == '{"id": 1, "type": "result"}', "the line itself, for Details"
     assert "\n".join(stderr).splitlines() == ["not a protocol line", "first warning", "second"]
     assert exits == [(3, False)]
     assert worker.pid is None and not worker.running()
-    worker.send({"job": "too late"})  # dropped without a Qt warning
+    worker.send(PingRequest(id=2))  # dropped without a Qt warning
 
 
 def test_a_worker_that_cannot_start_says_so(qtbot, tmp_path: Path) -> None:
@@ -152,10 +194,10 @@ def test_spare_takes_over_after_cancel_and_never_inherits_a_job(qtbot, runner: J
     qtbot.waitUntil(lambda: runner.spare_ready, timeout=10_000)
     first, spare = runner.worker_pid, runner.spare_pid
     assert first and spare and first != spare
-    assert wait_result(qtbot, runner, {"job": "ping"})[-1]["pid"] == first
+    assert pid_of(wait_result(qtbot, runner, PingRequest())) == first
 
-    events: list[dict[str, Any]] = []
-    runner.submit({"job": "sleep", "seconds": 600}, events.append)  # longer than any guard
+    events: list[Event] = []
+    runner.submit(sleep(600), events.append)  # longer than any guard
     qtbot.waitUntil(lambda: bool(events), timeout=10_000)  # inside the job
     assert runner.busy() is False, "a sleep job is not one of the long jobs"
     readies: list[object] = []
@@ -163,11 +205,11 @@ def test_spare_takes_over_after_cancel_and_never_inherits_a_job(qtbot, runner: J
     runner.cancel()
     # the spare had imported torch already: it said so within cancel(), no wait for it
     assert readies == [runner.ready_info] and readies[0] is not None
-    assert events[-1]["error"]["kind"] == "cancelled"
+    assert error_kind(events) == "cancelled"
     assert runner.worker_pid == spare
     qtbot.waitUntil(lambda: not pid_alive(first), timeout=30_000)  # a hang guard
 
-    assert wait_result(qtbot, runner, {"job": "ping"})[-1]["pid"] == spare
+    assert pid_of(wait_result(qtbot, runner, PingRequest())) == spare
     assert [r["job"] for r in requests_of(tmp_path, spare)] == ["ping"], \
         "the spare got nothing before it took over, and not the cancelled job"
     qtbot.waitUntil(lambda: runner.spare_ready, timeout=10_000)  # a new spare is warming
@@ -184,8 +226,8 @@ def _ready_with_spare(qtbot, runner: JobRunner) -> tuple[int, int]:
     return first, spare
 
 
-def _answered(events: list[dict[str, Any]]) -> bool:
-    return bool(events) and events[-1]["type"] in ("result", "error")
+def _answered(events: list[Event]) -> bool:
+    return bool(events) and isinstance(events[-1], Result | ErrorEvent)
 
 
 def test_cancelling_the_running_job_sends_the_waiting_one_to_the_spare(
@@ -193,15 +235,15 @@ def test_cancelling_the_running_job_sends_the_waiting_one_to_the_spare(
     """An export cancelled while a compare waits behind it: the compare runs, on the spare."""
     first, spare = _ready_with_spare(qtbot, runner)
     assert first != spare
-    running: list[dict[str, Any]] = []
-    waiting: list[dict[str, Any]] = []
-    job = runner.submit({"job": "sleep", "seconds": 30}, running.append)
-    runner.submit({"job": "ping"}, waiting.append)
+    running: list[Event] = []
+    waiting: list[Event] = []
+    job = runner.submit(sleep(30), running.append)
+    runner.submit(PingRequest(), waiting.append)
     qtbot.waitUntil(lambda: bool(running), timeout=10_000)  # inside the first job
     runner.cancel([job])
-    assert running[-1]["error"]["kind"] == "cancelled"
+    assert error_kind(running) == "cancelled"
     qtbot.waitUntil(lambda: _answered(waiting), timeout=10_000)
-    assert waiting == [{"id": job + 1, "type": "result", "pid": spare}]
+    assert waiting == [Pong(id=job + 1, pid=spare)]
     assert [r["job"] for r in requests_of(tmp_path, spare)] == ["ping"]
     assert len(running) == 2, "the cancelled job heard nothing after its error"
 
@@ -212,15 +254,15 @@ def test_a_job_sent_from_a_cancelled_jobs_callback_runs_once(qtbot, runner: JobR
     that job and the one that waited are each sent to the spare once."""
     first, spare = _ready_with_spare(qtbot, runner)
     assert first != spare
-    again: list[dict[str, Any]] = []
+    again: list[Event] = []
 
-    def on_event(message: dict[str, Any]) -> None:
-        if message["type"] == "error":
-            runner.submit({"job": "ping"}, again.append)
+    def on_event(event: Event) -> None:
+        if isinstance(event, ErrorEvent):
+            runner.submit(PingRequest(), again.append)
 
-    job = runner.submit({"job": "sleep", "seconds": 30}, on_event)
-    waiting: list[dict[str, Any]] = []
-    runner.submit({"job": "ping"}, waiting.append)
+    job = runner.submit(sleep(30), on_event)
+    waiting: list[Event] = []
+    runner.submit(PingRequest(), waiting.append)
     qtbot.waitUntil(lambda: runner.worker_pid == first and bool(
         requests_of(tmp_path, first)), timeout=10_000)
     qtbot.wait(200)  # inside the sleep
@@ -235,18 +277,20 @@ def test_cancelling_a_waiting_job_leaves_the_running_one_alone(
     worker; the compare is answered at once and never runs (its worker is replaced when it
     comes to it), and a job sent after it runs on the spare."""
     first, spare = _ready_with_spare(qtbot, runner)
-    running: list[dict[str, Any]] = []
-    waiting: list[dict[str, Any]] = []
-    after: list[dict[str, Any]] = []
-    runner.submit({"job": "sleep", "seconds": 1}, running.append)
-    job = runner.submit({"job": "ping"}, waiting.append)
-    runner.submit({"job": "ping"}, after.append)
+    running: list[Event] = []
+    waiting: list[Event] = []
+    after: list[Event] = []
+    runner.submit(sleep(1), running.append)
+    job = runner.submit(PingRequest(), waiting.append)
+    runner.submit(PingRequest(), after.append)
     qtbot.waitUntil(lambda: bool(running), timeout=10_000)
     runner.cancel([job])
-    assert waiting[-1]["error"]["kind"] == "cancelled" and not _answered(running)
+    assert error_kind(waiting) == "cancelled" and not _answered(running)
     qtbot.waitUntil(lambda: _answered(running) and _answered(after), timeout=10_000)
-    assert running[-1] == {"id": job - 1, "type": "result", "pid": first}
-    assert after == [{"id": job + 1, "type": "result", "pid": spare}]
+    final = running[-1]
+    assert isinstance(final, DescribeResult) and final.id == job - 1
+    assert final.description.kind == f"slept in {first}", "it finished in its own worker"
+    assert after == [Pong(id=job + 1, pid=spare)]
     assert len(waiting) == 1, "the cancelled job heard nothing after its error"
     assert [r["job"] for r in requests_of(tmp_path, spare)] == ["ping"]
     assert [r["id"] for r in requests_of(tmp_path, spare)] == [job + 1]
@@ -258,16 +302,16 @@ def test_killed_worker_fails_its_jobs_with_the_signal(qtbot, runner: JobRunner) 
     qtbot.waitUntil(lambda: runner.spare_ready, timeout=10_000)
     pid, spare = runner.worker_pid, runner.spare_pid
     assert pid is not None
-    events: list[dict[str, Any]] = []
-    runner.submit({"job": "sleep", "seconds": 30}, events.append)
+    events: list[Event] = []
+    runner.submit(sleep(30), events.append)
     qtbot.waitUntil(lambda: bool(events), timeout=10_000)
     with qtbot.waitSignal(runner.workerLost, timeout=30_000) as lost:
         os.kill(pid, signal.SIGKILL)
     assert "signal 9 (SIGKILL: killed from outside" in lost.args[0]
-    assert events[-1]["error"]["kind"] == "worker_crashed"
-    assert events[-1]["error"]["message"] == lost.args[0]
+    assert error_kind(events) == "worker_crashed"
+    assert isinstance(events[-1], ErrorEvent) and events[-1].error.message == lost.args[0]
     assert runner.worker_pid == spare and runner.ready_info is not None
-    assert wait_result(qtbot, runner, {"job": "ping"})[-1]["pid"] == spare
+    assert pid_of(wait_result(qtbot, runner, PingRequest())) == spare
 
 
 def test_an_exit_during_a_job_is_reported_even_with_status_0(qtbot, runner: JobRunner) -> None:
@@ -277,11 +321,11 @@ def test_an_exit_during_a_job_is_reported_even_with_status_0(qtbot, runner: JobR
         runner.start()
     qtbot.waitUntil(lambda: runner.spare_ready, timeout=10_000)
     spare = runner.spare_pid
-    events: list[dict[str, Any]] = []
+    events: list[Event] = []
     with qtbot.waitSignal(runner.workerLost, timeout=30_000) as lost:
-        runner.submit({"job": "exit", "status": 0}, events.append)
+        runner.submit(DescribeRequest(source="exit:0"), events.append)
     assert "exit status 0" in lost.args[0]
-    assert events[-1]["error"]["kind"] == "worker_crashed"
+    assert error_kind(events) == "worker_crashed"
     assert runner.worker_pid == spare and runner.ready_info is not None
 
 
@@ -289,13 +333,13 @@ def test_a_worker_that_keeps_dying_early_is_not_restarted(qtbot) -> None:
     runner = JobRunner(command=[sys.executable, "-c", "raise SystemExit(4)"])
     lost: list[str] = []
     runner.workerLost.connect(lost.append)
-    events: list[dict[str, Any]] = []
-    runner.submit({"job": "ping"}, events.append)
+    events: list[Event] = []
+    runner.submit(PingRequest(), events.append)
     qtbot.waitUntil(lambda: len(lost) == JobRunner.MAX_EARLY_DEATHS, timeout=10_000)
     qtbot.wait(200)
     assert len(lost) == JobRunner.MAX_EARLY_DEATHS
     assert all("exit status 4" in sentence for sentence in lost)
-    assert runner.worker_pid is None and events[-1]["error"]["kind"] == "worker_crashed"
+    assert runner.worker_pid is None and error_kind(events) == "worker_crashed"
 
 
 def test_shutdown_ends_the_worker_and_the_spare(qtbot, runner: JobRunner) -> None:

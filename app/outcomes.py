@@ -54,9 +54,11 @@ def export_fingerprint(recipe: Recipe) -> str:
 
 def run_fingerprint(recipe: Recipe) -> str:
     """The fingerprint of what a validation runs: the recipe without its tolerances, which
-    only judge the differences a run found (a new tolerance is judged again, nothing re-run)."""
+    only judge the differences a run found (a new tolerance is judged again, nothing re-run),
+    and without `enabled`, which says when a validation runs, not what it does."""
     data = recipes.to_dict(recipe)
-    data["validate"] = {k: v for k, v in data["validate"].items() if k not in ("rtol", "atol")}
+    data["validate"] = {k: v for k, v in data["validate"].items()
+                        if k not in ("rtol", "atol", "enabled")}
     return _digest(data, recipe)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -72,3 +73,32 @@ def test_app_imports_without_torch() -> None:
     )
     result = _run(sys.executable, "-c", code)
     assert result.returncode == 0 and "ok" in result.stdout, result.stderr
+
+
+# `.get("key")` / `.get('key')` (a key computed in an f-string is a variable's), and an
+# environment lookup, the one mapping read by name
+_DICT_READ = re.compile(r"\.get\(\s*[rbu]?['\"]")
+_ENVIRONMENT = re.compile(r"\b(?:environ|env)\.get\(")
+
+
+def test_the_window_reads_typed_fields_not_dicts() -> None:
+    """No `.get("…")` on a message or document dict anywhere in app/ (issue 25): the window
+    reads engine.protocol's typed fields, from the worker's line to the glass. Environment
+    variables (os.environ, or a copy of it named env) are the one mapping read by name."""
+    found = [f"{path.relative_to(REPO)}:{number}: {line.strip()}"
+             for path in sorted((REPO / "app").rglob("*.py"))
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if _DICT_READ.search(_ENVIRONMENT.sub("", line))]
+    assert not found, "read typed fields instead:\n" + "\n".join(found)
+
+
+def test_the_window_modules_are_short() -> None:
+    """Files by concern (issue 25): every module of app/ at most 600 lines, the window's own
+    module under 300 (menus, status line and session parts live in their own modules). The
+    graph browser's package (app/graph/) is split by the graph browser's own work."""
+    lengths = {path.relative_to(REPO).as_posix(): len(path.read_text(encoding="utf-8")
+                                                      .splitlines())
+               for path in (REPO / "app").rglob("*.py") if "graph" not in path.parts}
+    long = {name: n for name, n in lengths.items() if n > 600}
+    assert not long, long
+    assert lengths["app/window.py"] < 300

@@ -116,6 +116,9 @@ class ProvenanceBar(QWidget):
             if isinstance(shown, ValidationOutcome) and shown.rejudged:
                 text += ", judged again at the form's tolerance (nothing re-run)"
                 note = REJUDGED
+            elif isinstance(shown, ExportOutcome):  # its validation judged again: Validate
+                checked = session.results.validation_of(shown.stamp)
+                note = REJUDGED if checked is not None and checked.rejudged else ""
             self.origin.setText(text)
             stale = session.stale(shown)
         elif isinstance(shown, OpenedFile):

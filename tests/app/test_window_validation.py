@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 
+from app.outcomes import ValidationOutcome
 from app.validation.common import texts
 from app.validation.plots import ParityPlots
 from app.window import MainWindow
@@ -59,7 +60,7 @@ def set_text(edit, text: str) -> None:
     edit.editingFinished.emit()
 
 
-def validate_and_wait(window: MainWindow, qtbot, how: str = "button") -> dict:
+def validate_and_wait(window: MainWindow, qtbot, how: str = "button") -> ValidationOutcome:
     button = window.form.export_bar.validate_button
     assert button.isEnabled(), button.toolTip()
     with qtbot.waitSignal(window.session.validationFinished, timeout=JOB_TIMEOUT_MS) as blocker:
@@ -69,7 +70,7 @@ def validate_and_wait(window: MainWindow, qtbot, how: str = "button") -> dict:
                            | Qt.KeyboardModifier.ShiftModifier)
         else:
             qtbot.mouseClick(window.tabs.validation.validate_button, Qt.MouseButton.LeftButton)
-    return blocker.args[0].message
+    return blocker.args[0]
 
 
 @pytest.mark.slow
@@ -158,9 +159,9 @@ def test_one_click_validate_an_existing_export(window: MainWindow, qtbot) -> Non
     assert "Not validated yet" in tab.verdict.text()
 
     result = validate_and_wait(window, qtbot, how="shortcut")
-    assert result["type"] == "result", result
-    assert Path(result["onnx"]) == window.session.recipe.output_path
-    validation = result["validation"]
+    assert result.validation is not None, result.error
+    assert result.onnx == window.session.recipe.output_path
+    validation = result.validation.to_dict()
     assert validation["ok"], validation
     assert window.tabs.currentWidget() is tab
     assert "Validation passed" in tab.verdict.text()
@@ -175,7 +176,8 @@ def test_one_click_validate_an_existing_export(window: MainWindow, qtbot) -> Non
     set_text(window.form.options_form.atol, "0")
     assert (window.session.recipe.validate.rtol, window.session.recipe.validate.atol) == (0.0, 0.0)
     result = validate_and_wait(window, qtbot)
-    validation = result["validation"]
+    assert result.validation is not None, result.error
+    validation = result.validation.to_dict()
     assert validation["ok"] is False and validation["atol"] == 0
     assert "Validation failed" in tab.verdict.text()
     assert tab.message.text() == validation["message"] and "trials failed" in tab.message.text()
@@ -212,8 +214,8 @@ def test_baked_value_fails_the_export_validation(window: MainWindow, qtbot,
     assert "Random draw</b>, seed 1" in tab.trials.detail.text(), "the first failed trial"
     # the one-click Validate now checks this file again, with the same outcome
     result = validate_and_wait(window, qtbot)
-    assert Path(result["onnx"]) == tmp_path / "baked.onnx"
-    assert result["validation"]["ok"] is False
+    assert result.onnx == tmp_path / "baked.onnx"
+    assert result.validation is not None and result.validation.ok is False
 
 
 def test_validate_needs_a_file_and_says_so(window: MainWindow, tmp_path: Path) -> None:

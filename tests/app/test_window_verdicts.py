@@ -14,6 +14,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from PySide6.QtWidgets import QComboBox
@@ -162,12 +163,15 @@ def no_tolerance(text: str) -> None:
         assert word not in text.lower(), text
 
 
-def validate_and_wait(window: MainWindow, qtbot) -> dict:
+def validate_and_wait(window: MainWindow, qtbot) -> dict[str, Any]:
+    """Click Validate and wait; the validation as the worker wrote it (typed, encoded again)."""
     button = window.tabs.validation.validate_button
     assert button.isEnabled(), button.toolTip()
     with qtbot.waitSignal(window.session.validationFinished, timeout=EXPORT_TIMEOUT_MS) as blocker:
         button.click()
-    return blocker.args[0].message
+    outcome = blocker.args[0]
+    assert outcome.validation is not None, outcome.error
+    return {"onnx": str(outcome.onnx), "validation": outcome.validation.to_dict()}
 
 
 # ---------------------------------------------------------------------------- exporter "auto"
@@ -461,11 +465,11 @@ def test_fewer_trials_replace_more_with_a_late_row_selected(qtbot) -> None:
     """A validation with 6 trials (the 5th selected, as a failure is), then one with 2: the
     rows removed never index the new, shorter list."""
     from app.validation.tab import TrialsPanel
+    from engine.protocol import Trial
 
     panel = TrialsPanel()
     qtbot.addWidget(panel)
-    trials = [{"kind": "random", "ok": i != 4, "seed": i, "message": "", "outputs": []}
-              for i in range(6)]
+    trials = [Trial(kind="random", ok=i != 4, seed=i, message="", outputs=[]) for i in range(6)]
     panel.set_trials(trials, dark=False)
     assert panel.table.currentIndex().row() == 4
     panel.set_trials(trials[:2], dark=False)

@@ -468,3 +468,27 @@ def test_the_script_names_the_exporter_auto_resolves_to(tmp_path: Path) -> None:
     assert "dynamo=True" in codegen.generate(recipe)
     recipe.model.script = True
     assert "dynamo=False" in codegen.generate(recipe)
+
+
+def test_a_hugging_face_source_runs_the_studios_pipeline_on_its_recipe(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """hf: exports go through the task wrappers: the script hands its recipe, whole, to the
+    studio's pipeline (the window's Python tab runs one for real, test_window_one_truth)."""
+    import engine.pipeline
+    from engine.protocol import ExportReport
+
+    recipe = recipes.loads('version = 1\n[model]\nsource = "hf:models/bert"\n'
+                           'kwargs = { task = "text-classification" }\n'
+                           '[export]\noutput = "C:\\\\out\\\\bert_onnx"\nopset = 18\n',
+                           base_dir=tmp_path)
+    code = codegen.generate(recipe)
+    seen: list[recipes.Recipe] = []
+
+    def export(got: recipes.Recipe, validate: bool = False) -> ExportReport:
+        seen.append(got)
+        return ExportReport(ok=True, output=str(got.output_path), files=[])
+
+    monkeypatch.setattr(engine.pipeline, "export", export)
+    exec(compile(code, "export_model.py", "exec"), {"__name__": "__main__"})
+    assert len(seen) == 1 and seen[0].to_toml() == recipe.to_toml()
+    assert seen[0].base_dir == tmp_path.resolve()

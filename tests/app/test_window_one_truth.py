@@ -69,6 +69,17 @@ def set_text(edit, text: str) -> None:  # type: ignore[no-untyped-def]
     edit.editingFinished.emit()
 
 
+def type_output(window: MainWindow, path: Path) -> None:
+    """Type the output file into the export bar, as a user does."""
+    set_text(window.form.export_bar.output, str(path))
+
+
+def fact(window: MainWindow, name: str) -> str:
+    """The Summary's value of the fact `name` (its table as plain text: name, then value)."""
+    lines = window.tabs.summary.facts.toPlainText().splitlines()
+    return lines[lines.index(name) + 1]
+
+
 def seconds_shown(before: float, after: float) -> set[str]:
     """Every HH:MM:SS a clock shows between `before` and `after`."""
     return {time.strftime("%H:%M:%S", time.localtime(t))
@@ -103,9 +114,8 @@ def test_a_new_tolerance_is_judged_again_everywhere_and_offers_validate_again(
     tab, summary, bar = window.tabs.validation, window.tabs.summary, window.form.export_bar
     assert "Validation failed" in tab.verdict.text()
     assert "Validation failed" in summary.status.text()
-    row = next(line for line in summary.facts.toPlainText().splitlines()
-               if line.startswith("Validation"))
-    assert "FAILED" in row and "passed" not in row, row
+    row = fact(window, "Validation")
+    assert row.startswith("FAILED") and "judged again" in row, row
     assert bar.progress.format() == "Validation failed" and "fails" in bar.stage.text()
 
     # the banner, on the Summary as on the Validation tab: Validate again, never Export again
@@ -139,7 +149,7 @@ def test_a_new_tolerance_is_judged_again_everywhere_and_offers_validate_again(
 
 def test_previous_and_latest_after_one_export_says_there_is_only_one(
         live_window: MainWindow, qtbot, tmp_path: Path) -> None:
-    window, session = live_window, live_window.session
+    window = live_window
     first = export_and_wait(window, qtbot)
     assert first["report"]["ok"], first
     tab = window.tabs.compare
@@ -151,7 +161,7 @@ def test_previous_and_latest_after_one_export_says_there_is_only_one(
     assert "only one export" in tab.status.text()
 
     # another export to another file: now there are two
-    session.set_output(str(tmp_path / "second.onnx"), origin=window.form.export_bar)
+    type_output(window, tmp_path / "second.onnx")
     second = export_and_wait(window, qtbot)
     assert second["report"]["ok"], second
     qtbot.mouseClick(tab.previous_button, Qt.MouseButton.LeftButton)
@@ -199,15 +209,15 @@ def test_the_python_tab_writes_a_hugging_face_export_that_runs(
         live_window: MainWindow, qtbot, hf_models: Path, tmp_path: Path) -> None:
     window, session = live_window, live_window.session
     open_hf(window, qtbot, build("bert", hf_models))
-    session.set_output(str(tmp_path / "bert_onnx"), origin=window.form.export_bar)
+    type_output(window, tmp_path / "bert_onnx")
     message = export_and_wait(window, qtbot)
     assert message["report"]["ok"], message["report"]["error"]
 
     python = window.tabs.python
     window.tabs.setCurrentWidget(python)
     code = python.text.toPlainText()
-    assert "cannot be written" not in code and not python.reason.isVisible(), \
-        python.reason.text()
+    assert "cannot be written" not in code, code
+    assert not python.reason.isVisible(), python.reason.text()
     assert session.recipe.model.source in code
     compile(code, "export_model.py", "exec")
     # the script does the export: the same folder again, from a process of its own

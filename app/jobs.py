@@ -105,7 +105,7 @@ class JobRunner(QObject):
 
     @property
     def ready_info(self) -> Ready | None:
-        """The current worker's `ready` message; None until it has imported torch."""
+        """The current worker's Ready event; None until it has imported torch."""
         return self._worker.ready_info if self._worker else None
 
     @property
@@ -204,7 +204,7 @@ class JobRunner(QObject):
         rename under way is done) and what it said meanwhile is read, so a job that had
         already renamed its file into place is reported as finished, never as cancelled.
         A job still waiting is answered `cancelled` at once, and its worker is replaced when
-        it comes to it (`_on_message`), so the job before it finishes undisturbed.
+        it comes to it (`_on_event`), so the job before it finishes undisturbed.
         """
         cancelled = set(self._jobs) if job_ids is None else set(job_ids) & set(self._jobs)
         if not cancelled:

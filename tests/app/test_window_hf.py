@@ -258,11 +258,12 @@ def _validate(window: MainWindow, qtbot) -> ValidationOutcome:
 
 def test_generation_panel_highlights_the_first_differing_step(qtbot) -> None:
     from app.validation.generation import GenerationPanel
+    from engine.protocol import Generation
 
     panel = GenerationPanel()
     qtbot.addWidget(panel)
-    panel.set_generation({"steps": 4, "tokens_equal": False, "onnx_tokens": [5, 7, 9, 9],
-                          "torch_tokens": [5, 7, 8, 9]})
+    panel.set_generation(Generation(steps=4, tokens_equal=False, onnx_tokens=[5, 7, 9, 9],
+                                    torch_tokens=[5, 7, 8, 9]))
     assert panel.differs_at == 2
     assert "differ from step 3 of 4" in panel.verdict.text()
     current = panel.table.currentItem()

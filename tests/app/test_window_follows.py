@@ -173,7 +173,7 @@ def test_an_opened_onnx_is_the_session_s_file(window: MainWindow, qtbot,
     with qtbot.waitSignal(session.validationFinished, timeout=EXPORT_TIMEOUT_MS) as blocker:
         window.menus.validate.trigger()
     outcome = blocker.args[0]
-    assert outcome.validation is not None and outcome.validation.ok, outcome.message
+    assert outcome.validation is not None and outcome.validation.ok, outcome.error
     assert "Validation passed" in tab.verdict.text()
     assert "kept.onnx" in bar.origin.text() and not bar.stale
 

@@ -29,7 +29,6 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
@@ -133,6 +132,7 @@ def runner_times(tmp: Path) -> dict[str, float]:
     from PySide6.QtWidgets import QApplication
 
     from app.jobs import JobRunner
+    from engine.protocol import ErrorEvent, Event, ExportRequest, Progress, Result
     from tests.app.conftest import write_slow_model
 
     app = QApplication.instance() or QApplication([])
@@ -153,28 +153,31 @@ def runner_times(tmp: Path) -> dict[str, float]:
             'shape = [1, 4]\n[export]\noutput = "slow.onnx"\n')
     progress: dict[str, float] = {}
 
-    def first_progress(key: str) -> Callable[[dict[str, Any]], None]:
-        def heard(message: dict[str, Any]) -> None:
-            if message.get("type") in ("progress", "result", "error"):
+    def first_progress(key: str) -> Callable[[Event], None]:
+        def heard(event: Event) -> None:
+            if isinstance(event, Progress | Result | ErrorEvent):
                 progress.setdefault(key, time.perf_counter())
-            if message.get("type") in ("result", "error"):
+            if isinstance(event, Result | ErrorEvent):
                 progress[key + " done"] = time.perf_counter()
         return heard
 
+    def export(recipe: str, heard: Callable[[Event], None]) -> None:
+        runner.submit(ExportRequest(recipe=recipe, base_dir=str(tmp)), heard)
+
     runner = JobRunner()
     started = time.perf_counter()
-    runner.export(tiny, tmp, first_progress("cold"))
+    export(tiny, first_progress("cold"))
     pump(lambda: "cold done" in progress)
     pump(lambda: runner.spare_ready)
     times = {"cold start -> first progress": progress["cold"] - started}
 
     (tmp / "slow_net.child").unlink(missing_ok=True)
-    runner.export(slow, tmp, lambda _message: None)
+    export(slow, lambda _event: None)
     pump(lambda: (tmp / "slow_net.child").exists())
     clicked = time.perf_counter()
     runner.cancel()
     times["cancel() returns"] = time.perf_counter() - clicked
-    runner.export(tiny, tmp, first_progress("spare"))
+    export(tiny, first_progress("spare"))
     pump(lambda: "spare done" in progress)
     times["Cancel -> next export's first progress (spare)"] = progress["spare"] - clicked
 

@@ -6,12 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from app.jobs import JobRunner
+from app.outcomes import ExportOutcome, Stamp
 from app.results.summary import SummaryView
 from app.session import ExportSession
+from engine.protocol import ExportReport, ExportResult
 
 
 def test_the_summary_lists_each_files_data_files(qapp, tmp_path: Path) -> None:
-    runner = JobRunner()  # never started: the view only reads the report
+    runner = JobRunner()  # never started: the view only reads the session's export
     session = ExportSession(runner=runner)
     view = SummaryView(session)
     graph = {"nodes": 12, "inputs": [], "outputs": []}
@@ -21,7 +23,9 @@ def test_the_summary_lists_each_files_data_files(qapp, tmp_path: Path) -> None:
                          "graph": graph, "data_files": ["encoder_model.onnx.data"]},
                         {"name": "decoder_model.onnx", "path": str(tmp_path / "d"),
                          "graph": graph, "data_files": []}]}
-    view.show_report(report, {})
+    final = ExportResult(id=1, report=ExportReport.from_dict(report), job_dir=str(tmp_path))
+    stamp = Stamp(recipe="", export="", run="", onnx=None)
+    session.results.set_export(ExportOutcome(1, final, stamp, 0.1, validates=False), "")
     facts = view.facts.toPlainText()
     assert "encoder_model.onnx 12 nodes, data: encoder_model.onnx.data" in facts
     assert "decoder_model.onnx 12 nodes" in facts

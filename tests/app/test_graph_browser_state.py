@@ -68,7 +68,7 @@ def test_a_profile_overlay_leaves_with_its_file_and_its_box_stays_put(
     browser = graph_of(window, qtbot, files["gpt2"])
     compare = tabs.compare
     compare.set_files(files["cnn"])
-    with qtbot.waitSignal(compare.jobs.finished, timeout=EXPORT_TIMEOUT_MS):
+    with qtbot.waitSignal(compare.analysis.finished, timeout=EXPORT_TIMEOUT_MS):
         assert compare.start_profile()
     assert compare.profile is not None and compare.overlay_check.isEnabled()
     tabs.setCurrentWidget(compare)

@@ -39,7 +39,7 @@ def _export(window: MainWindow, qtbot) -> dict[str, Any]:
     assert button.isEnabled(), button.toolTip()
     with qtbot.waitSignal(window.session.exportFinished, timeout=HF_TIMEOUT_MS) as blocker:
         qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
-    return blocker.args[0].message["report"]
+    return blocker.args[0].final.to_dict()["report"]
 
 
 @pytest.mark.timeout(600)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,7 @@ import torch
 
 from engine import recipe as recipes
 from engine.events import Events
+from engine.files import FOLDER_MARKER, MARKER
 from engine.pipeline import export
 from engine.protocol import ExportReport
 from tests.engine.models import TINY_NET, write_models
@@ -238,15 +240,17 @@ def test_a_temp_folder_left_by_a_killed_export_is_cleaned_up(model_dir: Path) ->
     dead = subprocess.Popen(["true"])
     dead.wait()  # a pid that no longer runs, like a worker killed by Cancel
     recipe.output_path.parent.mkdir(parents=True, exist_ok=True)
-    abandoned = recipe.output_path.parent / f".killed.onnx.{dead.pid}.abc.tmp"
+    abandoned = recipe.output_path.parent / f".killed.onnx.{MARKER}.{dead.pid}.abc.tmp"
     abandoned.mkdir()
+    (abandoned / FOLDER_MARKER).write_text("onnx-studio temporary folder\n")
     (abandoned / "killed.onnx").write_bytes(b"half")
-    live = recipe.output_path.parent / f".killed.onnx.{os.getpid()}.xyz.tmp"
+    live = recipe.output_path.parent / f".killed.onnx.{MARKER}.{os.getpid()}.xyz.tmp"
     live.mkdir()
+    (live / FOLDER_MARKER).write_text("onnx-studio temporary folder\n")
     assert export(recipe).ok
     assert not abandoned.exists()
     assert live.exists()  # a live process may still be writing it
-    live.rmdir()
+    shutil.rmtree(live)
 
 
 def test_pitfalls_of_classes_the_model_does_not_use_are_not_reported(model_dir: Path) -> None:

@@ -91,4 +91,4 @@ def test_cancel_after_the_rename_says_the_export_had_finished(
     assert temp_leftovers(target.parent) == []
     # the file in place is the session's file: Summary, Graph and Validate follow it
     assert session.opened is not None and session.opened.path == target.resolve()
-    assert session.opened.summary is not None and session.validate_target == target.resolve()
+    assert session.opened.inspect is not None and session.validate_target == target.resolve()

@@ -45,7 +45,8 @@ CANCELLED = "The {job} was cancelled; the form is unchanged."
 WAITED_FOR = {"export": "the export", "validate": "the validation",
               "compare": "the comparison in the Compare tab",
               "profile": "the profile in the Compare tab",
-              "variant": "the variant check in the Compare tab"}
+              "variant": "the variant check in the Compare tab",
+              "explain": "the Why? of the validation"}
 
 
 @dataclass

@@ -13,12 +13,12 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QProxyStyle, QStyle, QStyleOption, QTabWidget, QWidget
 
 from app.compare import CompareTab
-from app.graph import GraphTab
+from app.graph import GraphTab, findings
 from app.graph.colors import Scale
 from app.outcomes import ExportOutcome, JobStart, OpenedFile, ValidationOutcome
 from app.results import LogView, PythonView, SummaryView, WarningsView
 from app.results.provenance import Shown
-from app.session import ExportSession
+from app.session import Explanation, ExportSession
 from app.validation import ValidationTab
 
 MIN_WIDTH = 380
@@ -85,6 +85,9 @@ class ResultTabs(QTabWidget):
         session.exportFinished.connect(self._export_finished)
         session.validationStarted.connect(self._validation_started)
         session.validationFinished.connect(self._validation_finished)
+        # Why? (issue 26): the graph opens at the first divergence; it goes with the answer
+        session.explainer.explained.connect(self.show_divergence)
+        session.explainer.changed.connect(self._explanation_changed)
 
     def provenance(self) -> Shown:
         """What the current tab shows: the result (or opened file) its content came from."""
@@ -151,3 +154,20 @@ class ResultTabs(QTabWidget):
         self.setCurrentWidget(self.graph)
         self.graph.select_node(node)
         return True
+
+    def show_divergence(self, found: Explanation) -> bool:
+        """Open the Graph tab at the first divergent node Why? found (outlined, selected,
+        centred; its module, source line and differences in the properties); False (the
+        status says why) when there is none or it cannot be shown."""
+        if found.divergence is None:
+            return False
+        self.setCurrentWidget(self.graph)
+        if findings.show_divergence(self.graph, found):
+            return True
+        self.statusMessage.emit(f"Node {found.divergence.node} of {found.file.name} cannot be "
+                                "shown on the graph.")
+        return False
+
+    def _explanation_changed(self) -> None:
+        if self.session.explainer.explanation is None:
+            findings.clear_divergence(self.graph)

@@ -162,6 +162,8 @@ class PropertiesPanel(QWidget):
         self.overlay: dict[str, float] | None = None
         self.overlay_label = ""
         self.marks: dict[str, str] = {}  # ONNX node name -> its problem, from set_marks
+        # ONNX node name -> (a heading, its rows): what a finding says of the node (Why?)
+        self.notes: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {}
         self._last: Callable[[], None] = self.show_empty
         self.show_empty()
 
@@ -187,6 +189,12 @@ class PropertiesPanel(QWidget):
     def refresh(self) -> None:
         """Render the current content again (link colours follow a palette change)."""
         self._last()
+
+    def set_notes(self, notes: dict[str, tuple[str, tuple[tuple[str, str], ...]]]) -> None:
+        """Show `notes` (node name -> heading, rows) in those nodes' properties; replaces
+        the earlier notes and shows the current content again."""
+        self.notes = dict(notes)
+        self.refresh()
 
     def show_empty(self) -> None:
         """The summary of the graph when nothing is selected."""
@@ -236,6 +244,12 @@ class PropertiesPanel(QWidget):
         if src:
             parts.append(f"<tr><td class=key><b>source</b></td><td>{_e(src)}</td></tr>")
         parts.append("</table>")
+        if n.name in self.notes:
+            heading, note_rows = self.notes[n.name]
+            parts.append(f"<h4>{_e(heading)}</h4><table>")
+            parts.extend(f"<tr><td class=key><b>{_e(k)}</b></td><td>{_e(v)}</td></tr>"
+                         for k, v in note_rows)
+            parts.append("</table>")
         if n.attributes:
             parts.append("<h4>Attributes</h4><table>")
             parts.extend(f"<tr><td class=key><b>{_e(k)}</b></td><td>{_e(v)}</td></tr>"

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.outcomes import ExportOutcome, JobStart, OpenedFile, failure_hint
+from app.results.why import WhyBar
 from app.session import ExportSession
 from engine.errors import plain
 from engine.protocol import Error, ErrorEvent, ExportFacts, ExportReport, Graph, known
@@ -82,6 +83,8 @@ class SummaryView(QWidget):
         layout = QVBoxLayout(self)
         layout.addWidget(self.status)
         layout.addWidget(self.hint)
+        self.why = WhyBar(session)  # Why? of a failed validation (issue 26)
+        layout.addWidget(self.why)
         row = QHBoxLayout()
         row.addWidget(self.details_button)
         row.addStretch(1)

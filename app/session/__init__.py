@@ -7,15 +7,17 @@ ViewerModel is the model), split by concern:
 - jobs.py          one handler follows every job in the worker; the export and validation jobs
 - describing.py    what the model source offers (describe jobs); hugging_face.py its folders
 - analysis.py      compare, profile and variant jobs and what they found
+- explaining.py    the Why? of a failed validation (explain jobs) and what it found
 - model.py         ExportSession: owns the parts; their signals are its own
 
 Qt signals, no widget: the session never imports a view (an import contract checks it).
 """
 
 from app.session.analysis import AnalysisModel, Comparison, Profile, Variant
+from app.session.explaining import Explainer, Explanation, WhyOffer
 from app.session.model import ExportSession
 from app.session.recipe_edits import PARTS
 from app.session.results import Stale
 
-__all__ = ["PARTS", "AnalysisModel", "Comparison", "ExportSession", "Profile", "Stale",
-           "Variant"]
+__all__ = ["PARTS", "AnalysisModel", "Comparison", "Explainer", "Explanation", "ExportSession",
+           "Profile", "Stale", "Variant", "WhyOffer"]

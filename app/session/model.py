@@ -6,7 +6,8 @@ It is the recipe's editor (app.session.recipe_edits, its base) and owns a part p
 `results` (app.session.results: the export, the validation, the opened file, the warnings,
 and whether each is current), `jobs` (app.session.jobs: one handler follows every job),
 `describer` (app.session.describing), Hugging Face folders (app.session.hugging_face) and
-`analysis` (app.session.analysis: compare, profile, variants). The parts' signals are the
+`analysis` (app.session.analysis: compare, profile, variants) and `explainer`
+(app.session.explaining: the Why? of a failed validation). The parts' signals are the
 session's: views connect to the session and write back only through its methods. The session
 owns the JobRunner that runs the jobs, unless it was handed one to share, and never imports a
 view (an import contract checks it).
@@ -23,6 +24,7 @@ from app.outcomes import ExportOutcome, OpenedFile, ValidationOutcome
 from app.session import hugging_face
 from app.session.analysis import AnalysisModel
 from app.session.describing import Describer
+from app.session.explaining import Explainer
 from app.session.jobs import Jobs
 from app.session.recipe_edits import RecipeEdits
 from app.session.results import Results, Stale
@@ -78,6 +80,11 @@ class ExportSession(RecipeEdits):
         self.jobs = Jobs(self.runner, self, self.results)
         self.describer = Describer(self, self.jobs, use_worker)
         self.analysis = AnalysisModel(self, self.jobs)
+        self.explainer = Explainer(self, self.jobs, self.results)
+        # the Why? of a validation goes with it: an export or another file starts afresh
+        self.jobs.exportStarted.connect(self.explainer.drop)
+        self.results.fileOpened.connect(self.explainer.drop)
+        self.results.changed.connect(self.explainer.follow)
         chained = (
             (self.results.changed, self.resultsChanged),
             (self.results.warningsChanged, self.warningsChanged),
@@ -162,6 +169,7 @@ class ExportSession(RecipeEdits):
         the tolerance changed, and what Validate would check; `readinessChanged`."""
         self.check_problems()
         self.results.follow_tolerance()
+        self.explainer.follow()
         self.validate_target, self.validate_reason = self.jobs.validate_state()
         self.readinessChanged.emit()
 

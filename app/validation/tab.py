@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 
 from app.outcomes import JobStart, ValidationOutcome, failure_hint
 from app.results import text_label
+from app.results.why import WhyBar
 from app.session import ExportSession
 from app.validation.common import (
     add_row,
@@ -240,6 +241,8 @@ class ValidationTab(QWidget):
         layout.addWidget(self.facts)
         layout.addWidget(self.message)
         layout.addWidget(self.hint)
+        self.why = WhyBar(session)  # Why? of a failed validation (issue 26)
+        layout.addWidget(self.why)
         layout.addWidget(self.details)
         layout.addWidget(self.body, 1)
         self.spacer = QWidget()  # keeps the empty state's text at the top

@@ -77,6 +77,7 @@ class ResultTabs(QTabWidget):
         self.addTab(self.compare, "Compare")
         self.compare.showOnGraph.connect(self.show_profile_on_graph)
         self.compare.clearGraph.connect(lambda: self.graph.clear_overlay("profile"))
+        self.compare.markOnGraph.connect(self.mark_on_graph)
         self.warnings.statusMessage.connect(self.statusMessage)
         self.validation.showOnGraph.connect(self.show_on_graph)
         self.validation.clearGraph.connect(lambda: self.graph.clear_overlay("validation"))
@@ -171,3 +172,12 @@ class ResultTabs(QTabWidget):
     def _explanation_changed(self) -> None:
         if self.session.explainer.explanation is None:
             findings.clear_divergence(self.graph)
+
+    def mark_on_graph(self, onnx: Path, reasons: dict[str, str], select: list[str]) -> bool:
+        """Open `onnx` on the Graph tab with the nodes in `reasons` outlined (an fp16
+        variant's nodes kept in float32, its overflows), the first of `select` selected."""
+        self.setCurrentWidget(self.graph)
+        if findings.mark_nodes(self.graph, onnx, reasons, select):
+            return True
+        self.statusMessage.emit(f"The graph of {onnx.name} cannot be shown.")
+        return False

@@ -38,6 +38,7 @@ class CompareTab(QWidget):
     """Compare, profile and variants of ONNX files; every long step is a worker job."""
 
     showOnGraph = Signal(object, object, str)  # (.onnx path, {node name: ms}, label)
+    markOnGraph = Signal(object, object, object)  # (.onnx path, {node: why}, [to select])
     clearGraph = Signal()
 
     def __init__(self, session: ExportSession, parent: QWidget | None = None) -> None:
@@ -138,6 +139,7 @@ class CompareTab(QWidget):
         self.profile_table.horizontalHeader().setStretchLastSection(True)
         self.variants = VariantsPanel()
         self.variants.makeRequested.connect(self.start_variant)
+        self.variants.showOnGraph.connect(self.markOnGraph)
         self.views = QTabWidget()
         for widget, name in ((self.facts, "Summary"), (self.ops, "Operators"),
                              (self.initializers, "Initializers"), (self.graphs, "Graphs"),
@@ -234,7 +236,7 @@ class CompareTab(QWidget):
             self.status.setText("A variant is checked against the form's PyTorch model: "
                                 "choose file A and fill in the model first.")
             return False
-        return self.analysis.variant(a, kind)
+        return self.analysis.variant(a, kind, self.variants.keep_fp32())
 
     def _started(self, job: str) -> None:
         self.progress.setValue(0)

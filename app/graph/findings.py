@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from app.graph.tab import GraphTab
 
 WHY_HEADING = "Why? — the first divergence"
-KEPT_MARK = "kept in float32 by the fp16 variant"
 
 
 def _same(a: Path | None, b: Path) -> bool:

@@ -27,6 +27,7 @@ from engine.protocol import (
     ErrorEvent,
     ExportRequest,
     ExportResult,
+    Fp16Overflow,
     ProfileDocument,
     ProfileRequest,
     ProfileResult,
@@ -79,6 +80,24 @@ class Variant:
     kind: str  # fp16 | int8 | optimized
     report: VariantReport
     at: float
+    keep_fp32: str | None = None  # fp16: "auto" or node names, kept in float32 (as asked)
+
+    @property
+    def output(self) -> Path | None:
+        """The variant's file (None when none was written)."""
+        return Path(self.report.output) if self.report.output else None
+
+    @property
+    def kept_fp32(self) -> list[str]:
+        """The nodes the fp16 variant keeps in float32, in graph order."""
+        facts = self.report.variant
+        return list(facts.kept_fp32 or []) if facts is not None else []
+
+    @property
+    def overflows(self) -> list[Fp16Overflow]:
+        """The values the fp16 variant holds in float16 beyond its range (fail the verdict)."""
+        facts = self.report.variant
+        return list(facts.fp16_overflows or []) if facts is not None else []
 
 
 AnalysisResult = Comparison | Profile | Variant
@@ -134,15 +153,19 @@ class AnalysisModel(QObject):
         return self._submit("profile", request, f"Profiling {onnx.name}…",
                             functools.partial(self._profiled, onnx, label))
 
-    def variant(self, onnx: Path, kind: str) -> bool:
+    def variant(self, onnx: Path, kind: str, keep_fp32: str | None = None) -> bool:
         """Write the `kind` variant of `onnx` beside it and judge it against the recipe's
-        PyTorch model."""
+        PyTorch model; fp16 with `keep_fp32` ("auto": the studio finds them, or node names
+        joined by commas) keeps those nodes in float32 (NAME.fp16-keep.onnx)."""
         recipe = self.edits.recipe
-        output = onnx.with_name(f"{onnx.stem}.{kind}.onnx")
+        keep = keep_fp32 if kind == "fp16" and keep_fp32 else None
+        output = onnx.with_name(f"{onnx.stem}.{kind}{'-keep' if keep else ''}.onnx")
         request = VariantRequest(onnx=str(onnx), recipe=recipe.to_toml(),
-                                 base_dir=str(recipe.base_dir), kind=kind, output=str(output))
-        return self._submit("variant", request, f"Making the {kind} variant of {onnx.name}…",
-                            functools.partial(self._made, onnx, kind))
+                                 base_dir=str(recipe.base_dir), kind=kind, output=str(output),
+                                 keep_fp32=keep)
+        what = f"{kind} (keeping {keep} in float32)" if keep else kind
+        return self._submit("variant", request, f"Making the {what} variant of {onnx.name}…",
+                            functools.partial(self._made, onnx, kind, keep))
 
     def both_exporters(self) -> tuple[Path, Path] | None:
         """Export the recipe with dynamo, then with TorchScript (beside its output, as
@@ -237,9 +260,9 @@ class AnalysisModel(QObject):
         self.profile = Profile(onnx, final.profile, against, time.time())
         return self.profile
 
-    def _made(self, onnx: Path, kind: str, final: Result) -> Variant | None:
+    def _made(self, onnx: Path, kind: str, keep: str | None, final: Result) -> Variant | None:
         if not isinstance(final, VariantResult):
             return None
-        variant = Variant(onnx, kind, final.variant_report, time.time())
+        variant = Variant(onnx, kind, final.variant_report, time.time(), keep)
         self.variants = [*self.variants, variant]
         return variant

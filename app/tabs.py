@@ -89,6 +89,8 @@ class ResultTabs(QTabWidget):
         # Why? (issue 26): the graph opens at the first divergence; it goes with the answer
         session.explainer.explained.connect(self.show_divergence)
         session.explainer.changed.connect(self._explanation_changed)
+        for why in (self.validation.why, self.summary.why):
+            why.showOnGraph.connect(self.show_divergence)
 
     def provenance(self) -> Shown:
         """What the current tab shows: the result (or opened file) its content came from."""

@@ -49,7 +49,7 @@ def show_divergence(tab: GraphTab, found: Explanation) -> bool:
         return False
     clear_divergence(tab)
     browser.properties.set_notes({div.node: (WHY_HEADING, found.node_rows())})
-    browser.set_marks({**browser.marks, div.node: found.sentence()})
+    browser.set_marks({**browser.marks, div.node: found.mark()})
     tab.select_node(div.node)
     return True
 

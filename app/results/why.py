@@ -12,7 +12,7 @@ import html
 import re
 from pathlib import Path
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QPushButton, QWidget
 
 from app.session import Explanation, ExportSession
@@ -31,14 +31,17 @@ def repro_name(node: str) -> str:
 class WhyBar(QWidget):
     """Shown while the session's validation failed: Why?, Cancel, the answer, Save repro…."""
 
+    showOnGraph = Signal(object)  # Explanation: its node's link was clicked
+
     def __init__(self, session: ExportSession, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.session = session
         self.explainer = session.explainer
         self.text = QLabel()
         self.text.setTextFormat(Qt.TextFormat.RichText)
+        self.text.linkActivated.connect(self._link)
         self.text.setWordWrap(True)
-        self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextBrowserInteraction)
         self.why_button = QPushButton("Why?")
         self.why_button.clicked.connect(self.explainer.explain)
         self.cancel_button = QPushButton("Cancel")
@@ -86,12 +89,19 @@ class WhyBar(QWidget):
         if found is None:
             return ("<b>Why?</b> finds the first node whose values leave the tolerance, its "
                     "module and source line.")
-        text = html.escape(found.sentence(self.session.validation_result))
+        text = "<b>Why:</b> " + html.escape(found.sentence(self.session.validation_result))
+        if found.divergence is not None:
+            text += " <a href='graph'>Show it on the graph</a>"
         repro = found.repro
         if repro is not None:
             text += (f"<br>Repro written to {html.escape(repro.folder)}; run "
                      f"<code>{html.escape(repro.command)}</code>")
         return text
+
+    def _link(self, _link: str) -> None:
+        found = self.explainer.explanation
+        if found is not None:
+            self.showOnGraph.emit(found)
 
     def save_repro_to(self, folder: Path) -> int | None:
         """Write the repro of the explanation into `folder` (a new or empty folder, written

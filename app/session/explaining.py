@@ -96,6 +96,16 @@ class Explanation:
                 f"{where}{source}: its outputs differ by up to {_num(div.max_abs_diff)}{ratio} "
                 f"while every value it reads is within {tolerance}{after}.")
 
+    def mark(self) -> str:
+        """The outline's sentence on the graph: what makes the node the first divergence."""
+        div = self.divergence
+        if div is None:
+            return ""
+        ratio = (f" ({_num(div.tolerance_ratio)} × the tolerance)"
+                 if div.tolerance_ratio is not None else "")
+        return (f"the first divergence (Why?): its outputs differ by up to "
+                f"{_num(div.max_abs_diff)}{ratio}, what it reads is within the tolerance")
+
     def node_rows(self) -> tuple[tuple[str, str], ...]:
         """The divergent node's rows for the graph's properties: module, source line, the
         differences of its outputs and of each value it reads."""
@@ -105,15 +115,16 @@ class Explanation:
         rows = [("module", div.module + (f" ({div.module_type.rsplit('.', 1)[-1]})"
                                          if div.module_type else "") if div.module else "—"),
                 ("source", div.source or "—")]
+        # short keys, the value's name in the text: a narrow properties panel keeps it whole
         for out in div.outputs or ["(output)"]:
-            rows.append((f"output {out}", f"max abs diff {_num(div.max_abs_diff)}"
-                         + (f", {_num(div.tolerance_ratio)} × tolerance"
+            rows.append(("output", f"{out}: max abs diff {_num(div.max_abs_diff)}"
+                         + (f", {_num(div.tolerance_ratio)} × the tolerance"
                             if div.tolerance_ratio is not None else "")))
         for value in div.inputs:
             diff = ("not compared" if value.max_abs_diff is None
                     else f"max abs diff {_num(value.max_abs_diff)}")
             kind = "" if value.kind == "value" else f" ({value.kind.replace('_', ' ')})"
-            rows.append((f"input {value.name}", diff + kind))
+            rows.append(("input", f"{value.name}: {diff}{kind}"))
         rows.append(("downstream", f"{self.document.downstream} nodes beyond the tolerance"))
         return tuple(rows)
 

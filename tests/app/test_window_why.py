@@ -95,7 +95,7 @@ def test_why_opens_the_graph_at_the_patched_layer_and_saves_a_repro(
     box = browser.canvas.scene_data.boxes[browser.canvas.selected]  # type: ignore[union-attr]
     visible = browser.view.mapToScene(browser.view.viewport().rect()).boundingRect()
     assert visible.contains(QPointF(box.x + box.w / 2, box.y + box.h / 2))
-    assert div.node in browser.marks
+    assert browser.marks[div.node].startswith("the first divergence (Why?)")
     text = properties_text(window)
     assert WHY_HEADING in text and "layers.2.lin" in text
     assert f"explain_models.py:{linear_line()}" in text and "max abs diff" in text
@@ -123,6 +123,13 @@ def test_why_opens_the_graph_at_the_patched_layer_and_saves_a_repro(
     assert run.returncode == 1, run.stdout + run.stderr  # it reproduces
     assert str(target) in bar.text.text()
     assert window.tabs.summary.why.text.text() == bar.text.text()
+
+    # the answer's link opens the graph at the node again
+    window.tabs.setCurrentWidget(window.tabs.validation)
+    browser.select_key("i:x")
+    assert "Show it on the graph" in window.tabs.summary.why.text.text()
+    window.tabs.summary.why.text.linkActivated.emit("graph")
+    assert window.tabs.currentWidget() is graph and browser.state.selection.node == index
 
     # another file: the explanation goes from every view and from the graph
     assert window.open_path(onnx_file.with_name("good.onnx"))

@@ -2,7 +2,7 @@
 the weight of layers.2's Linear patched in the file. A failed validation offers Why? in the
 Validation tab and the Summary; the answer opens the Graph tab at that node with its module,
 source line and differences; Save repro… writes a folder that reproduces it; Cancel stops it;
-opening another file clears it from every view."""
+opening another file or changing the tolerance clears it from every view."""
 
 from __future__ import annotations
 
@@ -159,4 +159,16 @@ def test_why_can_be_cancelled_and_run_again(live_window: MainWindow,
     assert window.tabs.currentWidget() is not window.tabs.graph  # nothing opened
     with qtbot.waitSignal(explainer.explained, timeout=JOB_TIMEOUT_MS):
         qtbot.mouseClick(bar.why_button, Qt.MouseButton.LeftButton)
-    assert explainer.explanation is not None and explainer.explanation.divergence is not None
+    found = explainer.explanation
+    assert found is not None and found.divergence is not None
+    browser = window.tabs.graph.browser
+    assert browser is not None and found.divergence.node in browser.marks
+
+    # another tolerance: the validation is judged again, the explanation no longer holds
+    rtol = window.form.options_form.rtol
+    rtol.setText("0.01")
+    rtol.editingFinished.emit()
+    assert explainer.explanation is None
+    for why in why_bars(window):
+        assert "layers.2.lin" not in why.text.text()
+    assert found.divergence.node not in browser.marks and not browser.properties.notes

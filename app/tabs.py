@@ -164,6 +164,8 @@ class ResultTabs(QTabWidget):
         status says why) when there is none or it cannot be shown."""
         if found.divergence is None:
             return False
+        # the file first, then the tab: the provenance above the tabs names the file shown
+        findings.show_file(self.graph, found.file, found.onnx)
         self.setCurrentWidget(self.graph)
         if findings.show_divergence(self.graph, found):
             return True
@@ -178,6 +180,7 @@ class ResultTabs(QTabWidget):
     def mark_on_graph(self, onnx: Path, reasons: dict[str, str], select: list[str]) -> bool:
         """Open `onnx` on the Graph tab with the nodes in `reasons` outlined (an fp16
         variant's nodes kept in float32, its overflows), the first of `select` selected."""
+        findings.show_file(self.graph, onnx)  # before the tab: the provenance names it
         self.setCurrentWidget(self.graph)
         if findings.mark_nodes(self.graph, onnx, reasons, select):
             return True

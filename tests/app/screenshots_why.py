@@ -5,7 +5,10 @@ blocks with layers.2's weight patched in the file, validated (it fails), then Wh
 
 Writes window_why_validation_WIDTH_light.png (the Validation tab with the answer and Save
 repro…) and window_why_graph_WIDTH_light.png (the Graph tab opened at the first divergent
-node, its properties), WIDTH×768 (1024 unless told), grabbed from the window itself.
+node, its properties); then the Variants panel on a model with a constant above 65504:
+window_fp16_overflow_* (plain fp16, its overflows), window_fp16_keep_* (keep fp32 auto) and
+window_fp16_keep_graph_* (its kept nodes outlined); WIDTH×768 (1024 unless told), grabbed
+from the window itself.
 """
 
 from __future__ import annotations
@@ -74,6 +77,27 @@ def main(out_dir: Path, width: int = 1024, height: int = 768) -> int:
     shoot("why_graph")
     window.tabs.setCurrentWidget(window.tabs.validation)
     shoot("why_validation")
+
+    # the Variants panel: fp16 of a model with a constant above 65504, plain then auto
+    scaled, scaled_recipe = exported(folder, "Scaled")
+    window.open_path(scaled_recipe)
+    compare = window.tabs.compare
+    compare.set_files(scaled, "")
+    made: list[object] = []
+    window.session.analysis.finished.connect(lambda _job, result: made.append(result))
+    for keep in ("none", "auto"):
+        compare.variants.kind.setCurrentText("fp16")
+        compare.variants.keep.setCurrentText(keep)
+        before = len(made)
+        compare.variants.make_button.click()
+        pump(300, lambda: len(made) > before)  # noqa: B023 (called within the loop)
+    window.tabs.setCurrentWidget(compare)
+    compare.variants.table.setCurrentCell(0, 0)
+    shoot("fp16_overflow")
+    compare.variants.table.setCurrentCell(1, 0)
+    shoot("fp16_keep")
+    compare.variants.graph_button.click()
+    shoot("fp16_keep_graph")
     window.session.shutdown()
     window.close()
     for path in leftovers:

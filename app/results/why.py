@@ -83,13 +83,16 @@ class WhyBar(QWidget):
             doing = "Writing the repro" if explainer.job_kind == "repro" else "Why? is running"
             stage = f": {explainer.stage}" if explainer.stage else ""
             return f"<i>{html.escape(doing + stage)}…</i>"
+        failed = ""
         if explainer.error is not None:
-            return ("<b>Why? could not answer:</b> "
-                    + html.escape(explainer.error.message))
+            what = ("Save repro… could not write the folder:"
+                    if explainer.error_kind == "repro" else "Why? could not answer:")
+            failed = f"<b>{what}</b> {html.escape(explainer.error.message)}"
         if found is None:
-            return ("<b>Why?</b> finds the first node whose values leave the tolerance, its "
-                    "module and source line.")
-        text = "<b>Why:</b> " + html.escape(found.sentence(self.session.validation_result))
+            return failed or ("<b>Why?</b> finds the first node whose values leave the "
+                              "tolerance, its module and source line.")
+        text = (f"{failed}<br>" if failed else "") + "<b>Why:</b> " + html.escape(
+            found.sentence(self.session.validation_result))
         if found.divergence is not None:
             text += " <a href='graph'>Show it on the graph</a>"
         repro = found.repro

@@ -186,6 +186,7 @@ class Explainer(QObject):
         self.error: Error | None = None  # why the last job did not answer (until the next)
         self.job: int | None = None
         self.job_kind = ""  # "why" | "repro" while one runs
+        self.error_kind = ""  # the job `error` is about: "why" | "repro"
         self.stage = ""  # the running job's last progress stage
         self._generation = 0  # bumped by every drop: an answer sent before it is stale
 
@@ -268,6 +269,7 @@ class Explainer(QObject):
         self.job, self.job_kind, self.stage = None, "", ""
         document = final.explanation if isinstance(final, ExplainResult) else None
         if document is None or not document.ok:
+            self.error_kind = kind
             self.error = (final.error if isinstance(final, ErrorEvent) else
                           document.error if document is not None and document.error else
                           Error(kind="worker_protocol", message="The worker answered Why? "

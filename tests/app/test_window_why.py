@@ -104,13 +104,26 @@ def test_why_opens_the_graph_at_the_patched_layer_and_saves_a_repro(
     sentences = {bar.text.text() for bar in why_bars(window)}
     assert len(sentences) == 1 and "layers.2.lin" in sentences.pop()
 
+    # Save repro… over a folder of someone's files: refused, the files and the answer stay
+    bar = window.tabs.validation.why
+    assert not bar.repro_button.isHidden() and bar.repro_button.isEnabled()
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "notes.txt").write_text("mine", encoding="utf-8")
+    monkeypatch.setattr(QFileDialog, "getSaveFileName",
+                        lambda *args, **kwargs: (str(theirs), ""))
+    with qtbot.waitSignal(window.session.explainer.failed, timeout=JOB_TIMEOUT_MS) as refused:
+        bar.repro_button.click()
+    assert refused.args[0].kind == "write"
+    assert [p.name for p in theirs.iterdir()] == ["notes.txt"]
+    assert "Save repro… could not write" in bar.text.text() and "layers.2.lin" in bar.text.text()
+    assert window.session.explainer.explanation is not None
+
     # Save repro…: the chosen folder, written whole; it reproduces with onnxruntime alone
     target = tmp_path / "bug" / "repro_here"
     target.parent.mkdir()
     monkeypatch.setattr(QFileDialog, "getSaveFileName",
                         lambda *args, **kwargs: (str(target), ""))
-    bar = window.tabs.validation.why
-    assert not bar.repro_button.isHidden() and bar.repro_button.isEnabled()
     with qtbot.waitSignal(window.session.explainer.reproWritten,
                           timeout=JOB_TIMEOUT_MS) as written:
         bar.repro_button.click()

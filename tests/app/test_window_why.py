@@ -2,7 +2,7 @@
 the weight of layers.2's Linear patched in the file. A failed validation offers Why? in the
 Validation tab and the Summary; the answer opens the Graph tab at that node with its module,
 source line and differences; Save repro… writes a folder that reproduces it; Cancel stops it;
-opening another file or changing the tolerance clears it from every view."""
+opening another file, changing the tolerance or exporting clears it from every view."""
 
 from __future__ import annotations
 
@@ -185,3 +185,18 @@ def test_why_can_be_cancelled_and_run_again(live_window: MainWindow,
     for why in why_bars(window):
         assert "layers.2.lin" not in why.text.text()
     assert found.divergence.node not in browser.marks and not browser.properties.notes
+
+    # back to the first tolerance, Why? again; an export takes the answer away as it starts
+    rtol.setText("0.001")
+    rtol.editingFinished.emit()
+    assert bar.why_button.isEnabled(), bar.why_button.toolTip()
+    with qtbot.waitSignal(explainer.explained, timeout=JOB_TIMEOUT_MS):
+        qtbot.mouseClick(bar.why_button, Qt.MouseButton.LeftButton)
+    assert "layers.2.lin" in bar.text.text()
+    with qtbot.waitSignal(window.session.exportStarted, timeout=JOB_TIMEOUT_MS):
+        qtbot.mouseClick(window.form.export_bar.export_button, Qt.MouseButton.LeftButton)
+    assert explainer.explanation is None
+    for why in why_bars(window):
+        assert "layers.2.lin" not in why.text.text()
+    with qtbot.waitSignal(window.session.exportFinished, timeout=JOB_TIMEOUT_MS):
+        pass

@@ -87,14 +87,14 @@ def check_folder(folder: Path) -> Path:
     anything but a previous repro (nothing is written over a user's files)."""
     folder = Path(os.path.abspath(folder))
     if folder.exists() and not folder.is_dir():
-        raise StudioError("write", f"The repro folder {folder} is a file; name a new or empty "
-                          "folder with -o.", exit_code=2)
+        raise StudioError("write", f"The repro folder {folder} is a file; choose a new or "
+                          "empty folder for the repro.", exit_code=2)
     if folder.is_dir() and not _is_repro(folder):
-        raise StudioError("write", f"{folder} holds other files than a repro; name a new or "
-                          "empty folder with -o.", exit_code=2)
+        raise StudioError("write", f"{folder} holds other files than a repro; "
+                          "choose a new or empty folder for the repro.", exit_code=2)
     if not folder.parent.is_dir():
         raise StudioError("write", f"The repro folder's parent {folder.parent} does not exist; "
-                          "create it or name another folder with -o.", exit_code=2)
+                          "create it or choose another folder.", exit_code=2)
     return folder
 
 

@@ -56,6 +56,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """
     for item in items:
         item.add_marker(pytest.mark.xdist_group(_group(item)))
+    _longest_first(items)
     # (under xdist every worker collects every test: the test runs mypy itself there)
     if not hasattr(config, "workerinput") and any(
             item.name == "test_mypy_is_clean" for item in items):
@@ -71,6 +72,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         seconds = None if marker is None else (
             marker.args[0] if marker.args else marker.kwargs.get("timeout"))
         item.add_marker(pytest.mark.timeout(seconds, method="thread"), append=False)
+
+
+def _budget(item: pytest.Item) -> float:
+    """The time a test allows itself (its timeout marker, else the default), in seconds."""
+    marker = item.get_closest_marker("timeout")
+    seconds = None if marker is None else (
+        marker.args[0] if marker.args else marker.kwargs.get("timeout"))
+    return float(seconds or 0) + (60.0 if item.get_closest_marker("slow") else 0.0)
+
+
+def _longest_first(items: list[pytest.Item]) -> None:
+    """Order the test groups by the longest time any of their tests allows, longest first,
+    keeping the order inside each group: pytest-xdist hands out groups in the order it meets
+    them, so the long ones start at once and the short ones fill in beside them, instead of
+    one long group running alone at the end."""
+    budget: dict[str, float] = {}
+    for item in items:
+        group = _group(item)
+        budget[group] = max(budget.get(group, 0.0), _budget(item))
+    first_seen = {group: i for i, group in enumerate(dict.fromkeys(map(_group, items)))}
+    items.sort(key=lambda item: (-budget[_group(item)], first_seen[_group(item)]))
 
 
 def _group(item: pytest.Item) -> str:

@@ -14,6 +14,7 @@ from PySide6.QtGui import QBrush, QColor, QFont, QPalette
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTreeWidget, QTreeWidgetItem, QWidget
 
 from app import theme
+from app.cell_tips import show_whole_text
 
 PASS_LIGHT, PASS_DARK = "#2b8a3e", "#8ce99a"
 FAIL_LIGHT, FAIL_DARK = "#c92a2a", "#ff8787"
@@ -114,6 +115,7 @@ def make_table(headers: list[str], stretch: int | None = None) -> QTreeWidget:
     header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
     if stretch is not None:
         header.setSectionResizeMode(stretch, QHeaderView.ResizeMode.Stretch)
+    show_whole_text(tree)
     return tree
 
 

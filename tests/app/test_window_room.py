@@ -1,5 +1,6 @@
 """Room to work at 1024×768 (issue 25, item 5): the form folds away and the window
-remembers it (the results then take the whole width); a cut cell shows its whole text."""
+remembers it (the results then take the whole width); Compare's graphs hide their properties
+panels to take the full width; a cut cell shows its whole text."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from PySide6.QtWidgets import QApplication, QToolTip
 from app import settings as settings_mod
 from app.cell_tips import is_cut
 from app.window import MainWindow
+from engine.protocol import NodeMatching
+from tests.app.conftest import write_mlp
 
 
 @pytest.fixture
@@ -77,4 +80,33 @@ def test_a_cut_cell_shows_what_was_typed_as_its_tooltip(config: Path, qtbot) -> 
     # a cell that fits keeps its own tooltip
     name = table.model().index(0, 0)
     assert not is_cut(table, name)
+    window.close()
+
+
+def test_compare_graphs_take_the_full_width_without_their_panels(config: Path, qtbot,
+                                                                 tmp_path: Path) -> None:
+    window = window_at_1024(qtbot, settings_mod.Settings())
+    window.fold.set_shown(False)
+    tab = window.tabs.compare
+    window.tabs.setCurrentWidget(tab)
+    tab.views.setCurrentWidget(tab.graphs)
+    graphs = tab.graphs
+    matching = NodeMatching(matched=2, by_name=2, by_structure=0, unmatched_b=["copy"],
+                            pairs=[[0, 0], [1, 2]])
+    assert graphs.show_files(write_mlp(tmp_path / "a.onnx", 1.0),
+                             write_mlp(tmp_path / "b.onnx", 1.5, extra=True), matching)
+    qtbot.waitUntil(lambda: graphs.a.view.isVisible() and graphs.b.view.isVisible())
+    shown = graphs.a.toolbar.buttons["Properties"]
+    assert shown.isVisible() and graphs.a.properties.isVisible()
+    with_panels = graphs.a.view.width()
+    qtbot.mouseClick(shown, Qt.MouseButton.LeftButton)  # A's Properties: both panels go
+    qtbot.waitUntil(lambda: not graphs.a.properties.isVisible()
+                    and not graphs.b.properties.isVisible())
+    assert not graphs.b.toolbar.properties_action.isChecked()
+    qtbot.waitUntil(lambda: graphs.a.view.width() > with_panels)
+    # the form folded at 1024: the two graphs side by side, each about half the width
+    assert graphs.orientation() == Qt.Orientation.Horizontal
+    assert graphs.a.view.width() + graphs.b.view.width() > 0.9 * graphs.width()
+    qtbot.mouseClick(graphs.b.toolbar.buttons["Properties"], Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: graphs.a.properties.isVisible() and graphs.b.properties.isVisible())
     window.close()

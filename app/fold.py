@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QSplitter, QTabWidget, QToolButton, QWidget
+from PySide6.QtWidgets import QLayout, QSplitter, QTabWidget, QToolButton, QWidget
 
 from app.placement import Remembered
 
@@ -24,10 +24,14 @@ class FormFold(QObject):
     menu and `button` at the left of `tabs`'s tab bar do the same."""
 
     def __init__(self, splitter: QSplitter, form: QWidget, tabs: QTabWidget,
-                 remembered: Remembered) -> None:
+                 remembered: Remembered, results: QLayout | None = None) -> None:
+        """`results`: the layout of the results' side, given a left margin while folded (the
+        splitter's handle no longer stands between the window's edge and the results)."""
         super().__init__(splitter)
         self.splitter, self.form, self.remembered = splitter, form, remembered
+        self.results = results
         self._sizes: list[int] = []  # the splitter's sizes when the form was last shown
+        self._shown = True  # (the form's isHidden() is true until the window is first shown)
         self.action = QAction("Show the &form", splitter)
         self.action.setCheckable(True)
         self.action.setChecked(True)
@@ -41,7 +45,7 @@ class FormFold(QObject):
 
     @property
     def shown(self) -> bool:
-        return not self.form.isHidden()
+        return self._shown
 
     def restore(self) -> None:
         """Fold the form if it was folded when the window last closed."""
@@ -53,6 +57,7 @@ class FormFold(QObject):
         if shown == self.shown:
             self._label()
             return
+        self._shown = shown
         if shown:
             self.form.show()
             if self._sizes and self._sizes[0] > 0:
@@ -60,6 +65,10 @@ class FormFold(QObject):
         else:
             self._sizes = self.splitter.sizes()
             self.form.hide()
+        if self.results is not None:
+            margins = self.results.contentsMargins()
+            margins.setLeft(0 if shown else 6)
+            self.results.setContentsMargins(margins)
         self._label()
         if self.remembered.settings.form_shown != shown:
             self.remembered.settings.form_shown = shown

@@ -64,8 +64,6 @@ class MainWindow(QMainWindow):
         self._closing = False
         self.tabs = ResultTabs(self.session)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
-        self.fold = FormFold(self.splitter, self.form, self.tabs, self.remembered)
-        self.menus = Menus(self, self)
         self.provenance = ProvenanceBar(self.session, self.tabs.provenance)
         self.provenance.againRequested.connect(self._again)
         self.tabs.currentChanged.connect(self.provenance.refresh)
@@ -74,6 +72,8 @@ class MainWindow(QMainWindow):
         column.setContentsMargins(0, 6, 0, 0)
         column.addWidget(self.provenance)
         column.addWidget(self.tabs, 1)
+        self.fold = FormFold(self.splitter, self.form, self.tabs, self.remembered, column)
+        self.menus = Menus(self, self)
         self.splitter.addWidget(self.form)
         self.splitter.addWidget(results)
         self.splitter.setChildrenCollapsible(False)  # never dragged away; folded by FormFold

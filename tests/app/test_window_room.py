@@ -41,6 +41,7 @@ def test_the_form_folds_away_and_the_window_remembers(config: Path, qtbot) -> No
     assert window.form.isVisible() and narrow < 700, "the form takes its share at 1024"
     button = window.fold.button
     assert button.isVisible() and "Ctrl+B" in button.toolTip()
+    assert button.text() == "◀" and window.fold.action.isChecked(), "it says: fold away"
     qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: not window.form.isVisible())
     qtbot.waitUntil(lambda: window.tabs.width() > 950)
@@ -50,6 +51,7 @@ def test_the_form_folds_away_and_the_window_remembers(config: Path, qtbot) -> No
 
     again = window_at_1024(qtbot, settings_mod.load()[0])
     assert not again.form.isVisible(), "the next window opens folded"
+    assert again.fold.button.text() == "▶ Form"
     qtbot.waitUntil(lambda: again.tabs.width() > 950)
     again.fold.action.trigger()  # View ▸ Show the form (Ctrl+B)
     qtbot.waitUntil(again.form.isVisible)

@@ -71,6 +71,8 @@ class VariantsPanel(QWidget):
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.table.horizontalHeader().setStretchLastSection(True)
         show_whole_text(self.table)
+        # the verdict beside the kind: a narrow tab scrolls the numbers, never the verdict
+        self.table.horizontalHeader().moveSection(COLUMNS.index("verdict"), 1)
         row = QHBoxLayout()
         row.addWidget(QLabel("Variant:"))
         row.addWidget(self.kind)

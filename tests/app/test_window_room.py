@@ -112,3 +112,18 @@ def test_compare_graphs_take_the_full_width_without_their_panels(config: Path, q
     qtbot.mouseClick(graphs.b.toolbar.buttons["Properties"], Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: graphs.a.properties.isVisible() and graphs.b.properties.isVisible())
     window.close()
+
+
+def test_the_export_bar_line_wraps_rather_than_cut(config: Path, qtbot) -> None:
+    window = window_at_1024(qtbot, settings_mod.Settings())
+    stage = window.form.export_bar.stage
+    text = ("Judged again at rtol 0, atol 0: the validation fails; the Validation tab shows "
+            "where (nothing was re-run)")  # what the bar says after a tolerance change
+    stage.setText(text)
+    qtbot.waitUntil(lambda: stage.height() > stage.fontMetrics().height() + 2)  # two lines
+    needed = stage.fontMetrics().boundingRect(
+        stage.contentsRect(), int(Qt.TextFlag.TextWordWrap), text)
+    assert needed.width() <= stage.contentsRect().width()
+    assert needed.height() <= stage.contentsRect().height(), "every line shows"
+    assert stage.geometry().right() <= window.form.width()
+    window.close()

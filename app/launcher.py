@@ -2,11 +2,14 @@
 
 Kept free of Qt imports so `onnx-studio export` starts as fast as the engine alone; Qt loads
 only when the window is asked for, and only after `app.platform_check` has found that it can
-open one here (else the reason and the fix are printed and the exit status is 2).
+open one here (else the reason and the fix are printed and the exit status is 2). The window
+(`onnx-studio` alone, or `gui`) is served by app.main without importing the engine's command
+line, whose parsers and commands the window never uses: it opens at once.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 
 
@@ -22,6 +25,11 @@ def _open_window(file: str | None, exit_after_paint: bool, expand_all: bool = Fa
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] == "gui":  # the window: app.main parses gui's own options
+        from app.main import main as window_main
+
+        return window_main(args[1:], prog="onnx-studio gui")
     from engine.cli import main as cli_main
 
-    return cli_main(argv, open_window=_open_window)
+    return cli_main(args, open_window=_open_window)

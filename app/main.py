@@ -61,13 +61,15 @@ def run(path: str | None = None, exit_after_paint: bool = False,
     return int(app.exec())
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "python -m app") -> int:
+    """`python -m app [FILE] [--exit-after-paint] [--expand-all]` (`onnx-studio gui` too, as
+    `prog`); the exit status."""
     args_list = sys.argv[1:] if argv is None else argv
     if args_list[:1] == ["--worker"]:  # the frozen build starts its worker this way
         from engine.worker import main as worker_main
 
         return worker_main()
-    parser = argparse.ArgumentParser(prog="python -m app", description="ONNX Export Studio")
+    parser = argparse.ArgumentParser(prog=prog, description="ONNX Export Studio")
     parser.add_argument("file", nargs="?", help="a recipe (.toml), model or .onnx file")
     parser.add_argument("--exit-after-paint", action="store_true",
                         help="paint once, print timings as JSON and exit")
@@ -77,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     from app.platform_check import ensure_usable  # before Qt: no display, missing libraries
 
     frozen = getattr(sys, "frozen", False)
-    status = ensure_usable(Path(sys.executable).name if frozen else "python -m app")
+    status = ensure_usable(Path(sys.executable).name if frozen else prog)
     if status:
         return status
     return run(args.file, args.exit_after_paint, args.expand_all)

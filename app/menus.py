@@ -13,6 +13,7 @@ from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import QMainWindow, QMenu, QMessageBox
 
 from app import settings as settings_mod
+from app.fold import FormFold
 from app.session import ExportSession
 from app.tabs import TABS, ResultTabs
 
@@ -25,6 +26,7 @@ SHORTCUTS = "\n".join([
     "Ctrl+Shift+V  validate the exported file with ONNX Runtime",
     "Esc  cancel the export or validation",
     "Ctrl+1 … Ctrl+6  Summary, Warnings, Validation, Graph, Python, Log",
+    "Ctrl+B  fold the form away (the results take the whole width) or show it",
     "Ctrl+Shift+C  copy the Python script",
     "Ctrl+Q  quit",
 ])
@@ -35,6 +37,7 @@ class MenuHost(Protocol):
 
     session: ExportSession
     tabs: ResultTabs
+    fold: FormFold
 
     def open_dialog(self) -> None: ...
     def open_hf_dialog(self) -> None: ...
@@ -72,12 +75,13 @@ class Menus:
         self.validate = self._action(run, "&Validate with ONNX Runtime",
                                      session.start_validation, "Ctrl+Shift+V")
         self.cancel = self._action(run, "&Cancel", session.cancel, "Esc")
-        self._action(run, "Copy Python script", host.tabs.python.copy, "Ctrl+Shift+C")
+        self._action(run, "Copy Python script", lambda: host.tabs.python.copy(), "Ctrl+Shift+C")
         view = bar.addMenu("&View")
         for i, name in enumerate(TABS):
             self._action(view, name, lambda _=False, i=i: host.tabs.setCurrentIndex(i),
                          f"Ctrl+{i + 1}")
         view.addSeparator()
+        view.addAction(host.fold.action)
         themes = view.addMenu("Theme")
         group = QActionGroup(window)
         self.themes: dict[str, QAction] = {}

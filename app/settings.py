@@ -66,6 +66,7 @@ class Settings:
     window_state: str = ""  # QMainWindow.saveState() as base64
     splitter: str = ""
     theme: str = "system"
+    form_shown: bool = True  # False: the form side folded away (app.fold)
 
     def add_recent(self, kind: str, path: str | os.PathLike[str]) -> None:
         """Put `path` first in the recent recipes ("recipe") or models ("model") list."""

@@ -2,30 +2,51 @@
 
 The tab shown follows the session's jobs: an export shows the Summary (a failed validation of
 it the Validation tab), a validation its tab; the Validation tab's per-node errors go onto
-the graph of the file that validation checked.
+the graph of the file that validation checked. A tab is built when it is first shown or asked
+for (its module imported then too), so the window's first paint builds only the Summary and the
+Log; a view built later draws the session as it is then (views keep no copies).
 """
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QProxyStyle, QStyle, QStyleOption, QTabWidget, QWidget
 
-from app.compare import CompareTab
-from app.graph import GraphTab, findings
-from app.graph.colors import Scale
+from app.graph import findings
 from app.outcomes import ExportOutcome, JobStart, OpenedFile, ValidationOutcome
-from app.results import LogView, PythonView, SummaryView, WarningsView
+from app.results.log import LogView
 from app.results.provenance import Shown
+from app.results.summary import SummaryView
 from app.session import Explanation, ExportSession
-from app.validation import ValidationTab
+
+if TYPE_CHECKING:
+    from app.compare import CompareTab
+    from app.graph import GraphTab
+    from app.results import PythonView, WarningsView
+    from app.validation import ValidationTab
 
 MIN_WIDTH = 380
-# per-node error against its tolerance, coloured the same in every graph: green well inside,
-# the mark at 1.0 (at the tolerance), red from 100 times it
-ERROR_SCALE = Scale(0.01, 100.0, log=True, mark=1.0)
 TABS = ("Summary", "Warnings", "Validation", "Graph", "Python", "Log")
+# each tab's view: (attribute, title, module, class); built on first show or use
+PAGES = (("summary", "Summary", "app.results.summary", "SummaryView"),
+         ("warnings", "Warnings", "app.results.warnings", "WarningsView"),
+         ("validation", "Validation", "app.validation.tab", "ValidationTab"),
+         ("graph", "Graph", "app.graph.tab", "GraphTab"),
+         ("python", "Python", "app.results.python", "PythonView"),
+         ("log", "Log", "app.results.log", "LogView"),
+         ("compare", "Compare", "app.compare.tab", "CompareTab"))  # its shortcut: the menu's
+
+
+def _error_scale() -> Any:
+    """Per-node error against its tolerance, coloured the same in every graph: green well
+    inside, the mark at 1.0 (at the tolerance), red from 100 times it."""
+    from app.graph.colors import Scale
+
+    return Scale(0.01, 100.0, log=True, mark=1.0)
 
 
 class SnugTabs(QProxyStyle):
@@ -46,13 +67,15 @@ def _file_of(shown: ExportOutcome | ValidationOutcome | OpenedFile) -> Path | No
 
 
 class ResultTabs(QTabWidget):
-    """Summary, Warnings, Validation, Graph, Python and Log: views of one session."""
+    """Summary, Warnings, Validation, Graph, Python, Log and Compare: views of one session,
+    each built on first show or use (`summary`, `graph`, ... build it when read)."""
 
     statusMessage = Signal(str)  # a passing note for the status bar
 
     def __init__(self, session: ExportSession, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.session = session
+        self._built: dict[str, QWidget] = {}
         # an explicit minimum: a page that asks for more width is cut, never the window made
         # wider than a 1024-pixel screen (the form keeps its own minimum beside it)
         self.setMinimumWidth(MIN_WIDTH)
@@ -64,23 +87,14 @@ class ResultTabs(QTabWidget):
         bar.setStyle(style)
         bar.setUsesScrollButtons(False)
         bar.setElideMode(Qt.TextElideMode.ElideRight)
-        self.summary = SummaryView(session)
-        self.warnings = WarningsView(session)
-        self.validation = ValidationTab(session)
-        self.graph = GraphTab(session)
-        self.python = PythonView(session)
-        self.log = LogView(session)
-        for widget, name in zip((self.summary, self.warnings, self.validation, self.graph,
-                                 self.python, self.log), TABS, strict=True):
-            self.addTab(widget, name)
-        self.compare = CompareTab(session)  # not in TABS: its shortcut is the menu's own
-        self.addTab(self.compare, "Compare")
-        self.compare.showOnGraph.connect(self.show_profile_on_graph)
-        self.compare.clearGraph.connect(lambda: self.graph.clear_overlay("profile"))
-        self.compare.markOnGraph.connect(self.mark_on_graph)
-        self.warnings.statusMessage.connect(self.statusMessage)
-        self.validation.showOnGraph.connect(self.show_on_graph)
-        self.validation.clearGraph.connect(lambda: self.graph.clear_overlay("validation"))
+        # the Summary is what the window shows first; the Log hears every line from the start
+        eager = {"summary": SummaryView(session), "log": LogView(session)}
+        for name, title, _module, _cls in PAGES:
+            page = eager.get(name) or QWidget()  # a placeholder until first shown
+            if name in eager:
+                self._built[name] = page
+            self.addTab(page, title)
+        self.currentChanged.connect(self._shown)
         session.warningsChanged.connect(self._count_warnings)
         session.exportStarted.connect(self._export_started)
         session.exportFinished.connect(self._export_finished)
@@ -89,20 +103,104 @@ class ResultTabs(QTabWidget):
         # Why? (issue 26): the graph opens at the first divergence; it goes with the answer
         session.explainer.explained.connect(self.show_divergence)
         session.explainer.changed.connect(self._explanation_changed)
-        for why in (self.validation.why, self.summary.why):
-            why.showOnGraph.connect(self.show_divergence)
+        self.summary.why.showOnGraph.connect(self.show_divergence)  # the Validation tab's
+        # Why? bar is connected when that tab is built (_connect)
+
+    # ================================================================= built on first use
+
+    def page(self, name: str) -> QWidget:
+        """The view `name` of PAGES, built (and its module imported) on first call, in its tab
+        in place of the placeholder; the tab shown stays the one shown."""
+        built = self._built.get(name)
+        if built is not None:
+            return built
+        index = [p[0] for p in PAGES].index(name)
+        _name, title, module, cls = PAGES[index]
+        view: QWidget = getattr(importlib.import_module(module), cls)(self.session)
+        self._built[name] = view
+        placeholder, current = self.widget(index), self.currentIndex()
+        text = self.tabText(index)  # the Warnings tab's count
+        blocked = self.blockSignals(True)  # the same tab stays shown: no one is told otherwise
+        try:
+            self.removeTab(index)
+            self.insertTab(index, view, text or title)
+            self.setCurrentIndex(current)
+        finally:
+            self.blockSignals(blocked)
+        if placeholder is not None:
+            placeholder.deleteLater()
+        self._connect(name, view)
+        return view
+
+    def built(self, name: str) -> bool:
+        """True once the view `name` exists (shown or used)."""
+        return name in self._built
+
+    def _connect(self, name: str, view: Any) -> None:
+        if name == "warnings":
+            view.statusMessage.connect(self.statusMessage)
+        elif name == "validation":
+            view.showOnGraph.connect(self.show_on_graph)
+            view.clearGraph.connect(self._clear_validation_overlay)
+            view.why.showOnGraph.connect(self.show_divergence)
+        elif name == "compare":
+            view.showOnGraph.connect(self.show_profile_on_graph)
+            view.clearGraph.connect(self._clear_profile_overlay)
+            view.markOnGraph.connect(self.mark_on_graph)
+
+    def _clear_validation_overlay(self) -> None:
+        if self.built("graph"):
+            self.graph.clear_overlay("validation")
+
+    def _clear_profile_overlay(self) -> None:
+        if self.built("graph"):
+            self.graph.clear_overlay("profile")
+
+    def _shown(self, index: int) -> None:
+        if 0 <= index < len(PAGES):
+            self.page(PAGES[index][0])
+
+    @property
+    def summary(self) -> SummaryView:
+        return self._built["summary"]  # type: ignore[return-value]
+
+    @property
+    def log(self) -> LogView:
+        return self._built["log"]  # type: ignore[return-value]
+
+    @property
+    def warnings(self) -> WarningsView:
+        return self.page("warnings")  # type: ignore[return-value]
+
+    @property
+    def validation(self) -> ValidationTab:
+        return self.page("validation")  # type: ignore[return-value]
+
+    @property
+    def graph(self) -> GraphTab:
+        return self.page("graph")  # type: ignore[return-value]
+
+    @property
+    def python(self) -> PythonView:
+        return self.page("python")  # type: ignore[return-value]
+
+    @property
+    def compare(self) -> CompareTab:
+        return self.page("compare")  # type: ignore[return-value]
 
     def provenance(self) -> Shown:
         """What the current tab shows: the result (or opened file) its content came from."""
-        session, widget = self.session, self.currentWidget()
-        if widget is self.python:
+        session = self.session
+        index = self.currentIndex()
+        name = PAGES[index][0] if 0 <= index < len(PAGES) else ""
+        if name == "python":
             return f"The script of the form as it is now ({session.recipe_label()})"
-        if widget is self.log:
+        if name == "log":
             return "Everything the worker and the window said, oldest first"
-        if widget is self.validation:
+        if name == "validation":
             return session.validation_result
         latest = session.results.latest()
-        if widget is self.graph:
+        if name == "graph":
             path = self.graph.loaded_path
             for shown in (latest, session.validation_result):
                 file = _file_of(shown) if shown is not None else None
@@ -112,9 +210,9 @@ class ResultTabs(QTabWidget):
         return latest
 
     def _count_warnings(self) -> None:
-        count = self.warnings.count()
-        self.setTabText(self.indexOf(self.warnings),
-                        f"Warnings ({count})" if count else "Warnings")
+        count = len(self.session.warnings)  # what the Warnings tab lists, built or not
+        index = [p[0] for p in PAGES].index("warnings")
+        self.setTabText(index, f"Warnings ({count})" if count else "Warnings")
 
     def _export_started(self, _start: JobStart) -> None:
         self.setCurrentWidget(self.summary)
@@ -150,7 +248,7 @@ class ResultTabs(QTabWidget):
         if onnx is not None and self.graph.loaded_path != onnx and not self.graph.load_file(onnx):
             self.statusMessage.emit(f"The graph of {onnx.name} cannot be shown.")
             return False
-        shown = self.graph.set_overlay(values, label, scale=ERROR_SCALE, file=onnx,
+        shown = self.graph.set_overlay(values, label, scale=_error_scale(), file=onnx,
                                        source="validation")
         if not shown:
             return False
@@ -174,7 +272,7 @@ class ResultTabs(QTabWidget):
         return False
 
     def _explanation_changed(self) -> None:
-        if self.session.explainer.explanation is None:
+        if self.session.explainer.explanation is None and self.built("graph"):
             findings.clear_divergence(self.graph)
 
     def mark_on_graph(self, onnx: Path, reasons: dict[str, str], select: list[str]) -> bool:

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 
 from app import logs, theme
 from app import settings as settings_mod
+from app.fold import FormFold
 from app.form import FormPanel
 from app.graph import preload_graph_modules
 from app.menus import Menus
@@ -62,7 +63,6 @@ class MainWindow(QMainWindow):
         self.log_file = logs.attach(self.session)
         self._closing = False
         self.tabs = ResultTabs(self.session)
-        self.menus = Menus(self, self)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.provenance = ProvenanceBar(self.session, self.tabs.provenance)
         self.provenance.againRequested.connect(self._again)
@@ -72,9 +72,11 @@ class MainWindow(QMainWindow):
         column.setContentsMargins(0, 6, 0, 0)
         column.addWidget(self.provenance)
         column.addWidget(self.tabs, 1)
+        self.fold = FormFold(self.splitter, self.form, self.tabs, self.remembered, column)
+        self.menus = Menus(self, self)
         self.splitter.addWidget(self.form)
         self.splitter.addWidget(results)
-        self.splitter.setChildrenCollapsible(False)  # the form never disappears
+        self.splitter.setChildrenCollapsible(False)  # never dragged away; folded by FormFold
         self.splitter.setStretchFactor(0, 0)
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setSizes([640, 700])
@@ -92,6 +94,7 @@ class MainWindow(QMainWindow):
         self.theme.changed.connect(self._show_theme)
         self.theme.apply()
         self.remembered.restore(self, self.splitter, self.form.minimumSizeHint().width())
+        self.fold.restore()
         if settings_notice:
             self.form.banner.show_message(settings_notice)
         if start_worker:
@@ -178,9 +181,7 @@ class MainWindow(QMainWindow):
                 return False
             return self._open_recipe(path)
         if suffix == ".onnx":  # the session's file: Summary, Graph, and what Validate checks
-            opened = self.session.open_onnx(path)
-            if opened.error is None:
-                self.tabs.graph.load_file(opened.path)
+            self.session.open_onnx(path)  # the Graph tab follows (shown or once shown)
             self.tabs.setCurrentWidget(self.tabs.summary)
         elif suffix in MODEL_SUFFIXES:
             self.session.set_source(relative_source(path, self.session.recipe.base_dir))

@@ -1,7 +1,8 @@
 """Two graphs side by side, A and B, each in the Graph tab's own browser (app.graph): nodes
 without a match outlined, and a click on a matched node selecting its match on the other
 side (engine.analysis.matching's pairs). Side by side when the tab is wide enough for both,
-one above the other when it is not (beside the form on a 1024-pixel screen)."""
+one above the other when it is not (beside the form on a 1024-pixel screen). Their properties
+panels hide together (the toolbar's Properties): the two graphs then take the full width."""
 
 from __future__ import annotations
 
@@ -28,6 +29,10 @@ class SideBySideGraphs(QSplitter):
         self.b_to_a: dict[int, int] = {}
         self.a.view.boxClicked.connect(lambda _i: self._follow(self.a, self.b, self.a_to_b))
         self.b.view.boxClicked.connect(lambda _i: self._follow(self.b, self.a, self.b_to_a))
+        # the properties panels shown or hidden together: hidden, the graphs take the width
+        a_shown, b_shown = self.a.toolbar.properties_action, self.b.toolbar.properties_action
+        a_shown.toggled.connect(b_shown.setChecked)
+        b_shown.toggled.connect(a_shown.setChecked)
 
     def minimumSizeHint(self) -> QSize:
         """As small as one graph: narrower than two, the graphs stack (resizeEvent); so the

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QHeaderView, QTableWidget, QTableWidgetItem, QWidget
 
+from app.cell_tips import show_whole_text
 from engine.protocol import CompareDocument, TensorInfo
 
 DIFFERS = QColor(255, 196, 0, 70)  # a translucent amber: readable in light and dark themes
@@ -21,6 +22,7 @@ def _table(headers: Sequence[str], parent: QWidget | None = None) -> QTableWidge
     table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
     table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
     table.horizontalHeader().setStretchLastSection(True)
+    show_whole_text(table)
     return table
 
 

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.cell_tips import show_whole_text
 from app.compare.tables import DIFFERS
 from app.session import Variant
 
@@ -69,6 +70,9 @@ class VariantsPanel(QWidget):
         self.table.verticalHeader().setVisible(False)
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.table.horizontalHeader().setStretchLastSection(True)
+        show_whole_text(self.table)
+        # the verdict beside the kind: a narrow tab scrolls the numbers, never the verdict
+        self.table.horizontalHeader().moveSection(COLUMNS.index("verdict"), 1)
         row = QHBoxLayout()
         row.addWidget(QLabel("Variant:"))
         row.addWidget(self.kind)

@@ -57,6 +57,7 @@ class ExportBar(QWidget):
         self.progress.setFormat("Ready")
         self.progress.setValue(0)
         self.stage = QLabel()
+        self.stage.setWordWrap(True)  # a long verdict wraps in a narrow form, never cut
         self.elapsed = QLabel()
         self.export_button = QPushButton("Export")
         self.export_button.setDefault(True)

@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.cell_tips import show_whole_text
 from app.form import marks
 from app.form.tensor_tables import InputsTable
 from app.session import ExportSession
@@ -226,6 +227,7 @@ class DimBoundsTable(QGroupBox):
         self.table.setHorizontalHeaderLabels(list(self.columns))
         self.table.verticalHeader().setVisible(False)
         self.table.horizontalHeader().setStretchLastSection(True)
+        show_whole_text(self.table)
         self.note = QLabel("Validation tries sizes inside the bounds and lists the others as "
                            "not tried.")
         self.note.setWordWrap(True)

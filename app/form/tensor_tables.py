@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from app import theme
+from app.cell_tips import show_whole_text
 from app.form import marks
 from app.form.dynamic_axes import DynamicAxesDialog
 from app.session import ExportSession
@@ -142,6 +143,7 @@ class _TensorTable(QGroupBox):
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.AllEditTriggers)
         self.table.horizontalHeader().setStretchLastSection(True)
+        show_whole_text(self.table)  # a cut cell (a long shape) shows it whole as its tip
         self.add_button = QPushButton("Add")
         self.remove_button = QPushButton("Remove")
         self.up_button = QPushButton("Up")

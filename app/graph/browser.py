@@ -130,8 +130,8 @@ class GraphBrowser(QWidget):
         self.fold_action.toggled.connect(self.set_fold_shape_ops)
         bar.png_action.triggered.connect(lambda: self._save_clicked("png"))
         bar.svg_action.triggered.connect(lambda: self._save_clicked("svg"))
-        self.netron_action = bar.netron_action
-        self.netron_action.triggered.connect(self.open_in_netron)
+        bar.netron_action.triggered.connect(self.open_in_netron)
+        bar.properties_action.toggled.connect(lambda on: self.properties.setVisible(on))
 
         row = self.search_row = SearchRow(self)
         self.crumbs = row.crumbs

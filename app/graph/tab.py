@@ -20,7 +20,7 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout, QWidget
 
 from app.graph.files import FileBar, export_files
-from app.outcomes import ExportOutcome, ValidationOutcome
+from app.outcomes import ExportOutcome, OpenedFile, ValidationOutcome
 from app.session import ExportSession
 
 if TYPE_CHECKING:
@@ -50,6 +50,23 @@ def preload_graph_modules() -> threading.Thread:
 
 _EMPTY = ("The graph of the exported file appears here after an export, or open any .onnx "
           "file (Ctrl+O).")
+
+
+def session_file(session: ExportSession) -> Path | None:
+    """The file the Graph tab shows for `session`: of its export (written, also when its
+    validation failed), its validation and the file opened, the one that came last."""
+    found: list[tuple[float, Path]] = []
+    export, validation, opened = (session.results.export, session.validation_result,
+                                  session.results.opened)
+    report = export.report if export is not None else None
+    if export is not None and export.output is not None and report is not None and (
+            report.ok or report.validation is not None):
+        found.append((export.stamp.at, export.output))
+    if validation is not None and validation.validation is not None and validation.onnx:
+        found.append((validation.stamp.at, validation.onnx))
+    if opened is not None and opened.error is None:
+        found.append((opened.at, opened.path))
+    return max(found, key=lambda pair: pair[0])[1] if found else None
 
 
 class GraphTab(QWidget):
@@ -83,8 +100,13 @@ class GraphTab(QWidget):
         self._layout.addWidget(self.placeholder)
         self._layout.addWidget(self.graphs, 1)
         self.loaded_path: Path | None = None
+        self.session = session
         session.exportFinished.connect(self._export_finished)
         session.validationFinished.connect(self._validation_finished)
+        session.fileOpened.connect(self._file_opened)
+        shown = session_file(session)  # built late (on first show): the session's file now
+        if shown is not None:
+            self.load_file(shown)
 
     def _export_finished(self, outcome: ExportOutcome) -> None:
         report = outcome.report
@@ -97,6 +119,10 @@ class GraphTab(QWidget):
         onnx = outcome.onnx
         if outcome.validation is not None and onnx is not None and self.loaded_path != onnx:
             QTimer.singleShot(0, lambda: self.load_file(onnx))  # for "Show on graph"
+
+    def _file_opened(self, opened: OpenedFile) -> None:
+        if opened.error is None:
+            self.load_file(opened.path)
 
     def ensure_browser(self) -> GraphBrowser:
         """The GraphBrowser, created (and its heavy imports done) on first call."""

@@ -141,7 +141,8 @@ class WrappingToolbar(QWidget):
 
 class GraphToolbar(WrappingToolbar):
     """Fit, zoom in and out, Expand all, the depth choice, Layout ▸ (left to right, fold
-    shapes) and Export ▸ (PNG, SVG, Netron): actions the browser connects. `shortcut_actions`
+    shapes), Export ▸ (PNG, SVG, Netron) and Properties (the panel shown or hidden): actions
+    the browser connects. `shortcut_actions`
     are the ones with a key, for the browser to add to itself (a key works wherever the
     focus is inside the browser)."""
 
@@ -180,6 +181,11 @@ class GraphToolbar(WrappingToolbar):
         self.netron_action.setVisible(importlib.util.find_spec("netron") is not None)
         self.add_menu("Export", [self.png_action, self.svg_action, self.netron_action],
                       "Save the graph as a picture, or open the file in Netron")
+        self.properties_action = self._action(
+            "Properties", "Show the properties panel beside the graph (hide it: the graph "
+            "takes the whole width)", checkable=True)
+        self.properties_action.setChecked(True)
+        self.add_action(self.properties_action)
 
     def _action(self, text: str, tip: str, shortcut: str | None = None,
                 checkable: bool = False) -> QAction:

@@ -144,6 +144,7 @@ class WarningsView(QWidget):
         self.tree.currentItemChanged.connect(self._current_changed)
         self.open_button.clicked.connect(self._open_current)
         session.warningsChanged.connect(self._warnings_changed)
+        self._warnings_changed()  # built late (on first show): the session's list as it is now
 
     def _warnings_changed(self) -> None:
         """Add the session's new warnings; start over when it holds another list."""

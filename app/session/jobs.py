@@ -94,6 +94,7 @@ class Jobs(QObject):
         self.results = results
         self.export_job: int | None = None
         self.validate_job: int | None = None
+        self.running: JobStart | None = None  # the export or validation running, as it started
         self._following: dict[int, _Following] = {}
 
     # ----------------------------------------------------------------- the one handler
@@ -185,14 +186,14 @@ class Jobs(QObject):
             request, functools.partial(self._export_done, sent),
             activity=f"Exporting {recipe.output_path.name}…",
             progress=self.exportProgress.emit, warnings=True)
-        self.exportStarted.emit(JobStart(self.export_job, recipe.output_path, ready,
-                                         recipe.validate.enabled,
-                                         self.runner.ahead_of(self.export_job)))
+        self.running = JobStart(self.export_job, recipe.output_path, ready,
+                                recipe.validate.enabled, self.runner.ahead_of(self.export_job))
+        self.exportStarted.emit(self.running)
         self.edits.recheck()
         return self.export_job
 
     def _export_done(self, sent: _Sent, final: Result | ErrorEvent) -> None:
-        job, self.export_job = self.export_job or 0, None
+        job, self.export_job, self.running = self.export_job or 0, None, None
         if not isinstance(final, ExportResult | ErrorEvent):  # a result of another job
             final = ErrorEvent(id=job, error=_wrong_result(final))
         outcome = ExportOutcome(job, final, sent.stamp(None), time.perf_counter() - sent.started,
@@ -239,13 +240,14 @@ class Jobs(QObject):
             request, functools.partial(self._validation_done, sent),
             activity=f"Validating {target.name}…", progress=self.validationProgress.emit,
             warnings=True)
-        self.validationStarted.emit(JobStart(self.validate_job, target, ready, True,
-                                             self.runner.ahead_of(self.validate_job)))
+        self.running = JobStart(self.validate_job, target, ready, True,
+                                self.runner.ahead_of(self.validate_job))
+        self.validationStarted.emit(self.running)
         self.edits.recheck()
         return self.validate_job
 
     def _validation_done(self, sent: _Sent, final: Result | ErrorEvent) -> None:
-        job, self.validate_job = self.validate_job or 0, None
+        job, self.validate_job, self.running = self.validate_job or 0, None, None
         seconds = time.perf_counter() - sent.started
         stamp = sent.stamp(sent.file)
         if isinstance(final, ValidateResult):

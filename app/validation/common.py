@@ -14,6 +14,7 @@ from PySide6.QtGui import QBrush, QColor, QFont, QPalette
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTreeWidget, QTreeWidgetItem, QWidget
 
 from app import theme
+from app.cell_tips import show_whole_text
 
 PASS_LIGHT, PASS_DARK = "#2b8a3e", "#8ce99a"
 FAIL_LIGHT, FAIL_DARK = "#c92a2a", "#ff8787"
@@ -101,7 +102,11 @@ class Item(QTreeWidgetItem):
 
 
 def make_table(headers: list[str], stretch: int | None = None) -> QTreeWidget:
-    """A flat, read-only, sortable table; `stretch` is the column that takes spare width."""
+    """A flat, read-only, sortable table; `stretch` is the column that takes spare width.
+
+    A "Result" column (the verdict) is shown second, beside the name it judges, so a narrow
+    window scrolls the numbers, never the verdict, out of view (its column index, for
+    `item.text(i)`, stays where `headers` puts it)."""
     tree = QTreeWidget()
     tree.setHeaderLabels(headers)
     tree.setRootIsDecorated(False)
@@ -114,6 +119,9 @@ def make_table(headers: list[str], stretch: int | None = None) -> QTreeWidget:
     header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
     if stretch is not None:
         header.setSectionResizeMode(stretch, QHeaderView.ResizeMode.Stretch)
+    if "Result" in headers:
+        header.moveSection(headers.index("Result"), 1)
+    show_whole_text(tree)
     return tree
 
 

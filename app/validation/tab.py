@@ -256,6 +256,14 @@ class ValidationTab(QWidget):
         for finished in (session.exportFinished, session.validationFinished):
             finished.connect(self._job_finished)
         session.resultsChanged.connect(self.refresh)
+        self._readiness_changed()  # built late (on first show): the session as it is now
+        running = session.jobs.running
+        if running is None:
+            self.refresh()
+        elif running.job == session.jobs.export_job:
+            self._export_started(running)
+        else:
+            self._validation_started(running)
 
     # ----------------------------------------------------------------- the session's jobs
 

@@ -12,6 +12,10 @@ saves just the states named. The window takes the screen's size up to 1366x768, 
 `--only graph_expanded` saves the Graph tab with a 24-layer GPT-2 fully expanded
 (window_graph_expanded.png; the file from tests/benchmarks/bench_graph.py's cache).
 
+Issue 25's states, light and dark, are taken when named in `--only`: start, running, folded,
+compare (window_NAME_WIDTH_THEME.png). Without a screen (QT_QPA_PLATFORM=offscreen) the
+window is drawn into the PNG instead, at ONNX_STUDIO_SHOT_SIZE (1024x768, say).
+
 Issue 13's states, light and dark, are taken when named in `--only`: form, stale,
 warning_detail, validation, rejudged, graph (every module expanded, fitted); they are written
 as window_NAME_WIDTH_THEME.png (docs/screenshots/ holds them at 1024 and 1366 wide). Every
@@ -56,6 +60,9 @@ def main(out_dir: Path, only: set[str] | None = None) -> int:
     window.load_initial(None)
     screen_size = app.primaryScreen().size()
     width, height = min(1366, screen_size.width()), min(768, screen_size.height())
+    offscreen = app.platformName() == "offscreen"  # no screen to grab: the window is drawn
+    if os.environ.get("ONNX_STUDIO_SHOT_SIZE"):  # 1024x768: the size, whatever the screen
+        width, height = (int(n) for n in os.environ["ONNX_STUDIO_SHOT_SIZE"].split("x"))
     window.setGeometry(0, 0, width, height)
     window.show()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -70,7 +77,7 @@ def main(out_dir: Path, only: set[str] | None = None) -> int:
             return
         pump(0.3)
         screen = app.primaryScreen()
-        image = screen.grabWindow(0, 0, 0, width, height)
+        image = window.grab() if offscreen else screen.grabWindow(0, 0, 0, width, height)
         image.save(str(out_dir / f"{prefix}_{name}.png"))
         shrink(out_dir / f"{prefix}_{name}.png")
         print("wrote", out_dir / f"{prefix}_{name}.png")
@@ -87,6 +94,10 @@ def main(out_dir: Path, only: set[str] | None = None) -> int:
             shoot(f"{state}_{width}_{theme}", "window", True)
 
         issue13(window, pump, shoot13, only)
+        window.close()
+        return 0
+    if only and only <= set(ISSUE25_STATES):
+        issue25(window, pump, lambda name: shoot(name, "window", True), width, only, tmp)
         window.close()
         return 0
     if only and only <= set(ISSUE11_STATES):
@@ -256,6 +267,60 @@ def issue13(window, pump, shoot, only: set[str]) -> None:  # type: ignore[no-unt
                     if view.tree.topLevelItem(i).text(2)), 0)
         view.tree.setCurrentItem(view.tree.topLevelItem(row))
         both("warning_detail")
+
+
+ISSUE25_STATES = ("start", "running", "folded", "compare")
+
+
+def issue25(window, pump, shoot, width: int, only: set[str], tmp: Path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 25's states, light and dark (window_NAME_WIDTH_THEME.png): the window as it
+    opens, an export running (the status bar says what), the form folded away after an
+    export, and Compare's two graphs side by side without their properties panels."""
+    from tests.app.conftest import write_mlp
+
+    session, tabs = window.session, window.tabs
+    finished: list[object] = []
+    session.exportFinished.connect(finished.append)
+
+    def both(name: str) -> None:
+        for theme in ("light", "dark"):
+            window.set_theme(theme)
+            pump(0.5)
+            shoot(f"{name}_{width}_{theme}")
+        window.set_theme("light")
+
+    if "start" in only:
+        both("start")
+    if "running" in only:
+        session.start_export()
+        pump(60, lambda: window.form.export_bar.progress.value() >= 250)
+        shoot(f"running_{width}_light")
+    pump(120, lambda: bool(finished) or not session.busy)
+    if "folded" in only:
+        if not finished:
+            session.start_export()
+            pump(120, lambda: bool(finished))
+        window.fold.set_shown(False)
+        tabs.setCurrentWidget(tabs.summary)
+        both("folded")
+        window.fold.set_shown(True)
+    if "compare" in only:
+        window.fold.set_shown(False)
+        tab = tabs.compare
+        tabs.setCurrentWidget(tab)
+        a, b = write_mlp(tmp / "a.onnx", 1.0), write_mlp(tmp / "b.onnx", 1.5, extra=True)
+        tab.set_files(a, b)
+        finished.clear()
+        tab.analysis.finished.connect(lambda *_: finished.append(True))
+        tab.start_compare()
+        pump(120, lambda: bool(finished))
+        tab.views.setCurrentWidget(tab.graphs)
+        tab.graphs.a.toolbar.properties_action.setChecked(False)
+        pump(0.5)
+        tab.graphs.a.fit()
+        tab.graphs.b.fit()
+        both("compare")
+        window.fold.set_shown(True)
 
 
 ISSUE11_STATES = ("auto_exporter", "fills", "warnings", "dropped_input", "failure_details",

@@ -1,0 +1,99 @@
+"""Open at once (issue 25, item 6): the first paint imports only what it draws, and a tab
+built later (on first show) draws the session as it is then (at 1024 its verdicts in view).
+
+How long the start takes is measured by tests/benchmarks/bench_window.py, never asserted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+
+from app import settings as settings_mod
+from app.session import ExportSession
+from app.validation.tab import OUTPUT_HEADERS
+from app.window import MainWindow
+from tests.app.conftest import EXPORT_TIMEOUT_MS, export_and_wait
+from tests.conftest import REPO
+
+# what the first paint draws does not need these: they load when a tab or a job needs them
+NOT_AT_FIRST_PAINT = ("numpy", "pyqtgraph", "onnx", "onnxruntime", "torch", "engine.cli",
+                      "engine.validation", "app.validation", "app.compare", "app.graph.browser",
+                      "app.graph.canvas", "app.results.python", "app.results.warnings")
+
+PROBE = """
+import json, sys
+from app.launcher import main
+status = main(["gui", "--exit-after-paint"])
+print(json.dumps({"status": status, "modules": sorted(sys.modules)}))
+"""
+
+
+def test_the_first_paint_imports_only_what_it_draws(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "QT_QPA_PLATFORM": "offscreen",
+           "ONNX_STUDIO_CONFIG_DIR": str(tmp_path / "config"),
+           "ONNX_STUDIO_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-c", PROBE], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=100)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    timings, probe = json.loads(lines[-2]), json.loads(lines[-1])
+    assert probe["status"] == 0 and timings["window_s"] > 0, "the window was painted"
+    modules = set(probe["modules"])
+    assert "app.window" in modules and "PySide6.QtWidgets" in modules
+    loaded = sorted(name for name in modules
+                    if any(name == heavy or name.startswith(heavy + ".")
+                           for heavy in NOT_AT_FIRST_PAINT))
+    assert loaded == [], "imported before the first paint"
+
+
+def test_only_the_shown_tabs_are_built_and_a_late_one_draws_the_session(
+        shared_runner, qtbot) -> None:
+    session = ExportSession(runner=shared_runner)
+    window = MainWindow(settings_mod.Settings(), None, start_worker=False, session=session)
+    qtbot.addWidget(window)
+    session.start_worker()
+    window.load_initial(None)
+    window.show()
+    window.resize(1024, 768)
+    tabs = window.tabs
+    qtbot.waitUntil(lambda: session.runner.ready_info is not None, timeout=60_000)
+    assert [name for name in ("warnings", "validation", "graph", "python", "compare")
+            if tabs.built(name)] == [], "only the Summary and the Log at start"
+    session.recipe.validate.enabled = True
+    outcome = export_and_wait(window, qtbot)
+    assert outcome["report"]["ok"], outcome
+    written = session.results.export.output
+    assert written is not None and written.is_file()
+    # a validated export shows the Summary; the Graph tab is built when clicked, on the file
+    assert not tabs.built("graph")
+    bar = tabs.tabBar()
+    graph_index = next(i for i in range(tabs.count()) if tabs.tabText(i) == "Graph")
+    qtbot.mouseClick(bar, Qt.MouseButton.LeftButton, pos=bar.tabRect(graph_index).center())
+    assert tabs.built("graph") and tabs.currentIndex() == graph_index
+    assert tabs.currentWidget() is tabs.graph
+    qtbot.waitUntil(lambda: tabs.graph.loaded_path == written, timeout=EXPORT_TIMEOUT_MS)
+    # the Validation tab, built after the validation ran, shows its verdict
+    validation_index = next(i for i in range(tabs.count()) if tabs.tabText(i) == "Validation")
+    qtbot.mouseClick(bar, Qt.MouseButton.LeftButton, pos=bar.tabRect(validation_index).center())
+    view = tabs.validation
+    assert tabs.currentWidget() is view
+    result = session.validation_result
+    assert result is not None and result.validation is not None
+    assert view.verdict.text(), "the verdict of the validation that ran"
+    # at 1024 beside the form: the outputs' numbers may scroll, their verdict stays in view
+    qtbot.waitUntil(lambda: window.width() == 1024)
+    table = view.outputs
+    result = OUTPUT_HEADERS.index("Result")
+    qtbot.waitUntil(lambda: table.topLevelItemCount() > 0 and table.viewport().width() > 0)
+    header = table.header()
+    left = header.sectionViewportPosition(result)
+    assert left >= 0 and left + header.sectionSize(result) <= table.viewport().width(), (
+        left, header.sectionSize(result), table.viewport().width())
+    assert table.topLevelItem(0).text(result) == "✔ pass"
+    window.close()

@@ -487,6 +487,36 @@ def gui_process(path: Path, expand_all: bool) -> tuple[dict[str, float], float]:
     return json.loads(proc.stdout.strip().splitlines()[-1]), kb / 1024
 
 
+READ_ONCE = ("import sys, onnx\nm = onnx.load(sys.argv[1])\n"
+             "for n in m.graph.node:\n    n.op_type, n.name, list(n.input), list(n.output)\n")
+
+
+def reading_ratios(path: Path, runs: int) -> list[tuple[str, float, float]]:
+    """Issue 25 item 6: the wall time of `gui FILE --exit-after-paint`, collapsed and
+    expanded, against a fresh process that imports onnx, loads the file and walks its nodes
+    once (the cost of reading it), run interleaved: (case, median seconds, median of the
+    paired ratios)."""
+    import subprocess
+
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    gui = [sys.executable, "-c", "import sys; from app.launcher import main; sys.exit(main())",
+           "gui", str(path), "--exit-after-paint"]
+    cases = {"read: import onnx, load, walk the nodes": [sys.executable, "-c", READ_ONCE,
+                                                         str(path)],
+             "gui --exit-after-paint, collapsed": gui,
+             "gui --exit-after-paint --expand-all": [*gui, "--expand-all"]}
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(runs):
+        for name, cmd in cases.items():
+            t = time.perf_counter()
+            subprocess.run(cmd, cwd=repo, env=env, capture_output=True, check=True)
+            times[name].append(time.perf_counter() - t)
+    read = times["read: import onnx, load, walk the nodes"]
+    return [(name, median(ts), median([t / r for t, r in zip(ts, read, strict=True)]))
+            for name, ts in times.items()]
+
+
 # Measured on main before the issue-16 speed work (2026-11-24, quiet machine,
 # --scale-only --runs 2), printed beside each figure: synthetic model, then GPT-2 48 layers.
 BEFORE = {
@@ -707,6 +737,9 @@ def main() -> None:
     ap.add_argument("--scale-only", action="store_true",
                     help="only the 100k-node figures (issue 16): the synthetic 103k-node model "
                     "and a 48-layer Hugging Face GPT-2")
+    ap.add_argument("--reading", action="store_true",
+                    help="only issue 25's ratios: `gui FILE --exit-after-paint` on the 103k-node "
+                    "graph against importing onnx, loading the file and walking its nodes")
     ap.add_argument("--screenshots", type=Path, metavar="DIR",
                     help="only save the README screenshots (24-layer GPT-2) into DIR")
     args = ap.parse_args()
@@ -719,6 +752,14 @@ def main() -> None:
             print(p)
         return
     print(f"median of {args.runs} runs; load: {os.getloadavg()[0]:.1f} (2 cores)")
+    if args.reading:
+        rows = reading_ratios(synthetic_blocks(cache / "synthetic_2400.onnx"), args.runs)
+        print("fresh processes, interleaved; goal: collapsed <= 2x, expanded <= 3.5x the read\n")
+        print("| 103k-node synthetic graph | median s | ratio to the read (median of pairs) |")
+        print("|---|---:|---:|")
+        for name, seconds, ratio in rows:
+            print(f"| {name} | {seconds:.2f} | {ratio:.2f} |")
+        return
     print("100k-node graphs (issue 16 item 1); anchors: the goals, and `before` = main before "
           "the speed work (2026-11-24, quiet machine); the CPU-time rows read the same on a "
           "loaded machine, where wall times stretch")

@@ -287,16 +287,17 @@ class CompareTab(QWidget):
         if doc.matching is not None:
             self.graphs.show_files(comparison.a, comparison.b, doc.matching)
         parity = doc.parity
+        diff = "" if parity is None or parity.max_abs_diff is None else (
+            f"max abs diff {parity.max_abs_diff:.3g}")
         if parity is None:
             self.status.setText("Compared.")
         elif doc.ok:
-            self.status.setText(f"Equal outputs (max abs diff {parity.max_abs_diff:.3g}); "
+            self.status.setText(f"Equal outputs ({diff or 'no difference measured'}); "
                                 f"{len(self.ops.differing())} operator count(s) differ.")
         else:
             changed = doc.initializers.changed
             first = f" Initializer {changed[0].name!r} differs." if changed else ""
-            self.status.setText(f"The files disagree: max abs diff {parity.max_abs_diff}."
-                                + first)
+            self.status.setText(f"The files disagree{': ' + diff if diff else ''}." + first)
         self.views.setCurrentWidget(self.facts)
 
     def show_profile(self, profile: Profile) -> None:

@@ -92,6 +92,7 @@ def compare(reference: np.ndarray, candidate: np.ndarray, rtol: float, atol: flo
         # counted in the native dtypes: float64 cannot tell 2**53 from 2**53 + 1
         outside_finite = int(np.count_nonzero(reference.ravel() != candidate.ravel()))
         max_rel = float((diff / (scale + REL_EPS)).max()) if diff.size else None
+        band = [float(r.max()), float(r.min())] if r.size else None
     else:
         rel = scale + work(REL_EPS)
         np.divide(diff, rel, out=rel)
@@ -99,6 +100,7 @@ def compare(reference: np.ndarray, candidate: np.ndarray, rtol: float, atol: flo
         scale *= work(rtol)
         scale += work(atol)
         outside_finite = int(np.count_nonzero(diff > scale))
+        band = ([float(np.max(r - scale)), float(np.min(r + scale))] if r.size else None)
     mismatched = outside_finite + nan_mismatch + inf_mismatch
     # no element compared (an empty output, or no finite pair): the numbers are unknown, None
     max_abs = float(diff.max()) if diff.size else None
@@ -137,6 +139,10 @@ def compare(reference: np.ndarray, candidate: np.ndarray, rtol: float, atol: flo
         matched_nans=matched_nans,
         elements=int(n),
         exact=exact,
+        # the constants that would pass this trial too ([low, high], empty when low > high)
+        # and the reference's finite range: read by `cannot_tell`
+        constant_band=band,
+        reference_range=[float(r.min()), float(r.max())] if r.size else None,
     )
     return out
 
@@ -204,6 +210,49 @@ def worst(per_trial: list[dict[str, Any]]) -> dict[str, Any]:
     messages = [m["message"] for m in per_trial if m.get("message")]
     out["message"] = messages[0] if messages else ""
     return out
+
+
+VERDICT = "Verdict"  # the category of a warning that the verdict cannot tell
+
+
+def cannot_tell(name: str, per_trial: list[dict[str, Any]], rtol: float, atol: float
+                ) -> dict[str, Any] | None:
+    """A `Verdict` warning when one output's comparison (its `compare` metrics in every trial)
+    cannot tell a right file from a wrong one: some constant lies within the tolerance of every
+    expected element of every trial, so a file returning that constant (zeros, when every
+    |expected| is within atol) would pass too. None when the output varies beyond the
+    tolerance, or when a trial failed (the comparison told then)."""
+    bands = [m.get("constant_band") for m in per_trial]
+    if not per_trial or None in bands or not all(m.get("passed") for m in per_trial):
+        return None
+    low = max(b[0] for b in bands if b is not None)
+    high = min(b[1] for b in bands if b is not None)
+    ranges = [m["reference_range"] for m in per_trial]
+    smallest, largest = min(r[0] for r in ranges), max(r[1] for r in ranges)
+    elements = sum(int(m.get("elements") or 0) for m in per_trial)
+    if low > high:
+        return None
+    if low <= 0.0 <= high and not all(m.get("exact") for m in per_trial):
+        size = max(abs(smallest), abs(largest))
+        return {"category": VERDICT, "source": "", "message":
+                f"Output {name!r} is within the tolerance of zero in every trial (largest "
+                f"|expected| {size:.3g}, atol {atol:g}), so the comparison cannot tell a "
+                "right file from a wrong one: a file that returns zeros passes too.",
+                "hint": "Make the output large enough to compare: load real weights or a "
+                        "checkpoint (random weights at their default initialisation can leave "
+                        "it near zero) or initialise the weights wider, feed inputs that move "
+                        f"it, or lower atol below its scale (e.g. atol = {size / 100:.0e})."}
+    if elements < 2:  # one number: nothing says whether it could vary
+        return None
+    same = (f"{smallest:.6g}" if smallest == largest
+            else f"{smallest:.6g} to {largest:.6g}, within rtol {rtol:g} and atol {atol:g}")
+    return {"category": VERDICT, "source": "", "message":
+            f"Output {name!r} is the same value ({same}) in every element of every trial, so "
+            "the comparison cannot tell a right file from a wrong one: a file that returns "
+            "that constant passes too.",
+            "hint": "Make the output vary: load real weights or a checkpoint, feed inputs that "
+                    "move it (random fills, other sizes), or tighten rtol/atol below its "
+                    "spread."}
 
 
 def plot_sample(reference: np.ndarray, candidate: np.ndarray,

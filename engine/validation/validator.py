@@ -28,7 +28,7 @@ from engine.export import blame
 from engine.graph.file_check import check_file, refuse_unusable
 from engine.recipe import Recipe
 from engine.validation.input_fit import refuse_misfits
-from engine.validation.metrics import PlotKeeper, compare, worst
+from engine.validation.metrics import PlotKeeper, cannot_tell, compare, worst
 from engine.validation.metrics import validation_warning as _warning
 from engine.validation.ort_session import (
     create_session,
@@ -121,6 +121,8 @@ def validate(
         events.log(f"validation {trial.label}: {'ok' if outcome['ok'] else outcome['message']}")
 
     outputs = _worst_outputs(output_names, result_trials)
+    for warning in verdict_warnings(result_trials, opts.rtol, opts.atol):
+        warn(warning)
     failed = [t for t in result_trials if not t["ok"]]
     result: dict[str, Any] = {
         "ok": bool(result_trials) and not failed,
@@ -452,6 +454,18 @@ def _worst_outputs(names: list[str], trials: list[dict[str, Any]]) -> list[dict[
         entry.update(dtype=per_trial[0]["onnx_dtype"], trials=len(per_trial))
         outputs.append(entry)
     return outputs
+
+
+def verdict_warnings(trials: list[dict[str, Any]], rtol: float, atol: float
+                     ) -> list[dict[str, Any]]:
+    """A `Verdict` warning for each output whose comparison over these trials cannot tell a
+    right file from a wrong one (engine.validation.metrics.cannot_tell)."""
+    per_output: dict[str, list[dict[str, Any]]] = {}
+    for trial in trials:
+        for out in trial.get("outputs") or []:
+            per_output.setdefault(out["name"], []).append(out)
+    found = (cannot_tell(name, metrics, rtol, atol) for name, metrics in per_output.items())
+    return [warning for warning in found if warning is not None]
 
 
 def exit_sentence(exc: SystemExit, source_file: Path | str | None = None) -> str:

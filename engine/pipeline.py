@@ -209,19 +209,9 @@ def _exported_files(folder: Path, hf: HfModel) -> list[ExportedFile]:
 def _hf_validation(hf: HfModel, folder: Path, recipe: Recipe, events: Events) -> dict[str, Any]:
     """Each file of `folder` against eager PyTorch, then (generation tasks) greedy tokens over
     the files against transformers' generate: the validation dict, failed when either fails."""
-    from engine.validation.hf_checks import check_generation, check_parts
+    from engine.validation.hf_checks import validate_hf
 
-    events.progress(0.0, "Validating in ONNX Runtime")
-    result = check_parts(hf, folder, recipe.validate.rtol, recipe.validate.atol,
-                         events.part(0.0, 0.7))
-    if hf.generates:
-        events.progress(0.7, "Generating greedy tokens")
-        generation = result["generation"] = check_generation(hf, folder)
-        if not generation["tokens_equal"] and result["ok"]:
-            result["ok"] = False
-            result["message"] = (f"Greedy generation over the ONNX files differs from "
-                                 f"transformers' generate within {generation['steps']} steps.")
-    return result
+    return validate_hf(hf, folder, recipe.validate.rtol, recipe.validate.atol, events)
 
 
 def _validate_hf_into(report: ExportReport, hf: HfModel, folder: Path, recipe: Recipe,

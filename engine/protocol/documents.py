@@ -253,6 +253,14 @@ class Generation(Wire):
     tokens_equal: bool
     onnx_tokens: list[int]
     torch_tokens: list[int]
+    # teacher-forced: both sides fed generate's tokens (`fed_tokens`); each side's token is the
+    # argmax of its own logits at that step, and the logits are compared too
+    fed_tokens: list[int] | None = field(default=None, metadata=OMIT)
+    teacher_forced: bool | None = field(default=None, metadata=OMIT)
+    max_abs_diff: float | None = field(default=None, metadata=OMIT)
+    max_rel_diff: float | None = field(default=None, metadata=OMIT)
+    passed: bool | None = field(default=None, metadata=OMIT)  # tokens equal, logits within
+    message: str | None = field(default=None, metadata=OMIT)  # why not, one sentence
 
 
 # ---------------------------------------------------------------------------- documents

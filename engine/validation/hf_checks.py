@@ -1,6 +1,6 @@
 """Validate a Hugging Face export: each file against eager PyTorch at several sizes (an empty
 and a non-empty cache for files with past), and greedy generation over the files against
-transformers' `generate(do_sample=False)`."""
+transformers' `generate(do_sample=False)`, compared teacher-forced step by step."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from engine.events import Events
-from engine.validation.metrics import compare, worst
+from engine.validation.metrics import cannot_tell, compare, worst
 
 GENERATION_STEPS = 20
 PROMPT_LENGTH = 5
@@ -71,11 +71,31 @@ def check_parts(hf: Any, folder: Path, rtol: float, atol: float,
             trials.append(trial)
     outputs = [{"name": name, "trials": len(found), **worst(found)}
                for name, found in per_output.items()]
+    warnings = [w for w in (cannot_tell(name, found, rtol, atol)
+                            for name, found in per_output.items()) if w is not None]
+    for warning in warnings:
+        events.warning(warning)
     ok = all(t["ok"] for t in trials)
     failed = [o["name"] for o in outputs if not o["passed"]]
     return {"ok": ok, "rtol": rtol, "atol": atol, "outputs": outputs, "trials": trials,
+            "warnings": warnings,
             "message": None if ok else f"ONNX Runtime disagrees with PyTorch on "
                                        f"{', '.join(failed[:3])}."}
+
+
+def validate_hf(hf: Any, folder: Path, rtol: float, atol: float,
+                events: Events) -> dict[str, Any]:
+    """The validation dict of a Hugging Face export: every file against eager PyTorch, then
+    (generation tasks) greedy generation over the files; failed when either fails."""
+    events.progress(0.0, "Validating in ONNX Runtime")
+    result = check_parts(hf, folder, rtol, atol, events.part(0.0, 0.7))
+    if hf.generates:
+        events.progress(0.7, "Generating greedy tokens")
+        generation = result["generation"] = check_generation(hf, folder, rtol=rtol, atol=atol)
+        if not generation["passed"] and result["ok"]:
+            result["ok"] = False
+            result["message"] = generation["message"]
+    return result
 
 
 def _sizes(inputs: dict[str, Any]) -> dict[str, int]:
@@ -91,106 +111,150 @@ def _sizes(inputs: dict[str, Any]) -> dict[str, int]:
 
 
 def _generation_config(model: Any, steps: int) -> Any:
+    """Greedy decoding of exactly `steps` tokens, the raw logits of every step kept."""
     from transformers import GenerationConfig
 
-    start = getattr(model.config, "decoder_start_token_id", None)
-    return GenerationConfig(max_new_tokens=steps, min_new_tokens=0, do_sample=False,
-                            num_beams=1, eos_token_id=None, pad_token_id=0,
-                            decoder_start_token_id=start, bos_token_id=None)
+    pad = getattr(model.generation_config, "pad_token_id", None)
+    # min_new_tokens: generate never stops early at an end token (the steps after it are
+    # compared too); the logits processors only choose the token fed next, which both sides
+    # are fed alike, and the raw logits (output_logits) are what is compared
+    return GenerationConfig(max_new_tokens=steps, min_new_tokens=steps, do_sample=False,
+                            num_beams=1, pad_token_id=0 if pad is None else pad,
+                            output_logits=True, return_dict_in_generate=True)
 
 
-def check_generation(hf: Any, folder: Path, steps: int = GENERATION_STEPS) -> dict[str, Any]:
-    """`steps` greedy tokens from a loop over the ONNX files beside transformers' generate."""
+def check_generation(hf: Any, folder: Path, steps: int = GENERATION_STEPS,
+                     rtol: float = 1e-3, atol: float = 1e-5) -> dict[str, Any]:
+    """Greedy generation judged teacher-forced: transformers' generate picks `steps` tokens
+    on a prompt; the ONNX files are fed the same tokens, step by step, and at every step the
+    ONNX logits' argmax must equal the eager model's (generate's raw logits), and the logits
+    agree within rtol/atol.
+
+    Both sides see the same tokens, so generate's stopping and forced-token rules (end
+    token, forced BOS/EOS, suppressed tokens) choose what is fed, never what is compared: a
+    correct file passes whatever its generation config says, and a wrong one differs in its
+    logits at some step.
+    """
     import torch
     from transformers import GenerationMixin
 
     sessions = {part.file: _session(folder / part.file) for part in hf.parts}
     model = hf.model
-    if hf.seq2seq:
-        encoder = hf.parts[0]
-        enc_inputs = encoder.make_inputs(21, 1, PROMPT_LENGTH, 0)
-        with torch.no_grad():
+    config = _generation_config(model, steps)
+    with torch.no_grad():
+        if hf.seq2seq:
+            enc_inputs = hf.parts[0].make_inputs(21, 1, PROMPT_LENGTH, 0)
             # GenerationMixin's own greedy loop: Whisper's override adds its language and
             # timestamp logic, which the ONNX loop does not model
-            ref = GenerationMixin.generate(model, **enc_inputs,
-                                           generation_config=_generation_config(model, steps))
-        torch_tokens = [int(t) for t in ref[0, 1:]]
-        onnx_tokens = _seq2seq_loop(hf, sessions, enc_inputs, steps)
-    else:
-        prompt = hf.parts[0].make_inputs(21, 1, PROMPT_LENGTH, 0)["input_ids"]
-        with torch.no_grad():
+            ref = GenerationMixin.generate(model, **enc_inputs, generation_config=config)
+            start = int(ref.sequences[0, 0])
+            fed = [int(t) for t in ref.sequences[0, 1:]]
+        else:
+            prompt = hf.parts[0].make_inputs(21, 1, PROMPT_LENGTH, 0)["input_ids"]
             ref = model.generate(input_ids=prompt, attention_mask=torch.ones_like(prompt),
-                                 generation_config=_generation_config(model, steps))
-        torch_tokens = [int(t) for t in ref[0, PROMPT_LENGTH:]]
-        onnx_tokens = _decoder_loop(hf, sessions["model.onnx"], prompt.numpy(), steps)
-    return {"steps": steps, "tokens_equal": onnx_tokens == torch_tokens,
-            "onnx_tokens": onnx_tokens, "torch_tokens": torch_tokens}
+                                 generation_config=config)
+            fed = [int(t) for t in ref.sequences[0, prompt.shape[1]:]]
+    expected = np.stack([logits[0].float().numpy() for logits in ref.logits])
+    fed = fed[:len(expected)]
+    if hf.seq2seq:
+        got = _seq2seq_steps(sessions, enc_inputs, start, fed)
+    else:
+        got = _decoder_steps(hf, sessions["model.onnx"], prompt.numpy(), fed)
+    return judge_steps(expected, got, fed, rtol, atol)
 
 
-def _decoder_loop(hf: Any, session: Any, prompt: np.ndarray, steps: int) -> list[int]:
+def judge_steps(expected: np.ndarray, got: np.ndarray, fed: list[int], rtol: float,
+                atol: float) -> dict[str, Any]:
+    """The generation dict of teacher-forced steps: eager's and the ONNX logits per step
+    ([steps, vocab] each), and the tokens both were fed."""
+    torch_tokens = [int(t) for t in expected.argmax(-1)]
+    onnx_tokens = [int(t) for t in got.argmax(-1)]
+    metrics = compare(expected, got, rtol, atol)
+    equal = onnx_tokens == torch_tokens
+    differs = next((i for i, (a, b) in enumerate(zip(onnx_tokens, torch_tokens, strict=True))
+                    if a != b), None)
+    message = None
+    if differs is not None:
+        message = (f"Greedy generation over the ONNX files picks token {onnx_tokens[differs]} "
+                   f"at step {differs + 1} of {len(fed)} where the PyTorch model picks "
+                   f"{torch_tokens[differs]} (both fed the same tokens).")
+    elif not metrics["passed"]:
+        message = (f"The ONNX logits differ from the PyTorch model's during greedy "
+                   f"generation: {metrics['message']}.")
+    return {"steps": len(fed), "tokens_equal": equal, "onnx_tokens": onnx_tokens,
+            "torch_tokens": torch_tokens, "fed_tokens": fed, "teacher_forced": True,
+            "max_abs_diff": metrics["max_abs_diff"], "max_rel_diff": metrics["max_rel_diff"],
+            "passed": message is None, "message": message}
+
+
+def _feed(session: Any, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The session's inputs taken from `values`; an input the loop cannot make is named."""
+    names = [i.name for i in session.get_inputs()]
+    missing = [name for name in names if name not in values]
+    if missing:
+        raise ValueError(f"the generation loop has no value for the input(s) "
+                         f"{', '.join(missing)}")
+    return {name: values[name] for name in names}
+
+
+def _run(session: Any, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    names = [o.name for o in session.get_outputs()]
+    return dict(zip(names, session.run(None, _feed(session, values)), strict=True))
+
+
+def _decoder_steps(hf: Any, session: Any, prompt: np.ndarray, fed: list[int]) -> np.ndarray:
+    """The ONNX logits of the next token at each step, the prompt then `fed` given."""
     part = hf.parts[0]
     with_past = any(name.startswith("past_key_values") for name in part.inputs)
-    tokens = prompt
     past: dict[str, np.ndarray] = {}
     if with_past:
         empty = part.make_inputs(0, 1, 1, 0)
         past = {k: v.numpy() for k, v in empty.items() if k.startswith("past_key_values")}
-    out_tokens: list[int] = []
-    feed_ids = tokens
-    for _ in range(steps):
+    tokens = prompt
+    feed_ids = prompt
+    logits = []
+    for step in range(len(fed)):
         total = tokens.shape[1]
-        feed: dict[str, np.ndarray] = {"input_ids": feed_ids,
-                                       "attention_mask": np.ones((1, total), np.int64)}
-        if with_past:
-            seq = feed_ids.shape[1]
-            feed["position_ids"] = np.arange(total - seq, total, dtype=np.int64)[None]
-            feed.update(past)
-        elif "token_type_ids" in part.inputs:
-            feed["token_type_ids"] = np.zeros_like(feed_ids)
-        names = [o.name for o in session.get_outputs()]
-        results = dict(zip(names, session.run(None, feed), strict=True))
-        token = int(results["logits"][0, -1].argmax())
-        out_tokens.append(token)
-        tokens = np.concatenate([tokens, [[token]]], axis=1)
+        values: dict[str, np.ndarray] = {"input_ids": feed_ids,
+                                         "attention_mask": np.ones((1, total), np.int64),
+                                         "token_type_ids": np.zeros_like(feed_ids), **past}
+        values["position_ids"] = np.arange(total - feed_ids.shape[1], total,
+                                           dtype=np.int64)[None]
+        results = _run(session, values)
+        logits.append(results["logits"][0, -1])
+        tokens = np.concatenate([tokens, [[fed[step]]]], axis=1)
         if with_past:
             past = {n.replace("present", "past_key_values", 1): v
                     for n, v in results.items() if n.startswith("present")}
-            feed_ids = np.array([[token]], np.int64)
+            feed_ids = np.array([[fed[step]]], np.int64)
         else:
             feed_ids = tokens
-    return out_tokens
+    return np.stack(logits)
 
 
-def _seq2seq_loop(hf: Any, sessions: dict[str, Any], enc_inputs: dict[str, Any],
-                  steps: int) -> list[int]:
+def _seq2seq_steps(sessions: dict[str, Any], enc_inputs: dict[str, Any], start: int,
+                   fed: list[int]) -> np.ndarray:
+    """The ONNX decoder's logits at each step, from the start token then `fed` given."""
     enc_feed = {k: v.numpy() for k, v in enc_inputs.items()}
-    hidden = sessions["encoder_model.onnx"].run(None, enc_feed)[0]
+    hidden = next(iter(_run(sessions["encoder_model.onnx"], enc_feed).values()))
     mask = enc_feed.get("attention_mask")
-    start = int(hf.config.decoder_start_token_id)
     tokens = np.array([[start]], np.int64)
     decoder = sessions["decoder_model.onnx"]
     with_past = sessions.get("decoder_with_past_model.onnx")
-    out_tokens: list[int] = []
+    logits = []
     cross: dict[str, np.ndarray] = {}
     own: dict[str, np.ndarray] = {}
-    for step in range(steps):
+    extra = {} if mask is None else {"encoder_attention_mask": mask}
+    for step in range(len(fed)):
         if step == 0 or with_past is None:
-            feed = {"input_ids": tokens, "encoder_hidden_states": hidden}
-            if mask is not None:
-                feed["encoder_attention_mask"] = mask
-            names = [o.name for o in decoder.get_outputs()]
-            results = dict(zip(names, decoder.run(None, feed), strict=True))
-            cross = {n.replace("present", "past_key_values", 1): v for n, v in results.items()
-                     if ".encoder." in n}
+            results = _run(decoder, {"input_ids": tokens, "encoder_hidden_states": hidden,
+                                     **extra})
+            cross = {n.replace("present", "past_key_values", 1): v
+                     for n, v in results.items() if ".encoder." in n}
         else:
-            feed = {"input_ids": tokens[:, -1:], **own, **cross}
-            if mask is not None:
-                feed["encoder_attention_mask"] = mask
-            names = [o.name for o in with_past.get_outputs()]
-            results = dict(zip(names, with_past.run(None, feed), strict=True))
+            results = _run(with_past, {"input_ids": tokens[:, -1:], **own, **cross, **extra})
         own = {n.replace("present", "past_key_values", 1): v for n, v in results.items()
                if ".decoder." in n}
-        token = int(results["logits"][0, -1].argmax())
-        out_tokens.append(token)
-        tokens = np.concatenate([tokens, [[token]]], axis=1)
-    return out_tokens
+        logits.append(results["logits"][0, -1])
+        tokens = np.concatenate([tokens, [[fed[step]]]], axis=1)
+    return np.stack(logits)

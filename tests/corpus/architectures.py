@@ -1,229 +1,271 @@
-"""The corpus: tiny, random-weight builds of popular Hugging Face transformers architectures.
+"""The corpus: tiny random-weight Hugging Face models of real transformers architectures, saved
+as a user's model folder is (`save_pretrained`), to be exported with `onnx-studio export hf:DIR`.
 
-Each architecture is written as a model file the way a user would write one for the studio: a
-factory `build(**overrides)` that makes the model from its config class (no hub access, no
-download), seeded, in eval mode; `overrides` are the recipe's `model.kwargs`, which is how a
-hint such as `use_cache=False` is applied. `recipe_text` is the recipe a user would write for
-it: the defaults (no exporter named, so "auto"), the inputs forward() takes, token ids drawn
-within the vocabulary and attention masks all ones.
+Each row names the transformers class saved (its head decides the default task, as the folder's
+`architectures` entry does for a user's model) and the config: hidden ~32, 2 layers, a
+vocabulary of 99 with its special tokens inside it, 32x32 images, short audio; built from the
+config class with `torch.manual_seed(0)`, no hub access. A row's outcome is one of:
 
-Used by tests/corpus/test_hf_corpus.py (expected outcomes) and
-tests/benchmarks/bench_corpus.py (the README's "Real architectures" table).
+- exported and validated with no warning (the default);
+- failed with its real cause (`fails`): the error names it and its hint says what to change,
+  and those command-line arguments (`Failure.fix`) make the export pass;
+- `pending`: it fails today for a cause another part of the project is fixing (named in
+  /work/notes/corpus-findings.md); the test is an expected failure (strict), so it flips to a
+  pass, and says so, once the fix lands.
+
+Used by tests/corpus/test_hf_corpus.py and tests/benchmarks/bench_corpus.py (the README's "Real
+architectures" table).
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-VOCAB = 99  # every text model's vocabulary: token ids are randint(0, 99)
-TEXT = {"vocab_size": VOCAB}
-# hidden 32, 2 layers, 2 heads, in each config's own spelling
-BERT_LIKE = {**TEXT, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
-             "intermediate_size": 64, "max_position_embeddings": 64}
-DECODER_LIKE = {**TEXT, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
-                "num_key_value_heads": 2, "intermediate_size": 64,
-                "max_position_embeddings": 64}
+VOCAB = 99
+IDS = {"bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0}
+DECODER = {"vocab_size": VOCAB, "hidden_size": 32, "intermediate_size": 64,
+           "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+           "max_position_embeddings": 64, **IDS}
+ENCODER = {"vocab_size": VOCAB, "hidden_size": 32, "intermediate_size": 64,
+           "num_hidden_layers": 2, "num_attention_heads": 4, "max_position_embeddings": 64}
+SEQ2SEQ = {"vocab_size": VOCAB, "d_model": 32, "encoder_layers": 2, "decoder_layers": 2,
+           "encoder_attention_heads": 4, "decoder_attention_heads": 4, "encoder_ffn_dim": 64,
+           "decoder_ffn_dim": 64, "max_position_embeddings": 64}
+VIT = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
+       "intermediate_size": 64, "image_size": 32, "patch_size": 8}
+STAGES = {"hidden_sizes": [8, 16], "depths": [1, 1]}
+SWIN = {"image_size": 32, "patch_size": 4, "embed_dim": 16, "depths": [1, 1],
+        "num_heads": [2, 2], "window_size": 4}
+AUDIO = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
+         "intermediate_size": 64, "conv_dim": [16, 16], "conv_stride": [5, 2],
+         "conv_kernel": [10, 3], "num_conv_pos_embeddings": 16,
+         "num_conv_pos_embedding_groups": 2}
+TEXT_TOWER = {**ENCODER, **IDS}
+VISION_TOWER = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+                "num_attention_heads": 4, "image_size": 32, "patch_size": 8}
+# a window the 5-token prompt and its 20 generated tokens cross (and the independent check's
+# 12 positions)
+WINDOW = 8
 
 
 @dataclass(frozen=True)
 class Failure:
-    """An expected failure: what the error must say, and the fix its hint names."""
+    """A failure with its real cause: what the error says, and the fix its hint names."""
 
-    kind: str                 # error.kind
-    names: tuple[str, ...]    # words the message must contain (the cause, e.g. DynamicCache)
-    hint: tuple[str, ...]     # words the hint must contain (the fix, e.g. use_cache=False)
-    fix: dict[str, Any]       # model.kwargs that apply the hint; then it exports and validates
+    kind: str                  # error.kind
+    names: tuple[str, ...]     # words the message must contain (the cause)
+    hint: tuple[str, ...]      # words the hint must contain (the fix)
+    fix: tuple[str, ...]       # the command-line arguments that apply the hint
 
 
-# forward() returns the key/value cache object (transformers' default use_cache=True)
-CACHE = Failure("export", ("DynamicCache",), ("use_cache=False",), {"use_cache": False})
-CACHE_ENC_DEC = Failure("export", ("EncoderDecoderCache",), ("use_cache=False",),
-                        {"use_cache": False})
-# torch.onnx's decomposition of scaled_dot_product_attention lays its result out differently
-# from the captured one, and the reshape after it was captured as a view (torch 2.13)
-EAGER = Failure("export", ("step 2 of 3", "Cannot view a tensor"),
-                ('attn_implementation="eager"',), {"attn_implementation": "eager"})
+# why a row fails today: a cause in engine/source/hf (inputs, tasks, causes), fixed elsewhere
+# (issue 24; the rows of /work/notes/corpus-findings.md)
+INPUTS = ("pending 24.1: fed input_ids, but forward() takes {} (main_input_name); "
+          "the export fails with the model's argument error")
+TWO_TOWERS = ("pending 24.1: fed input_ids and attention_mask only; forward() needs "
+              "pixel_values too (vision_config.image_size)")
+TASK = ("pending 24.2: {} is no *ForCausalLM/*ForConditionalGeneration/... name, so the task "
+        "is feature-extraction{}")
+MOE = ("pending 24.4: transformers' grouped_mm fallback has no ONNX conversion and the error "
+       "is kind export with unsupported_ops empty (wanted: unsupported_operator, a hint)")
+BOUND = ("pending 24.4: the model bounds past_sequence_length by max_position_embeddings "
+         "(torch.export 'Constraints violated'), reported as a failed torch.export with no "
+         "working hint")
+BAKED = ("pending 24.5: the export fixes the sequence length without a warning; validation "
+         "then fails at other lengths")
 
 
 @dataclass(frozen=True)
 class Architecture:
     name: str
-    family: str               # text | vision (BatchNorm) | vision | audio | encoder-decoder
-    config_class: str
-    model_class: str
+    family: str                # decoder | encoder | seq2seq | vision | audio | multimodal
+    model_class: str           # the transformers class saved with save_pretrained
     config: dict[str, Any]
-    inputs: list[dict[str, Any]]  # [[inputs]] tables, in forward() order
-    # the failures with the defaults, in the order they appear: each hint applied (its fix
-    # added to model.kwargs) leads to the next, and the last one applied exports and validates
-    fails: tuple[Failure, ...] = ()
-    # what the validation may warn about on a correct export (none today)
-    allowed_warnings: tuple[str, ...] = field(default=())
+    args: tuple[str, ...] = ()  # more command-line arguments (e.g. --task)
+    fails: Failure | None = None
+    pending: str | None = None  # see the module docstring
+    notes: str = ""            # what the row shows, for the README table
 
     @property
     def slug(self) -> str:
-        return self.name.lower().replace("-", "").replace(" ", "_")
+        return self.name.lower().replace("-", "_").replace(" ", "_")
 
-    def source_text(self) -> str:
-        return f'''"""{self.name}: a tiny random-weight {self.model_class} from its config."""
+    def build(self, folder: Path) -> Path:
+        """The model saved into folder/slug (once); returns that folder."""
+        import torch
+        import transformers
 
-import torch
-import transformers
-
-CONFIG = {dict(sorted(self.config.items()))!r}
-
-
-def build(**overrides):
-    torch.manual_seed(0)
-    config = transformers.{self.config_class}(**{{**CONFIG, **overrides}})
-    return transformers.{self.model_class}(config).eval()
-'''
-
-    def recipe_text(self, kwargs: dict[str, Any] | None = None, output: str = "") -> str:
-        lines = ["version = 1", "", "[model]", f'source = "{self.slug}.py:build"']
-        if kwargs:
-            items = ", ".join(f"{k} = {_toml(v)}" for k, v in kwargs.items())
-            lines.append(f"kwargs = {{ {items} }}")
-        for spec in self.inputs:
-            lines += ["", "[[inputs]]"] + [f"{k} = {_toml(v)}" for k, v in spec.items()]
-        lines += ["", "[export]", f'output = "{output or self.slug + ".onnx"}"', ""]
-        return "\n".join(lines)
-
-    def attempts(self) -> list[dict[str, Any]]:
-        """model.kwargs of each export a user makes: the defaults, then each hint applied."""
-        kwargs: dict[str, Any] = {}
-        out = [dict(kwargs)]
-        for failure in self.fails:
-            kwargs.update(failure.fix)
-            out.append(dict(kwargs))
-        return out
-
-    def write(self, folder: Path, attempt: int = 0) -> Path:
-        """The model file and the recipe of attempt `attempt` (0: the defaults) in `folder`;
-        returns the recipe's path. Each attempt writes its own .onnx file."""
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / f"{self.slug}.py").write_text(self.source_text(), encoding="utf-8")
-        stem = f"{self.slug}_{attempt}"
-        path = folder / f"{stem}.toml"
-        path.write_text(self.recipe_text(self.attempts()[attempt], f"{stem}.onnx"),
-                        encoding="utf-8")
-        return path
+        target = folder / self.slug
+        if (target / "config.json").is_file():
+            return target
+        model_class = getattr(transformers, self.model_class)
+        torch.manual_seed(0)
+        model = model_class(model_class.config_class(**self.config))
+        model.save_pretrained(target)
+        return target
 
 
-def _toml(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
-    return str(value)
-
-
-def ids(name: str, shape: list[int]) -> dict[str, Any]:
-    return {"name": name, "shape": shape, "dtype": "int64", "fill": "randint", "low": 0,
-            "high": VOCAB}
-
-
-def mask(name: str, shape: list[int]) -> dict[str, Any]:
-    return {"name": name, "shape": shape, "dtype": "int64", "fill": "ones"}
-
-
-def floats(name: str, shape: list[int]) -> dict[str, Any]:
-    return {"name": name, "shape": shape, "dtype": "float32", "fill": "randn"}
-
-
-TOKENS = [2, 8]
-IMAGE = [1, 3, 32, 32]
-
+A = Architecture
 ARCHITECTURES: list[Architecture] = [
-    # ------------------------------------------------------------------ text encoders
-    Architecture("BERT", "text", "BertConfig", "BertModel", BERT_LIKE,
-                 [ids("input_ids", TOKENS), mask("attention_mask", TOKENS)]),
-    Architecture("RoBERTa", "text", "RobertaConfig", "RobertaModel",
-                 {**BERT_LIKE, "pad_token_id": 1, "bos_token_id": 0, "eos_token_id": 2},
-                 [ids("input_ids", TOKENS), mask("attention_mask", TOKENS)]),
-    Architecture("DistilBERT", "text", "DistilBertConfig", "DistilBertModel",
-                 {**TEXT, "dim": 32, "n_layers": 2, "n_heads": 2, "hidden_dim": 64,
-                  "max_position_embeddings": 64},
-                 [ids("input_ids", TOKENS), mask("attention_mask", TOKENS)]),
-    Architecture("ALBERT", "text", "AlbertConfig", "AlbertModel",
-                 {**BERT_LIKE, "embedding_size": 16},
-                 [ids("input_ids", TOKENS), mask("attention_mask", TOKENS)]),
-    # ------------------------------------------------------------------ text decoders
-    Architecture("GPT-2", "text", "GPT2Config", "GPT2Model",
-                 {**TEXT, "n_embd": 32, "n_layer": 2, "n_head": 2, "n_positions": 64,
-                  "bos_token_id": 0, "eos_token_id": 0},
-                 [ids("input_ids", TOKENS)], fails=(CACHE,)),
-    Architecture("Llama", "text", "LlamaConfig", "LlamaModel", DECODER_LIKE,
-                 [ids("input_ids", TOKENS), mask("attention_mask", TOKENS)], fails=(CACHE,)),
-    Architecture("Qwen2", "text", "Qwen2Config", "Qwen2Model", DECODER_LIKE,
-                 [ids("input_ids", TOKENS), mask("attention_mask", TOKENS)], fails=(CACHE,)),
-    Architecture("Mistral", "text", "MistralConfig", "MistralModel", DECODER_LIKE,
-                 [ids("input_ids", TOKENS), mask("attention_mask", TOKENS)], fails=(CACHE,)),
-    # ------------------------------------------------------------------ vision with BatchNorm
-    Architecture("ResNet", "vision (BatchNorm)", "ResNetConfig", "ResNetModel",
-                 {"embedding_size": 8, "hidden_sizes": [8, 16], "depths": [1, 1],
-                  "layer_type": "basic"},
-                 [floats("pixel_values", IMAGE)]),
-    Architecture("MobileNetV2", "vision (BatchNorm)", "MobileNetV2Config", "MobileNetV2Model",
-                 {"image_size": 32, "depth_multiplier": 0.25, "finegrained_output": False},
-                 [floats("pixel_values", IMAGE)]),
-    Architecture("RegNet", "vision (BatchNorm)", "RegNetConfig", "RegNetModel",
-                 {"embedding_size": 8, "hidden_sizes": [8, 16], "depths": [1, 1],
-                  "groups_width": 8},
-                 [floats("pixel_values", IMAGE)]),
-    Architecture("EfficientNet", "vision (BatchNorm)", "EfficientNetConfig",
-                 "EfficientNetModel",
-                 {"image_size": 32, "width_coefficient": 0.25, "depth_coefficient": 0.25,
-                  "hidden_dim": 320},
-                 [floats("pixel_values", IMAGE)]),
+    # ------------------------------------------------------------------ decoders
+    A("Llama", "decoder", "LlamaForCausalLM", DECODER),
+    A("Mistral", "decoder", "MistralForCausalLM", {**DECODER, "sliding_window": WINDOW},
+      notes="sliding window 8"),
+    A("Qwen2", "decoder", "Qwen2ForCausalLM", DECODER),
+    A("Qwen3", "decoder", "Qwen3ForCausalLM", {**DECODER, "head_dim": 8}),
+    A("Gemma", "decoder", "GemmaForCausalLM", {**DECODER, "head_dim": 8}),
+    A("Gemma2", "decoder", "Gemma2ForCausalLM",
+      {**DECODER, "head_dim": 8, "query_pre_attn_scalar": 8, "sliding_window": WINDOW},
+      notes="sliding window 8 (every other layer), logit soft-capping"),
+    A("Gemma3", "decoder", "Gemma3ForCausalLM",
+      {**DECODER, "head_dim": 8, "query_pre_attn_scalar": 8, "sliding_window": WINDOW,
+       "layer_types": ["sliding_attention", "full_attention"]},
+      notes="sliding window 8 (every other layer)"),
+    A("Phi3", "decoder", "Phi3ForCausalLM", DECODER),
+    A("Phi", "decoder", "PhiForCausalLM", DECODER),
+    A("Falcon", "decoder", "FalconForCausalLM",
+      {"vocab_size": VOCAB, "hidden_size": 32, "num_hidden_layers": 2,
+       "num_attention_heads": 4, **IDS}),
+    A("GPT-J", "decoder", "GPTJForCausalLM",
+      {"vocab_size": VOCAB, "n_embd": 32, "n_layer": 2, "n_head": 4, "rotary_dim": 4,
+       "n_positions": 64, **IDS}),
+    A("GPT-2", "decoder", "GPT2LMHeadModel",
+      {"vocab_size": VOCAB, "n_embd": 32, "n_layer": 2, "n_head": 4, "n_positions": 64,
+       **IDS}),
+    A("GPT-Neo", "decoder", "GPTNeoForCausalLM",
+      {"vocab_size": VOCAB, "hidden_size": 32, "num_layers": 2, "num_heads": 4,
+       "attention_types": [[["global", "local"], 1]], "window_size": WINDOW,
+       "max_position_embeddings": 64, **IDS}, pending=BOUND,
+      notes="local attention window 8"),
+    A("GPT-NeoX", "decoder", "GPTNeoXForCausalLM", {**ENCODER, **IDS}),
+    A("OPT", "decoder", "OPTForCausalLM",
+      {"vocab_size": VOCAB, "hidden_size": 32, "num_hidden_layers": 2,
+       "num_attention_heads": 4, "ffn_dim": 64, "word_embed_proj_dim": 32,
+       "max_position_embeddings": 64, "pad_token_id": 1, "bos_token_id": 2,
+       "eos_token_id": 2}),
+    A("Bloom", "decoder", "BloomForCausalLM",
+      {"vocab_size": VOCAB, "hidden_size": 32, "n_layer": 2, "n_head": 4, **IDS},
+      notes="ALiBi"),
+    A("OLMo2", "decoder", "Olmo2ForCausalLM", DECODER),
+    A("Cohere", "decoder", "CohereForCausalLM", DECODER),
+    A("Starcoder2", "decoder", "Starcoder2ForCausalLM", DECODER),
+    A("StableLM", "decoder", "StableLmForCausalLM", DECODER),
+    A("Granite", "decoder", "GraniteForCausalLM", DECODER),
+    A("Mixtral", "decoder", "MixtralForCausalLM",
+      {**DECODER, "num_local_experts": 4, "num_experts_per_tok": 2}, pending=MOE,
+      notes="mixture of experts"),
+    A("Qwen2-MoE", "decoder", "Qwen2MoeForCausalLM",
+      {**DECODER, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+       "shared_expert_intermediate_size": 32}, pending=MOE, notes="mixture of experts"),
+    # ------------------------------------------------------------------ encoders
+    A("BERT", "encoder", "BertForSequenceClassification", ENCODER),
+    A("RoBERTa", "encoder", "RobertaModel", {**ENCODER, "pad_token_id": 1}),
+    A("XLM-RoBERTa", "encoder", "XLMRobertaForSequenceClassification",
+      {**ENCODER, "pad_token_id": 1}),
+    A("DeBERTa", "encoder", "DebertaModel", ENCODER),
+    A("DeBERTa-v2", "encoder", "DebertaV2ForSequenceClassification", ENCODER),
+    A("ModernBERT", "encoder", "ModernBertModel",
+      {**ENCODER, "local_attention": WINDOW, **IDS, "cls_token_id": 1, "sep_token_id": 2},
+      notes="local attention window 8"),
+    A("Funnel", "encoder", "FunnelModel",
+      {"vocab_size": VOCAB, "block_sizes": [1, 1], "d_model": 32, "n_head": 4, "d_head": 8,
+       "d_inner": 64, "num_decoder_layers": 1}, pending=BAKED),
+    A("ALBERT", "encoder", "AlbertForSequenceClassification",
+      {**ENCODER, "embedding_size": 16}),
+    A("DistilBERT", "encoder", "DistilBertModel",
+      {"vocab_size": VOCAB, "dim": 32, "n_layers": 2, "n_heads": 4, "hidden_dim": 64,
+       "max_position_embeddings": 64}),
+    A("ELECTRA", "encoder", "ElectraForSequenceClassification",
+      {**ENCODER, "embedding_size": 16}),
+    A("MPNet", "encoder", "MPNetModel", ENCODER),
+    A("ConvBERT", "encoder", "ConvBertModel", ENCODER),
+    A("RoFormer", "encoder", "RoFormerModel", ENCODER),
+    A("MobileBERT", "encoder", "MobileBertModel",
+      {**ENCODER, "embedding_size": 16, "intra_bottleneck_size": 16,
+       "num_feedforward_networks": 1}),
+    A("SqueezeBERT", "encoder", "SqueezeBertModel", {**ENCODER, "embedding_size": 32}),
+    # ------------------------------------------------------------------ seq2seq
+    A("T5", "seq2seq", "T5ForConditionalGeneration",
+      {"vocab_size": VOCAB, "d_model": 32, "d_kv": 8, "d_ff": 64, "num_layers": 2,
+       "num_heads": 4, "decoder_start_token_id": 0, "pad_token_id": 0, "eos_token_id": 1}),
+    A("BART", "seq2seq", "BartForConditionalGeneration", SEQ2SEQ),
+    A("mBART", "seq2seq", "MBartForConditionalGeneration", SEQ2SEQ,
+      notes="forced end token at the last step"),
+    A("Pegasus", "seq2seq", "PegasusForConditionalGeneration", SEQ2SEQ),
+    A("Marian", "seq2seq", "MarianMTModel",
+      {**SEQ2SEQ, "decoder_start_token_id": 98, "pad_token_id": 98},
+      pending=TASK.format("MarianMTModel", ", which feeds the bare model input_ids only"),
+      notes="no ForConditionalGeneration suffix"),
+    A("BlenderbotSmall", "seq2seq", "BlenderbotSmallForConditionalGeneration", SEQ2SEQ),
+    A("M2M100", "seq2seq", "M2M100ForConditionalGeneration", SEQ2SEQ),
     # ------------------------------------------------------------------ vision
-    Architecture("ConvNeXt", "vision", "ConvNextConfig", "ConvNextModel",
-                 {"hidden_sizes": [8, 16], "depths": [1, 1], "num_stages": 2},
-                 [floats("pixel_values", IMAGE)]),
-    Architecture("ViT", "vision", "ViTConfig", "ViTModel",
-                 {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
-                  "intermediate_size": 64, "image_size": 32, "patch_size": 8},
-                 [floats("pixel_values", IMAGE)]),
-    Architecture("DeiT", "vision", "DeiTConfig", "DeiTModel",
-                 {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
-                  "intermediate_size": 64, "image_size": 32, "patch_size": 8},
-                 [floats("pixel_values", IMAGE)]),
-    Architecture("Swin", "vision", "SwinConfig", "SwinModel",
-                 {"image_size": 32, "patch_size": 4, "embed_dim": 16, "depths": [1, 1],
-                  "num_heads": [2, 2], "window_size": 4},
-                 [floats("pixel_values", IMAGE)], fails=(EAGER,)),
+    A("ViT", "vision", "ViTForImageClassification", VIT),
+    A("DeiT", "vision", "DeiTForImageClassification", VIT),
+    A("BEiT", "vision", "BeitForImageClassification", VIT),
+    A("DINOv2", "vision", "Dinov2Model", VIT, pending=INPUTS.format("pixel_values")),
+    A("ConvNeXt", "vision", "ConvNextForImageClassification",
+      {**STAGES, "num_stages": 2, "image_size": 32}),
+    A("ConvNeXtV2", "vision", "ConvNextV2ForImageClassification",
+      {**STAGES, "num_stages": 2, "image_size": 32}),
+    A("ResNet", "vision", "ResNetForImageClassification",
+      {**STAGES, "embedding_size": 8, "layer_type": "basic", "image_size": 32}),
+    A("RegNet", "vision", "RegNetForImageClassification",
+      {**STAGES, "embedding_size": 8, "groups_width": 8}),
+    A("MobileNetV2", "vision", "MobileNetV2ForImageClassification",
+      {"image_size": 32, "depth_multiplier": 0.25, "finegrained_output": False}),
+    A("EfficientNet", "vision", "EfficientNetForImageClassification",
+      {"image_size": 32, "width_coefficient": 0.25, "depth_coefficient": 0.25,
+       "hidden_dim": 320}),
+    A("Swin", "vision", "SwinForImageClassification", SWIN),
+    A("Swinv2", "vision", "Swinv2ForImageClassification", SWIN),
+    A("SegFormer", "vision", "SegformerForSemanticSegmentation",
+      {"image_size": 32, "num_encoder_blocks": 2, "depths": [1, 1], "sr_ratios": [2, 1],
+       "hidden_sizes": [8, 16], "num_attention_heads": [1, 2], "decoder_hidden_size": 16},
+      pending=TASK.format("SegformerForSemanticSegmentation",
+                          ", fed token ids (AttributeError: no vocab_size)")),
+    # at the default initialisation (0.02) their logits vanish (0 and ~1e-10), which the
+    # verdict warns about (tests/corpus/test_verdict.py); here the weights are wider
+    A("LeViT", "vision", "LevitForImageClassification",
+      {"image_size": 32, "hidden_sizes": [16, 32, 48], "num_attention_heads": [1, 2, 3],
+       "depths": [1, 1, 1], "key_dim": [8, 8, 8], "patch_size": 16,
+       "initializer_range": 0.2}, notes="initializer_range 0.2"),
+    A("MobileViT", "vision", "MobileViTForImageClassification",
+      {"image_size": 32, "hidden_sizes": [16, 24, 32],
+       "neck_hidden_sizes": [8, 8, 16, 16, 24, 32, 64], "num_attention_heads": 2,
+       "initializer_range": 0.5}, notes="initializer_range 0.5"),
+    A("PoolFormer", "vision", "PoolFormerForImageClassification",
+      {"image_size": 32, "hidden_sizes": [8, 16, 24, 32], "depths": [1, 1, 1, 1]}),
     # ------------------------------------------------------------------ audio
-    Architecture("Wav2Vec2", "audio", "Wav2Vec2Config", "Wav2Vec2Model",
-                 {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
-                  "intermediate_size": 64, "conv_dim": [16, 16], "conv_stride": [5, 2],
-                  "conv_kernel": [10, 3], "num_conv_pos_embeddings": 16,
-                  "num_conv_pos_embedding_groups": 2},
-                 [floats("input_values", [1, 400])]),
-    # ------------------------------------------------------------------ encoder-decoder
-    Architecture("T5", "encoder-decoder", "T5Config", "T5Model",
-                 {**TEXT, "d_model": 32, "d_kv": 16, "d_ff": 64, "num_layers": 2,
-                  "num_heads": 2, "decoder_start_token_id": 0},
-                 [ids("input_ids", TOKENS), mask("attention_mask", TOKENS),
-                  ids("decoder_input_ids", [2, 4])], fails=(CACHE_ENC_DEC, EAGER)),
-    Architecture("BART", "encoder-decoder", "BartConfig", "BartModel",
-                 {**TEXT, "d_model": 32, "encoder_layers": 2, "decoder_layers": 2,
-                  "encoder_attention_heads": 2, "decoder_attention_heads": 2,
-                  "encoder_ffn_dim": 64, "decoder_ffn_dim": 64, "max_position_embeddings": 64},
-                 [ids("input_ids", TOKENS), mask("attention_mask", TOKENS),
-                  ids("decoder_input_ids", [2, 4])], fails=(CACHE_ENC_DEC,)),
-    Architecture("Whisper", "encoder-decoder (audio)", "WhisperConfig", "WhisperModel",
-                 {**TEXT, "d_model": 32, "encoder_layers": 2, "decoder_layers": 2,
-                  "encoder_attention_heads": 2, "decoder_attention_heads": 2,
-                  "encoder_ffn_dim": 64, "decoder_ffn_dim": 64, "num_mel_bins": 16,
-                  "max_source_positions": 16, "max_target_positions": 32,
-                  "decoder_start_token_id": 1, "pad_token_id": 0, "bos_token_id": 1,
-                  "eos_token_id": 2},
-                 [floats("input_features", [1, 16, 32]), mask("attention_mask", [1, 32]),
-                  ids("decoder_input_ids", [1, 4])], fails=(CACHE_ENC_DEC,)),
+    A("Wav2Vec2", "audio", "Wav2Vec2ForCTC", {**AUDIO, "vocab_size": 32},
+      pending=TASK.format("Wav2Vec2ForCTC", ", which feeds the bare model input_ids")),
+    A("WavLM", "audio", "WavLMModel",
+      {**AUDIO, "num_buckets": 16, "max_bucket_distance": 32},
+      pending=INPUTS.format("input_values")),
+    A("HuBERT", "audio", "HubertModel", AUDIO, pending=INPUTS.format("input_values")),
+    A("SEW", "audio", "SEWModel", {**AUDIO, "squeeze_factor": 2},
+      pending=INPUTS.format("input_values")),
+    A("Data2VecAudio", "audio", "Data2VecAudioModel",
+      {**AUDIO, "num_conv_pos_embeddings": 4}, pending=INPUTS.format("input_values")),
+    A("Whisper", "audio", "WhisperForConditionalGeneration",
+      {"vocab_size": VOCAB, "d_model": 32, "encoder_layers": 2, "decoder_layers": 2,
+       "encoder_attention_heads": 4, "decoder_attention_heads": 4, "encoder_ffn_dim": 64,
+       "decoder_ffn_dim": 64, "num_mel_bins": 16, "max_source_positions": 16,
+       "max_target_positions": 64, "decoder_start_token_id": 1, **IDS,
+       "suppress_tokens": None, "begin_suppress_tokens": None}),
+    A("AST", "audio", "ASTForAudioClassification",
+      {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
+       "intermediate_size": 64, "num_mel_bins": 16, "max_length": 32, "patch_size": 8,
+       "frequency_stride": 8, "time_stride": 8},
+      pending=TASK.format("ASTForAudioClassification",
+                          ", fed token ids (AttributeError: no vocab_size)")),
+    # ------------------------------------------------------------------ two towers
+    A("CLIP", "multimodal", "CLIPModel",
+      {"text_config": TEXT_TOWER, "vision_config": VISION_TOWER, "projection_dim": 16},
+      pending=TWO_TOWERS),
+    A("SigLIP", "multimodal", "SiglipModel",
+      {"text_config": TEXT_TOWER, "vision_config": VISION_TOWER}, pending=TWO_TOWERS),
 ]
 
 BY_NAME = {a.name: a for a in ARCHITECTURES}

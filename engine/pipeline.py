@@ -216,8 +216,9 @@ def _hf_validation(hf: HfModel, folder: Path, recipe: Recipe, events: Events) ->
 
 def _validate_hf_into(report: ExportReport, hf: HfModel, folder: Path, recipe: Recipe,
                       events: Events) -> None:
-    _judge_into(report, lambda: _hf_validation(hf, folder, recipe, events),
-                lambda _result: "Compare the outputs per trial in the validation.")
+    from engine.validation.hf_checks import failure_hint as hf_failure_hint
+
+    _judge_into(report, lambda: _hf_validation(hf, folder, recipe, events), hf_failure_hint)
 
 
 def _load_for_folder(recipe: Recipe, folder: Path) -> tuple[HfModel, list[ExportedFile]]:

@@ -5,11 +5,13 @@ transformers' `generate(do_sample=False)`, compared teacher-forced step by step.
 from __future__ import annotations
 
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from engine.errors import one_line
 from engine.events import Events
 from engine.validation.metrics import cannot_tell, compare, worst
 
@@ -51,23 +53,9 @@ def check_parts(hf: Any, folder: Path, rtol: float, atol: float,
         sizes = [("export-inputs", None)] + [
             (kind, (b, s, p)) for kind, b, s, p in (_TRIALS if has_past else _PLAIN_TRIALS)]
         for kind, size in sizes:
-            started = time.perf_counter()
-            inputs = part.inputs if size is None else part.make_inputs(11, *size)
-            reference = _eager(part, inputs)
-            got = session.run(part.output_names, {k: v.cpu().numpy() for k, v in inputs.items()})
-            outputs = []
-            for name, ref, cand in zip(part.output_names, reference, got, strict=True):
-                metrics = {"name": f"{Path(part.file).stem}/{name}" if many else name,
-                           **compare(ref, cand, rtol, atol)}
-                outputs.append(metrics)
+            trial = _trial(part, session, kind, size, rtol, atol, many)
+            for metrics in trial["outputs"]:
                 per_output.setdefault(metrics["name"], []).append(metrics)
-            trial: dict[str, Any] = {"kind": kind, "ok": all(m["passed"] for m in outputs),
-                                     "outputs": outputs,
-                                     "seconds": time.perf_counter() - started}
-            if size is not None:
-                trial["sizes"] = _sizes(inputs)
-            if many:
-                trial["message"] = part.file
             trials.append(trial)
     outputs = [{"name": name, "trials": len(found), **worst(found)}
                for name, found in per_output.items()]
@@ -77,10 +65,77 @@ def check_parts(hf: Any, folder: Path, rtol: float, atol: float,
         events.warning(warning)
     ok = all(t["ok"] for t in trials)
     failed = [o["name"] for o in outputs if not o["passed"]]
+    unrun = next((t["message"] for t in trials if not t["ok"] and not t["outputs"]), None)
+    message = None if ok else unrun or (f"ONNX Runtime disagrees with PyTorch on "
+                                        f"{', '.join(failed[:3])}.")
     return {"ok": ok, "rtol": rtol, "atol": atol, "outputs": outputs, "trials": trials,
-            "warnings": warnings,
-            "message": None if ok else f"ONNX Runtime disagrees with PyTorch on "
-                                       f"{', '.join(failed[:3])}."}
+            "warnings": warnings, "message": message}
+
+
+def _trial(part: Any, session: Any, kind: str, size: tuple[int, int, int] | None,
+           rtol: float, atol: float, many: bool) -> dict[str, Any]:
+    """One trial of one file: its outputs against eager PyTorch's, or, when either side
+    cannot run these inputs, a failed trial saying which and why."""
+    from engine.validation.ort_session import ort_message
+
+    started = time.perf_counter()
+    inputs = part.inputs if size is None else part.make_inputs(11, *size)
+    trial: dict[str, Any] = {"kind": kind, "ok": False, "outputs": []}
+    if size is not None:
+        trial["sizes"] = _sizes(inputs)
+    where = f"{part.file} {kind}" + ("" if size is None else " at " + ", ".join(
+        f"{k}={v}" for k, v in trial["sizes"].items()))
+    try:
+        got = session.run(part.output_names, {k: v.cpu().numpy() for k, v in inputs.items()})
+    except Exception as exc:
+        trial["message"] = f"{ONNX_RUNTIME_FAILED} on {where}: {ort_message(exc)}"
+        trial["details"] = str(exc)
+    else:
+        try:
+            reference = _eager(part, inputs)
+        except Exception as exc:
+            trial["message"] = f"{PYTORCH_FAILED} on {where}: {one_line(exc)}"
+            trial["details"] = traceback.format_exc()
+        else:
+            for name, ref, cand in zip(part.output_names, reference, got, strict=True):
+                trial["outputs"].append({"name": f"{Path(part.file).stem}/{name}" if many
+                                         else name, **compare(ref, cand, rtol, atol)})
+            trial["ok"] = all(m["passed"] for m in trial["outputs"])
+            if many:
+                trial["message"] = part.file
+    trial["seconds"] = time.perf_counter() - started
+    return trial
+
+
+# how an unrun trial's message begins, read back by `failure_hint`
+ONNX_RUNTIME_FAILED = "ONNX Runtime cannot run"
+PYTORCH_FAILED = "The PyTorch model itself fails"
+
+
+def failure_hint(validation: dict[str, Any]) -> str:
+    """What to change after a failed validation of a Hugging Face export, by its first cause:
+    a file that cannot run at another size (a size fixed in it), generation that drifts, or
+    outputs that differ."""
+    trials = [t for t in validation.get("trials") or [] if not t.get("ok")]
+    messages = [t.get("message") or "" for t in trials]
+    if any(m.startswith(ONNX_RUNTIME_FAILED) for m in messages):
+        return ("A file runs at the export's sizes only: a size (the batch or a sequence "
+                "length) was fixed in it while exporting; look in Warnings for the axis, or "
+                "export at the size you will run. The trial's message names the file and "
+                "the sizes.")
+    if any(m.startswith(PYTORCH_FAILED) for m in messages):
+        return ("The PyTorch model itself fails at these sizes, so nothing could be compared "
+                "there; the trial's details hold its error.")
+    if trials:
+        return ("Compare the outputs per trial (the file and sizes in each trial): loosen "
+                "rtol/atol if the differences are rounding, otherwise the file computes "
+                "something else than the model.")
+    generation = validation.get("generation") or {}
+    if generation and not generation.get("passed", True):
+        return ("Every file agrees with PyTorch at the sizes tried, yet greedy generation "
+                "over them drifts: compare the tokens step by step (Generation); the step "
+                "named is the first whose logits differ.")
+    return ""
 
 
 def validate_hf(hf: Any, folder: Path, rtol: float, atol: float,

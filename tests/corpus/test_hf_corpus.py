@@ -216,6 +216,23 @@ def test_generation_is_judged_fairly_and_a_patched_weight_fails(
     assert result["generation"]["message"]
 
 
+@pytest.mark.parametrize("arch", [pytest.param(BY_NAME["Funnel"], id="funnel")])
+def test_a_file_that_runs_at_one_size_only_is_a_failed_trial_with_a_hint(
+        arch: Architecture, corpus_dir: Path, runs: dict[Any, list[Outcome]]) -> None:
+    """Funnel's export fixes the sequence length (its row waits for the export to warn): the
+    validation says which file could not run at which sizes and why, and what to change,
+    instead of failing "unexpectedly"."""
+    doc = export_row(arch, corpus_dir, runs)[0].doc
+    assert not doc["ok"] and doc["error"]["kind"] == "validation", doc["error"]
+    assert doc["error"]["message"].startswith(
+        "ONNX Runtime cannot run on model.onnx dynamic-size at batch_size=3, "
+        "sequence_length=7"), doc["error"]["message"]
+    assert "Expected: 5" in doc["error"]["message"]
+    assert "fixed in it while exporting" in doc["error"]["hint"]
+    failed = [t for t in doc["validation"]["trials"] if not t["ok"]]
+    assert [t["kind"] for t in failed] == ["dynamic-size"] and failed[0]["details"]
+
+
 def perturb_largest_initializer(path: Path) -> str:
     """Add noise of its own spread to the file's largest float initializer; its name."""
     import numpy as np

@@ -77,7 +77,8 @@ def verdict(doc: dict[str, Any], source: Path | None) -> tuple[str, str, str, st
 Job = tuple[str, list[str]]  # (the row's label, the command line)
 
 
-def hf_jobs(arch: Architecture, folder: Path, runs: int) -> list[tuple[Job, list[str]]]:
+def hf_jobs(arch: Architecture, folder: Path, runs: int
+            ) -> list[tuple[Job, list[list[str]]]]:
     """Each attempt of a row (the defaults, then its fix) with its command lines, one a run."""
     source = arch.build(folder)
     attempts = [list(arch.args)] + ([[*arch.args, *arch.fails.fix]] if arch.fails else [])
@@ -136,8 +137,8 @@ def main() -> int:
             futures = [[pool.submit(cli_run, argv) for argv in argvs] for _, _, argvs in jobs]
             for (arch, (label, _), _), results in zip(jobs, futures, strict=True):
                 rows.append(hf_row(arch, folder, label, [f.result() for f in results]))
-        for row in files:
-            rows += file_rows(row, folder, args.runs)
+        for model_file in files:
+            rows += file_rows(model_file, folder, args.runs)
     elapsed = time.perf_counter() - started
     header = ["architecture", "family", "class", "task", "files", "exported", "validated",
               "warnings", "seconds", "cause — hint, or notes"]

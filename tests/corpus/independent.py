@@ -40,6 +40,8 @@ TASK_AUTO = {
     "text2text-generation-with-past": "AutoModelForSeq2SeqLM",
     "image-classification": "AutoModelForImageClassification",
     "semantic-segmentation": "AutoModelForSemanticSegmentation",
+    "object-detection": "AutoModelForObjectDetection",
+    "depth-estimation": "AutoModelForDepthEstimation",
     "zero-shot-image-classification": "AutoModelForZeroShotImageClassification",
     "audio-classification": "AutoModelForAudioClassification",
     "automatic-speech-recognition": "AutoModelForCTC",

@@ -122,8 +122,10 @@ def assert_exported_and_validated(arch: Architecture, source: Path, outcome: Out
     assert {t["kind"] for t in validation["trials"]} >= {"export-inputs"}
     assert len(validation["trials"]) >= 2 * len(doc["files"])  # other sizes for every file
     generation = validation.get("generation")
-    if "generation" in doc["task"]:
-        assert generation is not None and generation["passed"] and generation["steps"] == 20
+    if "generation" in doc["task"] or doc["task"].endswith("-with-past"):
+        assert generation is not None
+    if generation is not None:
+        assert generation["passed"] and generation["steps"] == 20, generation
         assert generation["onnx_tokens"] == generation["torch_tokens"]
     # no false alarm: a stock architecture exported correctly has nothing to warn about
     warnings = doc["warnings"] + (validation.get("warnings") or [])

@@ -121,6 +121,11 @@ def _inputs(model: Any, session: Any, batch: int, length: int) -> dict[str, np.n
             shape = [batch] + [_fixed(item, axis, d) for axis, d in
                                ((1, getattr(vision, "num_channels", 3)), (2, size), (3, size))]
             out[name] = rng.standard_normal(shape).astype(np.float32)
+        elif name == "input_values" and len(item.shape) == 3:  # a spectrogram (AST)
+            shape = [batch] + [_fixed(item, axis, 0) for axis in (1, 2)]
+            if 0 in shape:
+                raise ValueError(f"input_values has no fixed size: {item.shape}")
+            out[name] = rng.standard_normal(shape).astype(np.float32)
         elif name == "input_values":
             out[name] = rng.standard_normal((batch, AUDIO_SAMPLES)).astype(np.float32)
         elif name == "input_features":

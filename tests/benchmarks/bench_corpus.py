@@ -81,7 +81,8 @@ def hf_jobs(arch: Architecture, folder: Path, runs: int
             ) -> list[tuple[Job, list[list[str]]]]:
     """Each attempt of a row (the defaults, then its fix) with its command lines, one a run."""
     source = arch.build(folder)
-    attempts = [list(arch.args)] + ([[*arch.args, *arch.fails.fix]] if arch.fails else [])
+    fix = arch.fails.fix if arch.fails else None  # None: no argument fixes the row
+    attempts = [list(arch.args)] + ([[*arch.args, *fix]] if fix is not None else [])
     jobs = []
     for index, args in enumerate(attempts):
         label = arch.name + (f" ({' '.join(args)})" if args else "")

@@ -25,7 +25,8 @@ pytestmark = [
 ]
 
 
-@pytest.mark.parametrize("name", ["MobileViT", "LeViT"])
+@pytest.mark.parametrize("name", ["MobileViT", pytest.param("LeViT",
+                                                            marks=pytest.mark.corpus_full)])
 def test_logits_that_vanish_at_the_default_initialisation_warn(
         name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

@@ -73,7 +73,7 @@ def run_cli(source: Path, out: Path, *args: str) -> Outcome:
 
 def export_row(arch: Architecture, folder: Path, runs: dict[Any, list[Outcome]],
                *args: str) -> list[Outcome]:
-    """The row's runs, made once for the module: the defaults (and `args`), then (a failing
+    """The row's runs, made once for the session: the defaults (and `args`), then (a failing
     row) its fix applied."""
     key = (arch.slug, args)
     if key not in runs:
@@ -93,7 +93,10 @@ def _row(arch: Architecture) -> Any:
     return pytest.param(arch, id=arch.slug, marks=marks)
 
 
-@pytest.fixture(scope="module")
+# session fixtures: a test process runs other modules' tests between one architecture's tests
+# (pytest-xdist's groups keep them in one process, not in a row), and a module fixture would
+# be torn down in between and the row exported again
+@pytest.fixture(scope="session")
 def corpus_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HF_HUB_OFFLINE", "1")  # no hub access, ever: configs only
@@ -101,9 +104,9 @@ def corpus_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         yield tmp_path_factory.mktemp("corpus")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def runs() -> dict[Any, list[Outcome]]:
-    """Export runs by (architecture, extra arguments), made once for the module on first use:
+    """Export runs by (architecture, extra arguments), made once for the session on first use:
     the tests of one architecture run in one test process (tests/conftest.py), so they share
     its exports."""
     return {}

@@ -25,8 +25,10 @@ pytestmark = [
 ]
 
 
-@pytest.mark.parametrize("name", ["MobileViT", pytest.param("LeViT",
-                                                            marks=pytest.mark.corpus_full)])
+# corpus_full: the default run's time goes to the corpus rows; the warning itself is tested on
+# small models in tests/engine/test_verdict_cannot_tell.py
+@pytest.mark.corpus_full
+@pytest.mark.parametrize("name", ["MobileViT", "LeViT"])
 def test_logits_that_vanish_at_the_default_initialisation_warn(
         name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

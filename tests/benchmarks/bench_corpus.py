@@ -2,11 +2,12 @@
 
 Every row of tests/corpus/architectures.py (a tiny random-weight transformers model saved with
 save_pretrained, no download) is exported as a user would, `onnx-studio export hf:DIR -o OUT
---validate --json` (a process each; `--workers N` runs N at a time), and a failing row again
-with its fix applied; every row of tests/corpus/model_files.py (the same models written as a
-model file) with the defaults, then with its hint applied. Each ok verdict is checked again
-apart from the studio (tests/corpus/independent.py: ONNX Runtime against eager PyTorch at
-another batch and other lengths). Medians of --runs N (default 1) for the seconds.
+--validate` (its recipe, as `--save-recipe` writes it), and a failing row again with its fix
+applied: every export in one `onnx-studio batch ... --workers N` (each in a worker of its own,
+its row read from results.jsonl); every row of tests/corpus/model_files.py (the same models
+written as a model file) with the defaults, then with its hint applied. Each ok verdict is
+checked again apart from the studio (tests/corpus/independent.py: ONNX Runtime against eager
+PyTorch at another batch and other lengths). Medians of --runs N (default 1) for the seconds.
 
     python tests/benchmarks/bench_corpus.py [--runs 3] [--only GPT-2 T5] [--workers 2]
 
@@ -23,7 +24,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -37,17 +37,36 @@ from tests.corpus.independent import check_folder  # noqa: E402
 from tests.corpus.model_files import MODEL_FILES, ModelFile  # noqa: E402
 
 
-def cli_run(argv: list[str]) -> tuple[int, dict[str, Any], float]:
-    """`onnx-studio ARGV` as a process of its own: (exit status, the JSON document, seconds)."""
+def recipe_of(argv: list[str], path: Path) -> Path:
+    """The recipe `onnx-studio ARGV --save-recipe PATH` would write (the CLI's own parse),
+    written without running the export; its absolute path."""
+    from engine.cli import build_parser, recipe_from_args, save_recipe_as
+
+    save_recipe_as(recipe_from_args(build_parser().parse_args(argv)), path)
+    return path.resolve()
+
+
+def batch_run(recipes: list[Path], report: Path, workers: int
+              ) -> dict[Path, tuple[int, dict[str, Any], float]]:
+    """Every recipe through one `onnx-studio batch ... --workers N` (a process; each item in a
+    worker of its own): by recipe, (exit status the item's export would have, its document,
+    its seconds), read from REPORT/results.jsonl."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "engine.cli", *argv], capture_output=True,
-                          text=True, env=env, check=False)
-    seconds = time.perf_counter() - started
-    lines = done.stdout.strip().splitlines()
-    doc = json.loads(lines[-1]) if lines else {
-        "ok": False, "error": {"kind": "crash", "message": done.stderr.strip()[-300:]}}
-    return done.returncode, doc, seconds
+    subprocess.run([sys.executable, "-m", "engine.cli", "batch", *map(str, recipes), "-o",
+                    str(report), "--workers", str(workers), "--json"], capture_output=True,
+                   text=True, env=env, check=False)
+    found: dict[Path, tuple[int, dict[str, Any], float]] = {}
+    results = report / "results.jsonl"
+    lines = results.read_text(encoding="utf-8").splitlines() if results.is_file() else []
+    for line in lines:
+        record = json.loads(line)
+        doc = record.get("report") or {"ok": False, "error": record.get("error") or {
+            "kind": "crash", "message": "no report", "hint": None}}
+        found[Path(record["recipe"]).resolve()] = (0 if doc["ok"] else 1, doc,
+                                                   float(record.get("seconds") or 0.0))
+    missing = {"ok": False, "error": {"kind": "crash", "hint": None,
+                                      "message": "the batch wrote no record for it"}}
+    return {recipe: found.get(recipe, (1, missing, 0.0)) for recipe in recipes}
 
 
 def cell(text: str) -> str:
@@ -74,21 +93,19 @@ def verdict(doc: dict[str, Any], source: Path | None) -> tuple[str, str, str, st
             cell(f"{error['kind']}: {error['message']} — {error.get('hint') or '(no hint)'}"))
 
 
-Job = tuple[str, list[str]]  # (the row's label, the command line)
-
-
-def hf_jobs(arch: Architecture, folder: Path, runs: int
-            ) -> list[tuple[Job, list[list[str]]]]:
-    """Each attempt of a row (the defaults, then its fix) with its command lines, one a run."""
+def hf_jobs(arch: Architecture, folder: Path, runs: int) -> list[tuple[str, list[Path]]]:
+    """Each attempt of a row (the defaults, then its fix) with its recipes, one a run."""
     source = arch.build(folder)
     fix = arch.fails.fix if arch.fails else None  # None: no argument fixes the row
     attempts = [list(arch.args)] + ([[*arch.args, *fix]] if fix is not None else [])
     jobs = []
     for index, args in enumerate(attempts):
         label = arch.name + (f" ({' '.join(args)})" if args else "")
-        jobs.append(((label, args), [
-            ["export", f"hf:{source}", "-o", str(folder / f"out_{arch.slug}_{index}_{run}"),
-             "--validate", "--json", *args] for run in range(runs)]))
+        stem = f"{arch.slug}_{index}"
+        jobs.append((label, [recipe_of(["export", f"hf:{source}", "-o",
+                                        str(folder / f"out_{stem}_{run}"), "--validate",
+                                        *args], folder / f"{stem}_{run}.toml")
+                             for run in range(runs)]))
     return jobs
 
 
@@ -105,18 +122,24 @@ def hf_row(arch: Architecture, folder: Path, label: str,
             validated, warnings, f"{seconds:.1f}", cause or expected or arch.notes]
 
 
-def file_rows(row: ModelFile, folder: Path, runs: int) -> list[list[str]]:
-    out = []
+def file_jobs(row: ModelFile, folder: Path, runs: int) -> list[tuple[str, list[Path]]]:
+    """Each attempt of a model-file row (the defaults, then the hint applied) with its recipes,
+    one a run."""
+    jobs = []
     for attempt, kwargs in enumerate(row.attempts()):
-        results = [cli_run(["export", "--recipe", str(row.write(folder / f"run{run}", attempt)),
-                            "--validate", "--json"]) for run in range(runs)]
-        _, doc, _ = results[-1]
-        exported, validated, warnings, cause = verdict(doc, None)
         label = row.name + (" (" + ", ".join(f"{k}={v!r}" for k, v in kwargs.items()) + ")"
                             if kwargs else "")
-        out.append([label, "model file", row.model_class, "—", "—", exported, validated,
-                    warnings, f"{statistics.median(r[2] for r in results):.1f}", cause])
-    return out
+        jobs.append((label, [row.write(folder / f"run{run}", attempt).resolve()
+                             for run in range(runs)]))
+    return jobs
+
+
+def file_row(row: ModelFile, label: str, results: list[tuple[int, dict[str, Any], float]]
+             ) -> list[str]:
+    _, doc, _ = results[-1]
+    exported, validated, warnings, cause = verdict(doc, None)
+    return [label, "model file", row.model_class, "—", "—", exported, validated, warnings,
+            f"{statistics.median(r[2] for r in results):.1f}", cause]
 
 
 def main() -> int:
@@ -132,14 +155,16 @@ def main() -> int:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        jobs = [(arch, job, argvs) for arch in chosen
-                for job, argvs in hf_jobs(arch, folder, args.runs)]
-        with ThreadPoolExecutor(max_workers=max(1, args.workers)) as pool:
-            futures = [[pool.submit(cli_run, argv) for argv in argvs] for _, _, argvs in jobs]
-            for (arch, (label, _), _), results in zip(jobs, futures, strict=True):
-                rows.append(hf_row(arch, folder, label, [f.result() for f in results]))
-        for model_file in files:
-            rows += file_rows(model_file, folder, args.runs)
+        hf = [(arch, label, recipes) for arch in chosen
+              for label, recipes in hf_jobs(arch, folder, args.runs)]
+        model_files = [(row, label, recipes) for row in files
+                       for label, recipes in file_jobs(row, folder, args.runs)]
+        every = [r for _, _, recipes in hf + model_files for r in recipes]
+        done = batch_run(every, folder / "report", args.workers)
+        for arch, label, recipes in hf:
+            rows.append(hf_row(arch, folder, label, [done[r] for r in recipes]))
+        for model_file, label, recipes in model_files:
+            rows.append(file_row(model_file, label, [done[r] for r in recipes]))
     elapsed = time.perf_counter() - started
     header = ["architecture", "family", "class", "task", "files", "exported", "validated",
               "warnings", "seconds", "cause — hint, or notes"]

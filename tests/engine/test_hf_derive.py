@@ -262,7 +262,7 @@ def test_a_models_own_refusal_of_a_missing_input_names_it(tmp_path: Path) -> Non
 
 
 @pytest.mark.timeout(1800)  # two exports, one validated, on a loaded 2-core machine
-@pytest.mark.parametrize("name", ["mixtral", pytest.param("qwen2moe", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("name", ["mixtral"])  # Qwen2-MoE too: the corpus's corpus_full row
 def test_moe_names_its_operator_and_the_option_that_exports(name: str, folder: Path) -> None:
     source = f"hf:{build(name, folder)}"
     code, doc, err = cli("export", source, "-o", str(folder / f"{name}_default"), cwd=folder)

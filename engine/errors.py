@@ -42,6 +42,21 @@ def plain(text: str) -> str:
     return _ANSI.sub("", text) if "\x1b" in text else text
 
 
+def exception_chain(exc: BaseException) -> list[BaseException]:
+    """`exc` and every exception behind it (causes, then contexts), outermost first."""
+    found: list[BaseException] = []
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        current = todo.pop(0)
+        if current is None or any(current is seen for seen in found):
+            continue
+        found.append(current)
+        todo.append(current.__cause__)
+        if not current.__suppress_context__:
+            todo.append(current.__context__)
+    return found
+
+
 def chain_text(exc: BaseException) -> str:
     """The full exception chain as text (traceback.format_exception: the causes and the
     contexts, each with its traceback), without colour codes: an error's `details`."""

@@ -24,8 +24,8 @@ import re
 import traceback
 from pathlib import Path
 
-from engine.errors import StudioError, chain_text, one_line
-from engine.export.causes import argument_cause, exception_chain
+from engine.errors import StudioError, chain_text, exception_chain, one_line
+from engine.export.causes import argument_cause
 
 INPUTS_HINT = "Check the number, order, shapes and dtypes of the inputs against forward()."
 

@@ -29,7 +29,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.errors import plain
+from engine.errors import exception_chain, plain
 from engine.source.forward_errors import argument_error
 
 # The first lines of torch.onnx's own wrappers (its three steps) and of the notes it appends:
@@ -86,21 +86,6 @@ class Cause:
     kind: str
     message: str
     hint: str
-
-
-def exception_chain(exc: BaseException) -> list[BaseException]:
-    """`exc` and every exception behind it (causes, then contexts), outermost first."""
-    found: list[BaseException] = []
-    todo: list[BaseException | None] = [exc]
-    while todo:
-        current = todo.pop(0)
-        if current is None or any(current is seen for seen in found):
-            continue
-        found.append(current)
-        todo.append(current.__cause__)
-        if not current.__suppress_context__:
-            todo.append(current.__context__)
-    return found
 
 
 def chain_messages(exc: BaseException) -> str:

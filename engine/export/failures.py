@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from engine.errors import StudioError, chain_text
+from engine.errors import StudioError, chain_text, exception_chain
 from engine.export import blame, causes, diagnose
 
 # transformers' experts implementations that run as plain tensor operations (a gather of each
@@ -30,7 +30,7 @@ def export_failure(exc: BaseException, exporter: str, find_all: Callable[[], lis
     message = causes.chain_messages(exc)
     named = diagnose.ops_named_in_error(message)
     if named or any("UnsupportedOperatorError" in type(e).__name__
-                    for e in causes.exception_chain(exc)):
+                    for e in exception_chain(exc)):
         try:
             ops = sorted(set(find_all()) | set(named))
         except Exception:  # the scan is best effort: the exporter's own answer still stands

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from engine.errors import plain
+from engine.errors import exception_chain, plain
 
 _UNEXPECTED = re.compile(r"got an unexpected keyword argument '(?P<name>\w+)'")
 # Python's call ("missing 1 required positional argument: 'y'") and inspect's bind ("missing a
@@ -29,22 +29,10 @@ class ArgumentError:
     message: str
 
 
-def _chain(exc: BaseException) -> list[BaseException]:
-    found: list[BaseException] = []
-    todo: list[BaseException | None] = [exc]
-    while todo:
-        current = todo.pop(0)
-        if current is None or any(current is seen for seen in found):
-            continue
-        found.append(current)
-        todo += [current.__cause__, None if current.__suppress_context__ else current.__context__]
-    return found
-
-
 def argument_error(exc: BaseException) -> ArgumentError | None:
     """The argument error anywhere in the exception chain (or in a torch.onnx wrapper's summary
     of it); None when the failure is something else."""
-    for e in _chain(exc):
+    for e in exception_chain(exc):
         text = plain(str(e))
         for pattern, missing in ((_UNEXPECTED, False), (_MISSING, True), (_SPECIFY, True)):
             found = pattern.search(text)

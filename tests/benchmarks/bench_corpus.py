@@ -40,7 +40,8 @@ from tests.corpus.model_files import MODEL_FILES, ModelFile  # noqa: E402
 def recipe_of(argv: list[str], path: Path) -> Path:
     """The recipe `onnx-studio ARGV --save-recipe PATH` would write (the CLI's own parse),
     written without running the export; its absolute path."""
-    from engine.cli import build_parser, recipe_from_args, save_recipe_as
+    from engine.cli import build_parser, save_recipe_as
+    from engine.cli_args import recipe_from_args
 
     save_recipe_as(recipe_from_args(build_parser().parse_args(argv)), path)
     return path.resolve()

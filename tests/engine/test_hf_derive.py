@@ -318,7 +318,8 @@ def test_model_options_set_the_config_and_the_loader(folder: Path) -> None:
 
 def test_model_options_and_trust_are_recorded_in_the_recipe(tmp_path: Path) -> None:
     from engine import recipe as recipes
-    from engine.cli import RequestError, build_parser, recipe_from_args, save_recipe_as
+    from engine.cli import build_parser, save_recipe_as
+    from engine.cli_args import RequestError, recipe_from_args
     from engine.source.hf.loading import split_hf_source
 
     args = build_parser().parse_args([

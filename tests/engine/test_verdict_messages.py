@@ -215,7 +215,7 @@ def test_input_specs_carry_their_fill(folder: Path, tmp_path: Path,
     x, y = recipes.load(saved).inputs
     assert (x.fill, x.value) == ("full", 5)
     assert (y.fill, y.file, y.shape) == ("file", "y.npy", [])
-    from engine.cli import _parse_input
+    from engine.cli_args import _parse_input
 
     assert _parse_input("ids=2x8:int64:randint(0,1000)").high == 1000
     assert (_parse_input("r=4:float64:rand(-1,1)").low, _parse_input("r=4::rand(-1,1)").high

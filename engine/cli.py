@@ -94,6 +94,11 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--trust-remote-code", action="store_true",
                         help="run a Hugging Face folder's own model code (config.json's "
                         "auto_map); only for folders you trust")
+    export.add_argument("--static-dim", action="append", default=[], metavar="DIM=SIZE",
+                        help="export the dimension DIM fixed at SIZE instead of dynamic (e.g. "
+                        "sequence_length=128 for a model that fixes its own length); for "
+                        "hf:DIR recorded as [dims] DIM = { size = SIZE }, otherwise as the "
+                        "inputs' shape (repeat for several)")
     export.add_argument("--save-recipe", metavar="R.toml", help="also save the request as a recipe")
     _common(export)
 

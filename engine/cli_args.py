@@ -122,6 +122,34 @@ def _apply_dynamic(recipe: Recipe, text: str) -> None:
                        f"(known: {names}).")
 
 
+def _apply_static_dim(recipe: Recipe, text: str) -> None:
+    """--static-dim DIM=SIZE: a Hugging Face source's [dims] DIM = { size = SIZE } (its
+    dimensions are named when the model loads); otherwise every axis named DIM becomes that
+    size in its input's shape and leaves the dynamic axes."""
+    dim, eq, size_text = text.partition("=")
+    if not dim or not eq or not size_text.isdigit() or int(size_text) < 1:
+        raise RequestError(f"--static-dim {text!r}: write DIM=SIZE with a size of 1 or more, "
+                           "e.g. sequence_length=128.")
+    size = int(size_text)
+    if recipes.is_folder_source(recipe.model.source):
+        recipe.dims[dim] = DimSpec(size=size)
+        return
+    found = False
+    for spec in recipe.inputs:
+        for axis in [a for a, name in spec.dynamic.items() if name == dim]:
+            if spec.shape and -len(spec.shape) <= axis < len(spec.shape):
+                spec.shape[axis] = size
+            del spec.dynamic[axis]
+            found = True
+    for out in recipe.outputs:
+        out.dynamic = {a: name for a, name in out.dynamic.items() if name != dim}
+    recipe.dims.pop(dim, None)
+    if not found:
+        names = sorted(recipe.dynamic_dims()) or ["none"]
+        raise RequestError(f"--static-dim {text!r}: no input axis is called {dim!r} (dynamic "
+                           f"dimensions: {', '.join(names)}).")
+
+
 def _parse_const(text: str, flag: str = "--const") -> InputSpec:
     """--const NAME=VALUE: true/false a bool, none None, a whole number an int, a number a
     float, anything else a string."""
@@ -216,6 +244,8 @@ def recipe_from_args(args: argparse.Namespace) -> Recipe:
             raise RequestError("--task applies to a Hugging Face source (hf:DIR).")
         recipe.model.kwargs["task"] = args.task
     _apply_model_options(recipe, args)
+    for text in args.static_dim:
+        _apply_static_dim(recipe, text)
     # the output location before anything else: a wrong one is a `write` error, and no
     # recipe is saved and nothing is exported (a Hugging Face source's is a folder)
     if recipes.is_folder_source(recipe.model.source):

@@ -106,10 +106,13 @@ class InputSpec:
 
 @dataclass
 class DimSpec:
-    """Bounds of one named dynamic dimension (torch.export.Dim min/max); None: unbounded."""
+    """Bounds of one named dynamic dimension (torch.export.Dim min/max); None: unbounded.
+    `size` (Hugging Face sources, whose inputs the studio derives): the dimension is not
+    dynamic but fixed at that size, in the export and in every validation trial."""
 
     min: int | None = None
     max: int | None = None
+    size: int | None = None
 
 
 @dataclass
@@ -598,8 +601,16 @@ def _bound_problems(recipe: Recipe) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     uses = recipe.dynamic_dims()
     by_name = {s.name: s for s in recipe.inputs}
+    folder = is_folder_source(recipe.model.source)
     for name, bounds in recipe.dims.items():
         where = f"dims.{name}"
+        if folder:  # the dimensions are the studio's, named when the model is loaded
+            found += _fixed_size_problems(where, bounds)
+            continue
+        if bounds.size is not None:
+            found.append((where, "size applies to a Hugging Face source; for this source give "
+                          "the size in the inputs' shape and leave the axis out of dynamic."))
+            continue
         if name not in uses:
             found.append((where, f"no input axis is called {name!r}; bound a dimension named "
                           f"in some input's dynamic ({', '.join(uses) or 'none yet'})."))
@@ -620,6 +631,16 @@ def _bound_problems(recipe: Recipe) -> list[tuple[str, str]]:
                               f"outside {name}'s bounds {_bounds_text(bounds)}; choose an "
                               "example size inside them."))
     return found
+
+
+def _fixed_size_problems(where: str, bounds: DimSpec) -> list[tuple[str, str]]:
+    """A Hugging Face source's [dims] entry: a size of 1 or more, and nothing else."""
+    if bounds.size is None or bounds.min is not None or bounds.max is not None:
+        return [(where, "a Hugging Face source's dimension takes only size = N (the size "
+                 "to export at, not dynamic); the studio bounds its dynamic ones itself.")]
+    if bounds.size < 1:
+        return [(where, f"size {bounds.size} is below 1; give the size the file will run at.")]
+    return []
 
 
 def _bounds_text(bounds: DimSpec) -> str:

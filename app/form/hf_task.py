@@ -1,4 +1,5 @@
-"""The Hugging Face group: the task a `hf:` folder is exported for, and its files' inputs.
+"""The Hugging Face group: the task a `hf:` folder is exported for, its files' inputs, and the
+dimensions exported at a fixed size (`[dims] NAME = { size = N }`, the CLI's --static-dim).
 
 A view of the session's description of an `hf:` / `hf-config:` source (one candidate per task
 the model's class supports in transformers' auto-model tables, the config's default first, each
@@ -16,16 +17,42 @@ from PySide6.QtWidgets import (
     QComboBox,
     QFormLayout,
     QGroupBox,
+    QLineEdit,
     QTreeWidget,
     QTreeWidgetItem,
     QWidget,
 )
 
+from app.form import marks
 from app.session import ExportSession
 from app.session.hugging_face import task_of
 from engine.protocol import Candidate, SourceDescription
+from engine.recipe import DimSpec
 
-__all__ = ["CACHE_PREFIX", "HfTaskForm", "group_cache"]
+__all__ = ["CACHE_PREFIX", "HfTaskForm", "fixed_sizes_text", "group_cache", "parse_fixed_sizes"]
+
+FIXED = "dims"  # the recipe's table the fixed sizes are written to (its problems' prefix)
+_FIXED_TIP = ("Dimensions exported at a fixed size instead of dynamic, e.g. "
+              "sequence_length=128: for a model that fixes a size while exporting (the "
+              "export warns naming it); the file then runs at that size only")
+
+
+def parse_fixed_sizes(text: str) -> dict[str, int]:
+    """"sequence_length=128, batch_size=1" -> {"sequence_length": 128, "batch_size": 1};
+    ValueError naming the entry that is not NAME=SIZE with a size of 1 or more."""
+    sizes: dict[str, int] = {}
+    for entry in filter(None, (e.strip() for e in text.replace(";", ",").split(","))):
+        name, eq, size = (part.strip() for part in entry.partition("="))
+        if not re.fullmatch(r"[A-Za-z_]\w*", name) or not eq or not size.isdigit() \
+                or int(size) < 1:
+            raise ValueError(f"{entry!r} is not NAME=SIZE with a size of 1 or more "
+                             "(e.g. sequence_length=128)")
+        sizes[name] = int(size)
+    return sizes
+
+
+def fixed_sizes_text(dims: dict[str, DimSpec]) -> str:
+    return ", ".join(f"{name}={dim.size}" for name, dim in dims.items() if dim.size is not None)
 
 CACHE_PREFIX = "past_key_values"
 _CACHE_NAME = re.compile(rf"^{CACHE_PREFIX}\.(\d+)\.(key|value)$")
@@ -63,10 +90,17 @@ class HfTaskForm(QGroupBox):
         self.inputs.setRootIsDecorated(True)
         self.inputs.setMaximumHeight(140)
         self.inputs.setToolTip("The first file's inputs, chosen by the task and the config")
+        self.fixed = QLineEdit()
+        self.fixed.setPlaceholderText("none: every dimension dynamic")
+        self.fixed.setToolTip(_FIXED_TIP)
+        self.dark = False
         layout = QFormLayout(self)
         layout.addRow("Task", self.task)
         layout.addRow("Inputs", self.inputs)
+        layout.addRow("Fixed sizes", self.fixed)
         self.task.activated.connect(self._task_chosen)
+        self.fixed.editingFinished.connect(self._fixed_edited)
+        session.readinessChanged.connect(self._mark)
         session.descriptionChanged.connect(self._description_changed)
         session.recipeEdited.connect(self._recipe_edited)
         session.recipeChanged.connect(self.refresh)
@@ -83,9 +117,25 @@ class HfTaskForm(QGroupBox):
         self.setVisible(hf)
         self.refresh()
 
-    def _recipe_edited(self, part: str, _origin: object) -> None:
-        if part == "model":
+    def _recipe_edited(self, part: str, origin: object) -> None:
+        if part == "model" or (part == "inputs" and origin is not self):
             self.refresh()
+
+    def _fixed_edited(self) -> None:
+        if self.fixed.text() == fixed_sizes_text(self.session.recipe.dims):
+            return
+        with self.session.edit("inputs", self) as recipe:
+            try:
+                sizes = parse_fixed_sizes(self.fixed.text())
+            except ValueError as exc:
+                self.session.set_parse_error(FIXED, f"Fixed sizes: {exc}.")
+            else:
+                self.session.set_parse_error(FIXED, None)
+                recipe.dims = {name: DimSpec(size=size) for name, size in sizes.items()}
+
+    def _mark(self) -> None:
+        marks.mark(self.fixed, marks.problems_under(self.session.problems, FIXED), self.dark,
+                   _FIXED_TIP)
 
     def _task_chosen(self, index: int) -> None:
         if 0 <= index < len(self._candidates):
@@ -111,3 +161,5 @@ class HfTaskForm(QGroupBox):
             if names != [label]:
                 row.addChildren([QTreeWidgetItem([name]) for name in names])
             self.inputs.addTopLevelItem(row)
+        if not self.fixed.hasFocus():  # never overwrite what the user is typing
+            self.fixed.setText(fixed_sizes_text(self.session.recipe.dims))

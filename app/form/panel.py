@@ -110,6 +110,6 @@ class FormPanel(QWidget):
 
     def set_dark(self, dark: bool) -> None:
         """Mark problems in the colours of the dark (or light) palette from now on."""
-        for form in self.forms:
+        for form in (*self.forms, self.hf_task):
             form.dark = dark
         self.banner.setStyleSheet(f"Banner {{ background: {theme.error_background(dark)}; }}")

@@ -33,7 +33,7 @@ from app.cell_tips import show_whole_text
 from app.form import marks
 from app.form.tensor_tables import InputsTable
 from app.session import ExportSession
-from engine.recipe import INPUT_KINDS, DimSpec, InputSpec, split_source
+from engine.recipe import INPUT_KINDS, DimSpec, InputSpec, is_folder_source, split_source
 from engine.source.arguments import constant_for
 
 KIND_LABELS = {"tensor": "tensor", "bool": "bool constant", "int": "int constant",
@@ -242,8 +242,11 @@ class DimBoundsTable(QGroupBox):
         self.refresh()
 
     def names(self) -> list[str]:
-        """The dimensions the inputs name, then bounded ones no axis uses (marked wrong)."""
+        """The dimensions the inputs name, then bounded ones no axis uses (marked wrong); none
+        for a Hugging Face source (its fixed sizes are in the Hugging Face group)."""
         recipe = self.session.recipe
+        if is_folder_source(recipe.model.source):
+            return []
         used = list(recipe.dynamic_dims())
         return used + [name for name in recipe.dims if name not in used]
 

@@ -147,9 +147,18 @@ def _warn_fixed_axes(graph_inputs: list[Any], part: Any, events: Events) -> None
     model baked in, e.g. Funnel's sequence length), naming the file, the input and the axis."""
     from engine.export.request_check import check_axes
 
-    for item in check_axes(graph_inputs, part.dynamic).warnings:
+    for item in check_axes(graph_inputs, part.dynamic, _fixed_hint).warnings:
         item["source"] = part.file
         events.warning(item)
+
+
+def _fixed_hint(dim: str, size: int) -> str:
+    """What to do about a dimension the model fixes while exporting: export at the size the
+    file will run at, on purpose."""
+    return (f"The model fixes {dim} while exporting (a Python int from .shape, a reshape to a "
+            f"constant), so the file runs at {dim}={size} only. Export at the size you will "
+            f"run: --static-dim {dim}=N (a recipe's [dims] {dim} = {{ size = N }}); "
+            "validation then tries the other dimensions at other sizes.")
 
 
 def _file_inputs(path: Path) -> list[Any]:

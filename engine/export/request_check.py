@@ -7,7 +7,7 @@ silent success. Reads the graph only (no weights), no torch.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -88,20 +88,23 @@ def check_request(path: Path, recipe: Recipe, *, output_axes: bool = True) -> Re
     return found
 
 
-def check_axes(graph_inputs: Iterable[Any], inputs: dict[str, dict[int, str]]) -> RequestCheck:
+def check_axes(graph_inputs: Iterable[Any], inputs: dict[str, dict[int, str]],
+               fixed_hint: Callable[[str, int], str] | None = None) -> RequestCheck:
     """The warnings for `inputs`' dynamic axes (input name -> axis -> dimension name) that a
     file's graph inputs (ValueInfoProtos) fix at a size or lack: a file exported without a
-    recipe of [[inputs]] (a Hugging Face part) checked as check_request checks one."""
+    recipe of [[inputs]] (a Hugging Face part) checked as check_request checks one.
+    `fixed_hint(dimension, size)`: the hint of an axis the file fixes, instead of the
+    recipe's."""
     found = RequestCheck()
     graph_inputs = {v.name: v for v in graph_inputs}
     for name, dynamic in inputs.items():
         if name in graph_inputs:
-            _check_axes(found, "Input", name, dynamic, _dims(graph_inputs[name]))
+            _check_axes(found, "Input", name, dynamic, _dims(graph_inputs[name]), fixed_hint)
     return found
 
 
 def _check_axes(found: RequestCheck, role: str, name: str, dynamic: dict[int, str],
-                dims: list[Any]) -> None:
+                dims: list[Any], fixed_hint: Callable[[str, int], str] | None = None) -> None:
     for axis, dim_name in sorted(dynamic.items()):
         index = axis % len(dims) if dims and -len(dims) <= axis < len(dims) else None
         if index is None:
@@ -111,6 +114,7 @@ def _check_axes(found: RequestCheck, role: str, name: str, dynamic: dict[int, st
             found.warn(
                 "DynamicShape", f"{role} {name!r} axis {axis} ({dim_name!r}) was asked to be "
                 f"dynamic but the file fixes it at {dims[index].dim_value}: the file runs only "
-                "at that size.", "The exporter found a size baked into the model along this "
-                "axis (a reshape to a constant, a Python int from .shape, a loop); see the "
-                "warnings above it, or validate to see which sizes fail.")
+                "at that size.", fixed_hint(dim_name, dims[index].dim_value) if fixed_hint
+                else "The exporter found a size baked into the model along this axis (a "
+                "reshape to a constant, a Python int from .shape, a loop); see the warnings "
+                "above it, or validate to see which sizes fail.")

@@ -121,8 +121,8 @@ def failure_hint(validation: dict[str, Any]) -> str:
     if any(m.startswith(ONNX_RUNTIME_FAILED) for m in messages):
         return ("A file runs at the export's sizes only: a size (the batch or a sequence "
                 "length) was fixed in it while exporting; look in Warnings for the axis, or "
-                "export at the size you will run. The trial's message names the file and "
-                "the sizes.")
+                "export at the size you will run: --static-dim DIM=SIZE (a recipe's [dims] "
+                "DIM = { size = SIZE }). The trial's message names the file and the sizes.")
     if any(m.startswith(PYTORCH_FAILED) for m in messages):
         return ("The PyTorch model itself fails at these sizes, so nothing could be compared "
                 "there; the trial's details hold its error.")

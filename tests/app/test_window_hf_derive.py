@@ -100,3 +100,41 @@ def test_the_arguments_field_applies_model_options(
     inputs = [i["name"] for i in report["files"][0]["graph"]["inputs"]]
     assert [n for n in inputs if n.startswith("past_key_values")] == [
         "past_key_values.0.key", "past_key_values.0.value"]
+
+
+@pytest.mark.timeout(600)
+def test_fixed_sizes_export_a_dimension_at_one_size(
+        live_window: MainWindow, qtbot, models: Path, tmp_path: Path) -> None:
+    """The Hugging Face group's Fixed sizes (the CLI's --static-dim): a wrong entry keeps
+    Export disabled saying why; `sequence_length=8` is written as [dims] and exports a file
+    that takes 8 tokens at any batch size; the saved recipe shows it again when reopened."""
+    window, session = live_window, live_window.session
+    assert window.open_hf_folder(build("bert", models))
+    qtbot.waitUntil(lambda: window.form.hf_task.task.count() > 0, timeout=EXPORT_TIMEOUT_MS)
+    field = window.form.hf_task.fixed
+    assert field.isVisibleTo(window) and field.text() == ""
+    assert not window.form.dim_bounds.isVisibleTo(window)
+    field.setText("sequence_length=0")
+    field.editingFinished.emit()
+    assert "Fixed sizes" in session.problems.get("dims", "")
+    assert not window.form.export_bar.export_button.isEnabled()
+    assert "sequence_length=0" in field.toolTip()
+
+    field.setText("sequence_length = 8")
+    field.editingFinished.emit()
+    assert session.problems == {}, session.problems
+    assert {n: d.size for n, d in session.recipe.dims.items()} == {"sequence_length": 8}
+    with session.edit("options") as recipe:
+        recipe.validate.enabled = True
+    report = _export(window, qtbot)
+    assert report["ok"], report.get("error")
+    shapes = [i["shape"] for i in report["files"][0]["graph"]["inputs"]]
+    assert shapes and all(shape == ["batch_size", 8] for shape in shapes), shapes
+
+    saved = tmp_path / "fixed.toml"
+    assert window.save_recipe_to(saved)
+    field.setText("")
+    field.editingFinished.emit()
+    assert session.recipe.dims == {}
+    assert session.open_recipe(saved)  # the edit let go
+    assert window.form.hf_task.fixed.text() == "sequence_length=8"

@@ -33,7 +33,7 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
 from tests.corpus.architectures import ARCHITECTURES, Architecture  # noqa: E402
-from tests.corpus.independent import check_folder  # noqa: E402
+from tests.corpus.independent import check_folder, static_dims  # noqa: E402
 from tests.corpus.model_files import MODEL_FILES, ModelFile  # noqa: E402
 
 
@@ -74,7 +74,8 @@ def cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def verdict(doc: dict[str, Any], source: Path | None) -> tuple[str, str, str, str]:
+def verdict(doc: dict[str, Any], source: Path | None,
+            static: dict[str, int] | None = None) -> tuple[str, str, str, str]:
     """(exported, validated, warnings, cause — hint) of one run; an ok verdict checked apart."""
     validation = doc.get("validation") or {}
     warnings = doc.get("warnings", []) + (validation.get("warnings") or [])
@@ -83,7 +84,7 @@ def verdict(doc: dict[str, Any], source: Path | None) -> tuple[str, str, str, st
         confirmed = ""
         if source is not None:
             files = [f["name"] for f in doc["files"]]
-            problems = check_folder(source, Path(doc["output"]), doc["task"], files)
+            problems = check_folder(source, Path(doc["output"]), doc["task"], files, static)
             confirmed = " (confirmed)" if not problems else f" (NOT confirmed: {problems[0]})"
         generation = validation.get("generation")
         tokens = f"; {generation['steps']} tokens equal" if generation else ""
@@ -115,7 +116,8 @@ def hf_row(arch: Architecture, folder: Path, label: str,
     status, doc, _ = results[-1]
     seconds = statistics.median(r[2] for r in results)
     files = ", ".join(f["name"] for f in doc.get("files") or []) or "—"
-    exported, validated, warnings, cause = verdict(doc, folder / arch.slug)
+    static = static_dims(label.replace("(", " ").replace(")", " ").split())  # the fix's
+    exported, validated, warnings, cause = verdict(doc, folder / arch.slug, static)
     expected = "expected to fail for now: " + arch.pending if arch.pending else ""
     print(f"{label}: exit {status}, {validated if doc['ok'] else cause}", file=sys.stderr,
           flush=True)

@@ -11,7 +11,7 @@ Every row of tests/corpus/architectures.py is one of:
   PyTorch at another batch and other lengths, the cache path against a forward without one;
 - failed with its real cause: exit 1, the message names the cause and the hint the fix, and
   the fix applied on the command line (`Failure.fix`) exports and validates as above (a row
-  no argument can fix, `fix=None`, ends at its failure);
+  no argument could fix, `fix=None`, would end at its failure);
 - pending: an expected failure (strict) whose reason names the fix it waits for.
 
 No colour code reaches the user: neither the JSON line nor standard error holds an escape
@@ -37,7 +37,7 @@ import pytest
 
 from engine import cli
 from tests.corpus.architectures import ARCHITECTURES, BY_NAME, DEFAULT_RUN, Architecture
-from tests.corpus.independent import check_folder
+from tests.corpus.independent import check_folder, static_dims
 
 pytestmark = [
     pytest.mark.corpus,
@@ -140,7 +140,8 @@ def assert_exported_and_validated(arch: Architecture, source: Path, outcome: Out
     assert warnings == [], warnings
     # the studio's verdict is not trusted: ONNX Runtime against eager PyTorch, other sizes
     files = [f["name"] for f in doc["files"]]
-    problems = check_folder(source, Path(doc["output"]), doc["task"], files)
+    problems = check_folder(source, Path(doc["output"]), doc["task"], files,
+                            static_dims(outcome.args))
     assert problems == [], problems
 
 
@@ -243,6 +244,7 @@ def test_a_file_that_runs_at_one_size_only_is_warned_and_a_failed_trial_with_a_h
         "sequence_length=7"), doc["error"]["message"]
     assert "Expected: 5" in doc["error"]["message"]
     assert "fixed in it while exporting" in doc["error"]["hint"]
+    assert "--static-dim DIM=SIZE" in doc["error"]["hint"]
     failed = [t for t in doc["validation"]["trials"] if not t["ok"]]
     assert [t["kind"] for t in failed] == ["dynamic-size"] and failed[0]["details"]
 

@@ -283,9 +283,11 @@ def test_moe_names_its_operator_and_the_option_that_exports(name: str, folder: P
 # ---------------------------------------------------------------------------- baked axes
 
 
-@pytest.mark.timeout(900)
-def test_an_axis_the_export_fixes_is_a_warning_naming_it(folder: Path) -> None:
-    """Funnel's pooling fixes the sequence length at the export's: said at export time."""
+@pytest.mark.timeout(1200)
+def test_an_axis_the_export_fixes_is_a_warning_naming_it_and_its_fix(folder: Path) -> None:
+    """Funnel's pooling fixes the sequence length at the export's: said at export time, with
+    the option that exports at the length the file will run at; applied, the file runs at
+    that length and other batch sizes, and its saved recipe validates again."""
     code, doc, err = cli("export", f"hf:{build('funnel', folder)}", "-o",
                          str(folder / "funnel_out"), cwd=folder)
     assert code == 0, err
@@ -294,6 +296,19 @@ def test_an_axis_the_export_fixes_is_a_warning_naming_it(folder: Path) -> None:
     assert any("'input_ids' axis 1 ('sequence_length')" in w["message"]
                and "fixes it at 5" in w["message"] for w in baked), baked
     assert all(w["source"] == "model.onnx" for w in baked)
+    assert all("--static-dim sequence_length=N" in w["hint"] for w in baked), baked
+
+    out, saved = folder / "funnel_static", folder / "funnel_static.toml"
+    code, doc, err = cli("export", f"hf:{build('funnel', folder)}", "-o", str(out),
+                         "--static-dim", "sequence_length=8", "--validate", "--save-recipe",
+                         str(saved), cwd=folder)
+    assert code == 0 and doc["ok"], (doc.get("error"), err)
+    assert doc["warnings"] == []
+    assert [i["shape"] for i in doc["graph"]["inputs"]] == [["batch_size", 8]] * 2
+    other = [t for t in doc["validation"]["trials"] if t["kind"] == "dynamic-size"]
+    assert [t["sizes"] for t in other] == [{"batch_size": 3, "sequence_length": 8}]
+    code, again, err = cli("validate", str(out), "--recipe", str(saved), cwd=folder)
+    assert code == 0 and again["ok"], (again.get("error"), err)
 
 
 # ---------------------------------------------------------------------------- model options

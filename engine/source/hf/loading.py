@@ -192,10 +192,12 @@ def _model_class(config: Any, task: str, trust_remote_code: bool) -> tuple[Any, 
 
 
 def load_hf(source: str, base_dir: Path, task: str | None = None, seed: int = 0, *,
-            options: dict[str, Any] | None = None, trust_remote_code: bool = False) -> HfModel:
+            options: dict[str, Any] | None = None, trust_remote_code: bool = False,
+            static: dict[str, int] | None = None) -> HfModel:
     """Load the model `source` names for `task` (None: the config's default), in eval mode, on
     the CPU, eager attention unless `options` say otherwise; `options` are the recipe's other
-    model.kwargs (see the module); `hf-config:` builds random weights from `seed`."""
+    model.kwargs (see the module); `hf-config:` builds random weights from `seed`; `static`
+    names dimensions exported at a fixed size (the recipe's [dims] sizes)."""
     from engine.source.hf.parts import export_parts
 
     folder, weights = split_hf_source(source, base_dir)
@@ -228,7 +230,7 @@ def load_hf(source: str, base_dir: Path, task: str | None = None, seed: int = 0,
             details=repr(exc), exit_code=2) from exc
     model.eval()
     loaded = HfModel(model=model, config=model.config, task=task, folder=folder)
-    loaded.parts = export_parts(loaded)
+    loaded.parts = export_parts(loaded, static or {})
     return loaded
 
 
@@ -238,5 +240,7 @@ def load_for_recipe(recipe: Any) -> HfModel:
     task, _, _ = split_options(recipe.model.kwargs)
     return load_hf(recipe.model.source, recipe.base_dir, task, seed=recipe.export.seed,
                    options=recipe.model.kwargs,
-                   trust_remote_code=bool(getattr(recipe.model, "trust_remote_code", False)))
+                   trust_remote_code=bool(getattr(recipe.model, "trust_remote_code", False)),
+                   static={name: dim.size for name, dim in recipe.dims.items()
+                           if dim.size is not None})
 

@@ -15,6 +15,7 @@ from engine.errors import StudioError, chain_text, one_line
 from engine.source.forward_errors import argument_error
 from engine.source.hf import dummies
 from engine.source.hf.inputs import Plan, main_input, plan
+from engine.source.hf.static import with_static
 from engine.source.hf.wrappers import (
     DecoderWithPast,
     Encoder,
@@ -36,13 +37,19 @@ def _gen(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 
 
-def export_parts(hf: Any) -> list[ExportPart]:
-    """The ExportParts of a loaded HfModel for its task."""
+def export_parts(hf: Any, static: dict[str, int] | None = None) -> list[ExportPart]:
+    """The ExportParts of a loaded HfModel for its task; `static` dimensions (name -> size)
+    are exported at that size, not dynamic (engine.source.hf.static)."""
+    static = static or {}
+    sizes = {**dummies.EXPORT_SIZES, **{k: v for k, v in static.items()
+                                         if k in dummies.EXPORT_SIZES}}
     if hf.seq2seq:
-        return _seq2seq_parts(hf)
-    if hf.files == "decoder" and hf.with_past:
-        return [_decoder_with_past(hf)]
-    return [_plain(hf)]
+        parts = _seq2seq_parts(hf, sizes)
+    elif hf.files == "decoder" and hf.with_past:
+        parts = [_decoder_with_past(hf, sizes)]
+    else:
+        parts = [_plain(hf, sizes)]
+    return with_static(parts, static) if static else parts
 
 
 # ---------------------------------------------------------------------------- one run first
@@ -121,10 +128,9 @@ def output_fields(out: Any) -> tuple[list[Field], list[str]]:
 # ---------------------------------------------------------------------------- one file
 
 
-def _plain(hf: Any) -> ExportPart:
+def _plain(hf: Any, sizes: dict[str, int]) -> ExportPart:
     model, config = hf.model, hf.config
     owner = type(model).__name__
-    sizes = dummies.EXPORT_SIZES
     base = plan(model.forward, main_input(model), config, model=model, owner=owner)
     chosen, out = run_once(model, base, owner, sizes["batch_size"], sizes["sequence_length"])
     fields, names = output_fields(out)
@@ -165,7 +171,7 @@ def eager_past(model: Any, config: Any, seed: int, batch: int, past: int) -> lis
     return [t[:, :, :past].contiguous() for t in flat]
 
 
-def _decoder_with_past(hf: Any) -> ExportPart:
+def _decoder_with_past(hf: Any, sizes: dict[str, int]) -> ExportPart:
     model, config = hf.model, hf.config
     owner = type(model).__name__
     try:
@@ -184,7 +190,6 @@ def _decoder_with_past(hf: Any) -> ExportPart:
         inputs.update(zip(names, eager_past(model, config, seed, batch, past), strict=True))
         return inputs
 
-    sizes = dummies.EXPORT_SIZES
     inputs = make(0, sizes["batch_size"], sizes["sequence_length"], sizes["past_sequence_length"])
     dynamic: dict[str, dict[int, str]] = {
         "input_ids": {0: BATCH, 1: SEQ}, "attention_mask": {0: BATCH, 1: "total_sequence_length"},
@@ -207,11 +212,10 @@ def _position_bounds(config: Any, *dims: str) -> dict[str, int]:
 # ---------------------------------------------------------------------------- encoder-decoder
 
 
-def _seq2seq_parts(hf: Any) -> list[ExportPart]:
+def _seq2seq_parts(hf: Any, sizes: dict[str, int]) -> list[ExportPart]:
     model, config = hf.model, hf.config
     owner = type(model).__name__
     encoder_module = model.get_encoder()
-    sizes = dummies.EXPORT_SIZES
     enc_len = sizes["encoder_sequence_length"]
     base = plan(encoder_module.forward, main_input(encoder_module, main_input(model)), config,
                 model=model, encoder_only=True, owner=f"the encoder of {owner}", length=ENC_SEQ)

@@ -12,6 +12,11 @@ and to construct in tests; the rules this protocol needs (keys left out while No
 are absent in one case and null in another, a warning's keys flattened into its event) are a
 few lines each. Decoding speed is no concern: a job sends tens of lines.
 
+Where they live: messages.py the worker's requests, events and results; documents.py the
+export and inspect documents, validation.py their `validation`, parts.py the graph, warning
+and error every document shares; analysis.py compare, profile, variant and explain;
+sources.py a model source's description; batch.py the batch records. Import them from here.
+
 - `encode(message) -> str`: one JSON line (NaN allowed, as before; metrics are null instead).
 - `decode_reply(data, jobs) -> event`: a worker's line (its JSON object) read by a client that
   knows which job each id was sent as (the window's WorkerProcess).
@@ -27,49 +32,32 @@ few lines each. Decoding speed is no concern: a job sends tens of lines.
   `ExportReport.fail(error)`, `ExportResult.from_report(...)`, `InspectDocument.from_summary`.
 """
 
-from engine.protocol.batch import BatchRecord, BatchResult, BatchSummary, ItemError
-from engine.protocol.convert import UNSET, ProtocolError, Unset, Wire, known
-from engine.protocol.documents import (
-    Candidate,
+from engine.protocol.analysis import (
     ChangedInitializer,
     CompareDocument,
     Divergence,
-    Error,
     ExplainDocument,
     ExplainedFile,
-    ExportedFile,
-    ExportFacts,
-    ExportReport,
-    ForwardParam,
     Fp16Overflow,
-    Generation,
-    Graph,
     GroupTime,
     InitializerDiff,
     InputDiff,
-    InspectDocument,
-    Intermediates,
     Latency,
     NodeMatching,
-    NodeMetrics,
     NodeTime,
     OpTime,
-    OutputMetrics,
     OutputParity,
     Parity,
     ProfileDocument,
     Repro,
     SideParity,
-    SourceDescription,
-    TensorInfo,
     TorchParity,
-    Trial,
-    TrialOutput,
-    Validation,
     VariantFacts,
     VariantReport,
-    WarningItem,
 )
+from engine.protocol.batch import BatchRecord, BatchResult, BatchSummary, ItemError
+from engine.protocol.convert import UNSET, ProtocolError, Unset, Wire, known
+from engine.protocol.documents import ExportedFile, ExportFacts, ExportReport, InspectDocument
 from engine.protocol.messages import (
     EVENTS,
     PROTOCOL_VERSION,
@@ -111,6 +99,17 @@ from engine.protocol.messages import (
     decode,
     decode_reply,
     encode,
+)
+from engine.protocol.parts import Error, Graph, TensorInfo, WarningItem
+from engine.protocol.sources import Candidate, ForwardParam, SourceDescription
+from engine.protocol.validation import (
+    Generation,
+    Intermediates,
+    NodeMetrics,
+    OutputMetrics,
+    Trial,
+    TrialOutput,
+    Validation,
 )
 
 __all__ = [

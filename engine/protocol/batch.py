@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 from engine.errors import StudioError
 from engine.protocol.convert import LOCAL, OMIT, REQUIRED, Wire
-from engine.protocol.documents import Error, ExportReport
+from engine.protocol.documents import ExportReport
+from engine.protocol.parts import Error
 
 
 @dataclass(kw_only=True)

@@ -17,19 +17,17 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Self, TypeAlias, TypeVar, overload
 
 from engine.errors import KINDS, StudioError, plain
-from engine.protocol.convert import FLATTEN, LOCAL, OMIT, ProtocolError, Wire, from_dict
-from engine.protocol.documents import (
+from engine.protocol.analysis import (
     CompareDocument,
-    Error,
     ExplainDocument,
-    ExportFacts,
-    ExportReport,
     ProfileDocument,
-    SourceDescription,
-    Validation,
     VariantReport,
-    WarningItem,
 )
+from engine.protocol.convert import FLATTEN, LOCAL, OMIT, ProtocolError, Wire, from_dict
+from engine.protocol.documents import ExportFacts, ExportReport
+from engine.protocol.parts import Error, WarningItem
+from engine.protocol.sources import SourceDescription
+from engine.protocol.validation import Validation
 
 PROTOCOL_VERSION: Final = 1
 W = TypeVar("W", bound=Wire)

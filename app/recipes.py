@@ -167,7 +167,7 @@ def needs_trust(recipe: Recipe) -> bool:
 def implied_exporter(recipe: Recipe) -> tuple[str, str]:
     """The exporter an export of `recipe` runs, and why: the engine's own rule
     (`choose_exporter`), which reads the source file without loading it or importing torch."""
-    from engine.export.exporter import choose_exporter  # lazy: not needed to open the window
+    from engine.export.choice import choose_exporter
 
     return choose_exporter(recipe)
 

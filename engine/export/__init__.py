@@ -1,7 +1,24 @@
 """Export: a loaded model converted to ONNX by either exporter, checked against the request
 and written atomically (`export_model`); the diagnoses of what could not convert; the
-equivalent stand-alone script (`codegen.generate`)."""
+equivalent stand-alone script (`codegen.generate`); which exporter runs (`choice`).
 
-from engine.export.exporter import export_model, exporter_opsets, torchscript_default_opset
+The names below are imported from their module when first looked up here, so importing a
+light module of the package (`engine.export.choice`: the window asks it which exporter
+"auto" implies) does not load the exporter.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from engine.export.exporter import export_model, exporter_opsets, torchscript_default_opset
 
 __all__ = ["export_model", "exporter_opsets", "torchscript_default_opset"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        return getattr(importlib.import_module("engine.export.exporter"), name)
+    raise AttributeError(f"module 'engine.export' has no attribute {name!r}")

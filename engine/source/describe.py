@@ -16,9 +16,6 @@ from pathlib import Path
 
 from engine.errors import StudioError
 from engine.recipe import Recipe, builtin_source, python_source_parts
-from engine.source.hf import supported_tasks
-from engine.source.hf.inputs import input_names
-from engine.source.hf.loading import is_hf_source, load_config, split_hf_source
 from engine.source.signatures import (
     ForwardParam,
     base_name,
@@ -114,6 +111,8 @@ def must_exist(path: Path, what: str) -> None:
 def describe(source: str, base_dir: Path, *, trust_remote_code: bool = False) -> SourceDescription:
     """What a source offers (candidate classes/factories, forward parameters); never raises.
     `trust_remote_code`: a Hugging Face folder's own code may run (its config class)."""
+    from engine.source.hf.loading import is_hf_source  # the window's parse needs no hf
+
     if is_hf_source(source):
         return _describe_hf(source, base_dir, trust_remote_code)
     try:
@@ -151,6 +150,10 @@ def _describe_hf(source: str, base_dir: Path, trust_remote_code: bool) -> Source
     """A Hugging Face folder: one candidate per task its model class supports (kind "task"),
     the config's default first, each with its first file's inputs; read from config.json and
     transformers' tables (no weights loaded)."""
+    from engine.source.hf import supported_tasks
+    from engine.source.hf.inputs import input_names
+    from engine.source.hf.loading import load_config, split_hf_source
+
     folder, _ = split_hf_source(source, base_dir)
     try:
         config = load_config(folder, trust_remote_code)

@@ -14,18 +14,20 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine import recipe as recipes
-from engine.protocol import (
-    Error,
-    ErrorEvent,
-    ExportReport,
-    ExportResult,
-    InspectDocument,
-    Validation,
-)
 from engine.recipe import Recipe
+
+if TYPE_CHECKING:  # an outcome holds protocol classes; they load with the first job
+    from engine.protocol import (
+        Error,
+        ErrorEvent,
+        ExportReport,
+        ExportResult,
+        InspectDocument,
+        Validation,
+    )
 
 __all__ = ["ExportOutcome", "FileStamp", "JobStart", "OpenedFile", "Stamp", "ValidationOutcome",
            "export_fingerprint", "failure_hint", "fingerprint", "run_fingerprint"]
@@ -129,6 +131,8 @@ class ExportOutcome:
     @property
     def report(self) -> ExportReport | None:
         """The export's report; None when the job itself failed (cancelled, crashed)."""
+        from engine.protocol import ExportResult
+
         return self.final.report if isinstance(self.final, ExportResult) else None
 
     @property
@@ -138,6 +142,8 @@ class ExportOutcome:
     @property
     def error(self) -> Error | None:
         """Why it failed: the report's error, or the job's own (cancelled, crashed)."""
+        from engine.protocol import ErrorEvent
+
         if isinstance(self.final, ErrorEvent):
             return self.final.error
         return self.final.report.error
@@ -165,6 +171,8 @@ class ExportOutcome:
     @property
     def written_before_cancel(self) -> Path | None:
         """The file a cancelled export had already renamed into place (then it is there)."""
+        from engine.protocol import ErrorEvent
+
         written = self.final.written if isinstance(self.final, ErrorEvent) else None
         return Path(written) if written else None
 

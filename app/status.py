@@ -6,10 +6,14 @@ A view of the session: it follows the worker's readiness and the session's `acti
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtWidgets import QLabel, QWidget
 
 from app.session import ExportSession
-from engine.protocol import Ready
+
+if TYPE_CHECKING:
+    from engine.protocol import Ready
 
 __all__ = ["StatusLine"]
 

@@ -12,6 +12,7 @@ that expands to the tensors.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from PySide6.QtWidgets import (
     QComboBox,
@@ -26,8 +27,10 @@ from PySide6.QtWidgets import (
 from app.form import marks
 from app.session import ExportSession
 from app.session.hugging_face import task_of
-from engine.protocol import Candidate, SourceDescription
 from engine.recipe import DimSpec
+
+if TYPE_CHECKING:
+    from engine.protocol import Candidate, SourceDescription
 
 __all__ = ["CACHE_PREFIX", "HfTaskForm", "fixed_sizes_text", "group_cache", "parse_fixed_sizes"]
 

@@ -3,15 +3,17 @@ and the [validate] settings (tolerances, random draws, other sizes, per-node com
 
 A view of the session's `recipe.export` and `recipe.validate`; the opset and device lists
 follow what the worker reports it can do (the session's capabilities), for the exporter that
-will run: with "auto" the one the source implies (engine.export.exporter.choose_exporter).
+will run: with "auto" the one the source implies (engine.export.choice.choose_exporter).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
-    QFileDialog,
     QGridLayout,
     QGroupBox,
     QHBoxLayout,
@@ -27,14 +29,28 @@ from app import theme
 from app.form import marks
 from app.recipes import format_table, implied_exporter, parse_table
 from app.session import ExportSession
-from engine.protocol import DevicesResult
 from engine.recipe import EXPORTERS, EXTERNAL_DATA, OPERATOR_EXPORT_TYPES, TRAINING_MODES, Recipe
+
+if TYPE_CHECKING:
+    from engine.protocol import DevicesResult
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What the device and opset lists are filled from: the fields of the worker's
+    DevicesResult (the protocol loads after the window's first paint)."""
+
+    devices: list[str]
+    opsets: dict[str, list[int]]  # exporter -> [lowest, highest]
+    default_opset: dict[str, int]
+    ort_max_opset: int | None
+
 
 # Until the worker reports what the installed torch writes (the `devices` job), these ranges
 # (torch 2.13) fill the opset list.
-FALLBACK_CAPABILITIES = DevicesResult(
-    id=None, devices=["cpu"], opsets={"dynamo": [18, 23], "torchscript": [7, 20]},
-    default_opset={"dynamo": 20, "torchscript": 20}, ort_max_opset=None, torch="")
+FALLBACK_CAPABILITIES = Capabilities(
+    devices=["cpu"], opsets={"dynamo": [18, 23], "torchscript": [7, 20]},
+    default_opset={"dynamo": 20, "torchscript": 20}, ort_max_opset=None)
 TORCHSCRIPT = "torchscript"  # the exporter whose opsets a TorchScript source is held to
 # what the exporter list says; "auto" is resolved at export time (choose_exporter)
 EXPORTER_LABELS = {"auto": "auto (follows the source)"}
@@ -217,7 +233,7 @@ class OptionsForm(QGroupBox):
         return True
 
     @property
-    def capabilities(self) -> DevicesResult:
+    def capabilities(self) -> DevicesResult | Capabilities:
         """What the worker reported it can do (the session's), or the fallback until then."""
         return self.session.capabilities or FALLBACK_CAPABILITIES
 
@@ -394,6 +410,8 @@ class OptionsForm(QGroupBox):
             setattr(checks, key, value)
 
     def _add_extension(self) -> None:
+        from PySide6.QtWidgets import QFileDialog  # a dialog: loaded when first opened
+
         path, _ = QFileDialog.getOpenFileName(self, "Extension",
                                               str(self.session.recipe.base_dir),
                                               "Python (*.py)")

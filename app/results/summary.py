@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QEvent, Qt, QUrl
 from PySide6.QtGui import QDesktopServices, QFontDatabase, QPalette
@@ -25,7 +26,9 @@ from app.outcomes import ExportOutcome, JobStart, OpenedFile, failure_hint
 from app.results.why import WhyBar
 from app.session import ExportSession
 from engine.errors import plain
-from engine.protocol import Error, ErrorEvent, ExportFacts, ExportReport, Graph, known
+
+if TYPE_CHECKING:  # the protocol loads with the first result, after the first paint
+    from engine.protocol import Error, ExportFacts, ExportReport
 
 DEFAULT_DOMAIN = ""  # the ONNX operator set's domain name in `opset_imports`
 
@@ -121,6 +124,8 @@ class SummaryView(QWidget):
 
     def show_opened(self, opened: OpenedFile) -> None:
         """What an .onnx the user opened holds (inspect), or why it cannot be read."""
+        from engine.protocol import Error, ExportFacts, ExportReport
+
         inspect = opened.inspect
         if opened.error is not None or inspect is None:
             self.show_error(Error(kind="source", message=opened.error or ""), "")
@@ -136,6 +141,8 @@ class SummaryView(QWidget):
     def show_export(self, outcome: ExportOutcome) -> None:
         """An export: what it wrote, the verdict of its validation as judged now, or why it
         failed."""
+        from engine.protocol import Error, ErrorEvent
+
         final = outcome.final
         report = outcome.report
         if isinstance(final, ErrorEvent) or report is None:  # cancelled, crashed
@@ -226,6 +233,8 @@ class SummaryView(QWidget):
 
     def _facts_html(self, report: ExportReport, extra: ExportFacts,
                     shown: ExportOutcome | OpenedFile) -> str:
+        from engine.protocol import Graph, known
+
         rows: list[tuple[str, str]] = []
         output = report.output
         if output and report.files:  # a folder of files, listed below

@@ -14,29 +14,25 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
 
-from app.session.jobs import End, Jobs
+from app.session.jobs import Jobs
 from app.session.recipe_edits import RecipeEdits
-from engine.protocol import (
-    CompareDocument,
-    CompareRequest,
-    CompareResult,
-    Error,
-    ErrorEvent,
-    ExportRequest,
-    ExportResult,
-    Fp16Overflow,
-    ProfileDocument,
-    ProfileRequest,
-    ProfileResult,
-    Request,
-    Result,
-    VariantReport,
-    VariantRequest,
-    VariantResult,
-)
+
+if TYPE_CHECKING:  # the protocol loads with the first job, after the window's first paint
+    from app.session.jobs import End
+    from engine.protocol import (
+        CompareDocument,
+        ErrorEvent,
+        ExportRequest,
+        Fp16Overflow,
+        ProfileDocument,
+        Request,
+        Result,
+        VariantReport,
+    )
 
 __all__ = ["AnalysisModel", "Comparison", "Profile", "Variant"]
 
@@ -139,6 +135,8 @@ class AnalysisModel(QObject):
 
     def compare(self, a: Path, b: Path, against_torch: bool) -> bool:
         """Compare A with B (and both with the recipe's PyTorch model, if asked)."""
+        from engine.protocol import CompareRequest
+
         toml, label = self._against(against_torch)
         request = CompareRequest(a=str(a), b=str(b), recipe=toml,
                                  base_dir=str(self.edits.recipe.base_dir))
@@ -147,6 +145,8 @@ class AnalysisModel(QObject):
 
     def profile_file(self, onnx: Path, against_torch: bool) -> bool:
         """Time `onnx` in ONNX Runtime per node, operator and module group."""
+        from engine.protocol import ProfileRequest
+
         toml, label = self._against(against_torch)
         request = ProfileRequest(onnx=str(onnx), recipe=toml,
                                  base_dir=str(self.edits.recipe.base_dir))
@@ -157,6 +157,8 @@ class AnalysisModel(QObject):
         """Write the `kind` variant of `onnx` beside it and judge it against the recipe's
         PyTorch model; fp16 with `keep_fp32` ("auto": the studio finds them, or node names
         joined by commas) keeps those nodes in float32 (NAME.fp16-keep.onnx)."""
+        from engine.protocol import VariantRequest
+
         recipe = self.edits.recipe
         keep = keep_fp32 if kind == "fp16" and keep_fp32 else None
         output = onnx.with_name(f"{onnx.stem}.{kind}{'-keep' if keep else ''}.onnx")
@@ -172,6 +174,8 @@ class AnalysisModel(QObject):
         NAME.dynamo.onnx and NAME.torchscript.onnx), then compare the two files against its
         PyTorch model: one job to the user, three in the worker. The two files, or None when
         a job runs already."""
+        from engine.protocol import ExportRequest
+
         if self.busy:
             return None
         recipe = self.edits.recipe
@@ -193,6 +197,8 @@ class AnalysisModel(QObject):
         self._send(request, f"Exporting with both exporters ({step} of 2)…", self._exported)
 
     def _exported(self, final: Result | ErrorEvent) -> None:
+        from engine.protocol import Error, ErrorEvent, ExportResult
+
         report = final.report if isinstance(final, ExportResult) else None
         if report is None or not report.ok:
             error = final.error if isinstance(final, ErrorEvent) else (
@@ -235,6 +241,8 @@ class AnalysisModel(QObject):
 
     def _finish(self, job: str, done: Callable[[Result], AnalysisResult | None],
                 final: Result | ErrorEvent) -> None:
+        from engine.protocol import Error, ErrorEvent
+
         self._end()
         if isinstance(final, ErrorEvent):
             self.failed.emit(job, final.error)
@@ -249,18 +257,24 @@ class AnalysisModel(QObject):
     # ----------------------------------------------------------------- results
 
     def _compared(self, a: Path, b: Path, against: str, final: Result) -> Comparison | None:
+        from engine.protocol import CompareResult
+
         if not isinstance(final, CompareResult):
             return None
         self.comparison = Comparison(a, b, final.comparison, against, time.time())
         return self.comparison
 
     def _profiled(self, onnx: Path, against: str, final: Result) -> Profile | None:
+        from engine.protocol import ProfileResult
+
         if not isinstance(final, ProfileResult):
             return None
         self.profile = Profile(onnx, final.profile, against, time.time())
         return self.profile
 
     def _made(self, onnx: Path, kind: str, keep: str | None, final: Result) -> Variant | None:
+        from engine.protocol import VariantResult
+
         if not isinstance(final, VariantResult):
             return None
         variant = Variant(onnx, kind, final.variant_report, time.time(), keep)

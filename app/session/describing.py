@@ -10,22 +10,17 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
 
 from app.session.jobs import Jobs
 from app.session.recipe_edits import RecipeEdits
-from engine.protocol import (
-    Candidate,
-    DescribeRequest,
-    DescribeResult,
-    ErrorEvent,
-    ForwardParam,
-    Result,
-    SourceDescription,
-)
 from engine.recipe import is_folder_source
 from engine.source.describe import PICKLE_SUFFIXES
+
+if TYPE_CHECKING:  # the protocol loads with the first description, after the first paint
+    from engine.protocol import Candidate, ErrorEvent, ForwardParam, Result, SourceDescription
 
 __all__ = ["Describer"]
 
@@ -60,6 +55,8 @@ class Describer(QObject):
         elif not file.endswith((".py", ".pt2", *PICKLE_SUFFIXES)):
             self.set_description(None)  # a .pt2 and a TorchScript archive record forward()
             return
+        from engine.protocol import DescribeRequest, SourceDescription
+
         if self.use_worker:
             recipe = self.edits.recipe
             # a Hugging Face folder's own code may run to describe it, once trusted
@@ -74,6 +71,8 @@ class Describer(QObject):
         self._described(file, SourceDescription.from_dict(dataclasses.asdict(found)))
 
     def _on_describe(self, file: str, final: Result | ErrorEvent) -> None:
+        from engine.protocol import DescribeResult, ErrorEvent, SourceDescription
+
         if isinstance(final, DescribeResult):
             self._described(file, final.description)
         else:

@@ -15,6 +15,7 @@ import functools
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
 
@@ -22,16 +23,9 @@ from app.outcomes import FileStamp, Stamp, ValidationOutcome
 from app.session.jobs import Jobs
 from app.session.recipe_edits import RecipeEdits
 from app.session.results import Results, _same_file
-from engine.protocol import (
-    Divergence,
-    Error,
-    ErrorEvent,
-    ExplainDocument,
-    ExplainRequest,
-    ExplainResult,
-    Repro,
-    Result,
-)
+
+if TYPE_CHECKING:  # the protocol loads with the first job, after the window's first paint
+    from engine.protocol import Divergence, Error, ErrorEvent, ExplainDocument, Repro, Result
 
 __all__ = ["Explainer", "Explanation", "WhyOffer", "trial_names"]
 
@@ -243,6 +237,8 @@ class Explainer(QObject):
             self.jobs.runner.cancel([self.job])
 
     def _send(self, onnx: Path, folder: Path | None, kind: str, activity: str) -> int:
+        from engine.protocol import ExplainRequest
+
         edits = self.edits
         recipe = edits.recipe
         stamp = Stamp(recipe=edits.fingerprint, export=edits.export_fingerprint,
@@ -266,6 +262,8 @@ class Explainer(QObject):
 
     def _done(self, onnx: Path, stamp: Stamp, kind: str, generation: int,
               final: Result | ErrorEvent) -> None:
+        from engine.protocol import Error, ErrorEvent, ExplainResult
+
         self.job, self.job_kind, self.stage = None, "", ""
         document = final.explanation if isinstance(final, ExplainResult) else None
         if document is None or not document.ok:

@@ -15,31 +15,21 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeAlias
 
 from PySide6.QtCore import QObject, Signal
 
-from app.jobs import JobRunner
 from app.outcomes import ExportOutcome, FileStamp, JobStart, Stamp, ValidationOutcome
 from app.session.recipe_edits import RecipeEdits
 from app.session.results import Results
-from engine.protocol import (
-    Error,
-    ErrorEvent,
-    Event,
-    ExportRequest,
-    ExportResult,
-    LogLine,
-    Progress,
-    Request,
-    Result,
-    ValidateRequest,
-    ValidateResult,
-    WarningEvent,
-)
+
+if TYPE_CHECKING:  # the job machinery and the protocol load after the window's first paint
+    from app.jobs import JobRunner
+    from engine.protocol import Error, ErrorEvent, Event, Request, Result
 
 __all__ = ["End", "Jobs"]
 
-End = Callable[[Result | ErrorEvent], None]
+End: TypeAlias = "Callable[[Result | ErrorEvent], None]"
 
 
 @dataclass
@@ -87,15 +77,21 @@ class Jobs(QObject):
     activityChanged = Signal()  # a job the status bar names started or ended
     logLine = Signal(str)
 
-    def __init__(self, runner: JobRunner, edits: RecipeEdits, results: Results) -> None:
+    def __init__(self, runner: Callable[[], JobRunner], edits: RecipeEdits,
+                 results: Results) -> None:
+        """`runner`: gives the session's JobRunner (made on first use, app.session.model)."""
         super().__init__(edits)
-        self.runner = runner
+        self._runner = runner
         self.edits = edits
         self.results = results
         self.export_job: int | None = None
         self.validate_job: int | None = None
         self.running: JobStart | None = None  # the export or validation running, as it started
         self._following: dict[int, _Following] = {}
+
+    @property
+    def runner(self) -> JobRunner:
+        return self._runner()
 
     # ----------------------------------------------------------------- the one handler
 
@@ -112,6 +108,8 @@ class Jobs(QObject):
         return following.job
 
     def _heard(self, following: _Following, event: Event) -> None:
+        from engine.protocol import ErrorEvent, LogLine, Progress, Result, WarningEvent
+
         if isinstance(event, Progress):
             if following.progress is not None:
                 following.progress(event.fraction, event.stage)
@@ -171,6 +169,8 @@ class Jobs(QObject):
     def start_export(self) -> int | None:
         """Send the recipe to the worker to export (and validate, if it says so); the job id,
         or None when Export is disabled (a problem, or a job running)."""
+        from engine.protocol import ExportRequest
+
         self.aboutToRun.emit()
         self.edits.recheck()
         if self.busy or self.edits.problems:
@@ -193,6 +193,8 @@ class Jobs(QObject):
         return self.export_job
 
     def _export_done(self, sent: _Sent, final: Result | ErrorEvent) -> None:
+        from engine.protocol import ErrorEvent, ExportResult
+
         job, self.export_job, self.running = self.export_job or 0, None, None
         if not isinstance(final, ExportResult | ErrorEvent):  # a result of another job
             final = ErrorEvent(id=job, error=_wrong_result(final))
@@ -223,6 +225,8 @@ class Jobs(QObject):
     def start_validation(self) -> int | None:
         """Validate the target file with the recipe's [validate] settings in the worker; the
         job id, or None when Validate is disabled (`refused` says why)."""
+        from engine.protocol import ValidateRequest
+
         self.aboutToRun.emit()
         self.edits.recheck()
         target, reason = self.validate_state()
@@ -247,6 +251,8 @@ class Jobs(QObject):
         return self.validate_job
 
     def _validation_done(self, sent: _Sent, final: Result | ErrorEvent) -> None:
+        from engine.protocol import ErrorEvent, ValidateResult
+
         job, self.validate_job, self.running = self.validate_job or 0, None, None
         seconds = time.perf_counter() - sent.started
         stamp = sent.stamp(sent.file)
@@ -270,5 +276,7 @@ class Jobs(QObject):
 
 def _wrong_result(result: Result) -> Error:
     """The error of a job answered with another job's result (a protocol mix-up)."""
+    from engine.protocol import Error
+
     return Error(kind="worker_protocol",
                  message=f"The worker answered with a {type(result).__name__}.")

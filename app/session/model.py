@@ -10,16 +10,17 @@ and whether each is current), `jobs` (app.session.jobs: one handler follows ever
 (app.session.explaining: the Why? of a failed validation). The parts' signals are the
 session's: views connect to the session and write back only through its methods. The session
 owns the JobRunner that runs the jobs, unless it was handed one to share, and never imports a
-view (an import contract checks it).
+view (an import contract checks it). Its own JobRunner (and the worker it starts) is made on
+first use: the window's first paint loads no job machinery and starts no process.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
 
-from app.jobs import JobRunner
 from app.outcomes import ExportOutcome, OpenedFile, ValidationOutcome
 from app.session import hugging_face
 from app.session.analysis import AnalysisModel
@@ -28,17 +29,18 @@ from app.session.explaining import Explainer
 from app.session.jobs import Jobs
 from app.session.recipe_edits import RecipeEdits
 from app.session.results import Results, Stale
-from engine.protocol import (
-    Candidate,
-    DevicesRequest,
-    DevicesResult,
-    ErrorEvent,
-    Ready,
-    Result,
-    SourceDescription,
-    WarningItem,
-)
-from engine.torch_private import untested_torch_sentence
+
+if TYPE_CHECKING:  # the job machinery and the protocol load after the window's first paint
+    from app.jobs import JobRunner
+    from engine.protocol import (
+        Candidate,
+        DevicesResult,
+        ErrorEvent,
+        Ready,
+        Result,
+        SourceDescription,
+        WarningItem,
+    )
 
 __all__ = ["ExportSession"]
 
@@ -70,14 +72,15 @@ class ExportSession(RecipeEdits):
         `use_worker` False: no worker is started, describe runs in this process."""
         super().__init__(parent)
         self.owns_runner = runner is None
-        self.runner = runner if runner is not None else JobRunner(self)
+        self._runner = runner  # the session's own is made on first use (`runner`)
+        self._describe_held = False  # a describe asked for before the worker was started
         self.use_worker = use_worker
         self.worker_torch: str | None = None  # the torch version of the worker, once ready
         self.capabilities: DevicesResult | None = None
         self.validate_target: Path | None = None  # the file Validate checks now
         self.validate_reason = ""  # why Validate is disabled ("" when it is not)
         self.results = Results(self)
-        self.jobs = Jobs(self.runner, self, self.results)
+        self.jobs = Jobs(lambda: self.runner, self, self.results)
         self.describer = Describer(self, self.jobs, use_worker)
         self.analysis = AnalysisModel(self, self.jobs)
         self.explainer = Explainer(self, self.jobs, self.results)
@@ -109,17 +112,38 @@ class ExportSession(RecipeEdits):
 
     # ================================================================= the worker
 
+    @property
+    def runner(self) -> JobRunner:
+        """The JobRunner that runs the session's jobs: the one handed in, else the session's
+        own, made on first use (`start_worker`, a job, a look at it); a describe asked for
+        before then is sent now."""
+        if self._runner is None:
+            from app.jobs import JobRunner  # the job machinery loads after the first paint
+
+            self._runner = JobRunner(self)
+            if self._listening:
+                self._connect_runner(True)
+            if self._describe_held:
+                self._describe_held = False
+                self.describer.describe()
+        return self._runner
+
     def _listen(self, on: bool) -> None:
         if on == self._listening:
             return
-        pairs = ((self.runner.workerReady, self._on_ready),
-                 (self.runner.workerLost, self._on_lost), (self.runner.log, self.logLine))
+        if self._runner is not None:  # else connected when it is made
+            self._connect_runner(on)
+        self._listening = on
+
+    def _connect_runner(self, on: bool) -> None:
+        runner = self.runner
+        pairs = ((runner.workerReady, self._on_ready),
+                 (runner.workerLost, self._on_lost), (runner.log, self.logLine))
         for signal, slot in pairs:
             if on:
                 signal.connect(slot)
             else:
                 signal.disconnect(slot)
-        self._listening = on
 
     def start_worker(self) -> None:
         """Start the worker (torch imports in the background); one that is ready already
@@ -134,10 +158,14 @@ class ExportSession(RecipeEdits):
     def shutdown(self) -> None:
         """Stop hearing the worker; end it too when the session owns it (the window closes)."""
         self._listen(False)
-        if self.owns_runner:
-            self.runner.shutdown()
+        self._describe_held = False
+        if self.owns_runner and self._runner is not None:
+            self._runner.shutdown()
 
     def _on_ready(self, ready: Ready) -> None:
+        from engine.protocol import DevicesRequest
+        from engine.torch_private import untested_torch_sentence
+
         self.worker_torch = ready.torch
         self.workerReady.emit(ready)
         sentence = untested_torch_sentence(ready.torch) if ready.torch_tested is False else None
@@ -146,6 +174,8 @@ class ExportSession(RecipeEdits):
         self.jobs.send(DevicesRequest(), self._on_devices)
 
     def _on_devices(self, final: Result | ErrorEvent) -> None:
+        from engine.protocol import DevicesResult, ErrorEvent
+
         if isinstance(final, DevicesResult):
             self.set_capabilities(final)
         elif isinstance(final, ErrorEvent):
@@ -193,6 +223,12 @@ class ExportSession(RecipeEdits):
         return self.describer.description
 
     def describe(self) -> None:
+        """Describe the model source (app.session.describing). Before the session's own
+        JobRunner is made (`runner`: the window makes it after the first paint, in
+        `start_worker`) the describe waits for it: loading a recipe starts no worker process."""
+        if self.use_worker and self._runner is None:
+            self._describe_held = True
+            return
         self.describer.describe()
 
     def _recipe_replaced(self) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
 
@@ -29,9 +30,11 @@ from engine import recipe as recipes
 from engine import shipped
 from engine.errors import StudioError
 from engine.paths import check_recipe_target, rebase_recipe_paths
-from engine.protocol import ForwardParam
 from engine.recipe import Recipe, split_source
 from engine.source.arguments import follow_signature
+
+if TYPE_CHECKING:
+    from engine.protocol import ForwardParam
 
 __all__ = ["PARTS", "RecipeEdits"]
 

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from engine.protocol import OutputMetrics, Trial, TrialOutput, Validation
+if TYPE_CHECKING:
+    from engine.protocol import OutputMetrics, Trial, TrialOutput, Validation
 
 __all__ = ["rejudge"]
 

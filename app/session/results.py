@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Signal
 
@@ -20,8 +20,10 @@ from app.outcomes import ExportOutcome, FileStamp, OpenedFile, Stamp, Validation
 from app.session.recipe_edits import RecipeEdits
 from app.session.rejudge import rejudge
 from engine.errors import StudioError
-from engine.protocol import ExportResult, InspectDocument, Validation, WarningItem
 from engine.recipe import is_folder_source
+
+if TYPE_CHECKING:  # the protocol loads with the first result, after the window's first paint
+    from engine.protocol import Validation, WarningItem
 
 __all__ = ["Results", "Stale"]
 
@@ -87,6 +89,8 @@ class Results(QObject):
             self.set_warnings(list(report.warnings))
         if report is not None and report.validation is not None:
             self.add_warnings(report.validation.warnings or [])
+            from engine.protocol import ExportResult
+
             job_dir = outcome.final.job_dir if isinstance(outcome.final, ExportResult) else None
             self.validation = ValidationOutcome(
                 outcome.job, output, report.validation, report.error, outcome.details, job_dir,
@@ -104,6 +108,7 @@ class Results(QObject):
         """Make an existing .onnx the session's file: what it holds (read here, without its
         weights); Validate checks it until the next export writes another."""
         from engine.graph.summary import summarize
+        from engine.protocol import InspectDocument
 
         path = path.resolve()
         try:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import subprocess
@@ -18,7 +17,7 @@ from app.form.options_form import FALLBACK_CAPABILITIES
 from app.window import MainWindow
 from engine import dirs, shipped
 from engine import recipe as recipes
-from engine.protocol import WarningItem
+from engine.protocol import DevicesResult, WarningItem
 from tests.conftest import REPO
 
 
@@ -118,8 +117,9 @@ def test_operator_export_type_only_for_torchscript(window: MainWindow) -> None:
 
 def test_opset_above_onnxruntime_warns(window: MainWindow) -> None:
     options = window.form.options_form
-    window.session.set_capabilities(dataclasses.replace(
-        FALLBACK_CAPABILITIES, ort_max_opset=21, devices=["cpu", "cuda:0"]))
+    window.session.set_capabilities(DevicesResult(  # what a worker with a GPU would say
+        id=None, devices=["cpu", "cuda:0"], opsets=FALLBACK_CAPABILITIES.opsets,
+        default_opset=FALLBACK_CAPABILITIES.default_opset, ort_max_opset=21, torch=""))
     assert [options.device.itemText(i) for i in range(options.device.count())] == ["cpu",
                                                                                    "cuda:0"]
     options.opset.setCurrentIndex(options.opset.findData(23))

@@ -11,6 +11,8 @@ from PySide6.QtCore import QEvent, QModelIndex, QObject, Qt
 from PySide6.QtGui import QHelpEvent
 from PySide6.QtWidgets import QAbstractItemView, QStyle, QToolTip
 
+from app.first_paint import after_first_paint
+
 __all__ = ["is_cut", "show_whole_text"]
 
 
@@ -49,5 +51,8 @@ class _WholeText(QObject):
 
 
 def show_whole_text(view: QAbstractItemView) -> None:
-    """From now on a cut cell of `view` shows its whole text as its tooltip."""
-    view.viewport().installEventFilter(_WholeText(view))
+    """From its first frame on, a cut cell of `view` shows its whole text as its tooltip.
+
+    The filter goes onto the view's viewport after that frame: the window's first paint does
+    not look the viewport up, which makes Qt's Python binding load every widget class."""
+    after_first_paint(view, lambda: view.viewport().installEventFilter(_WholeText(view)))

@@ -2,20 +2,24 @@
 
 `log_dir()` is $ONNX_STUDIO_LOG_DIR or platformdirs' user log folder; `attach(session)` writes
 every line the session logs to `studio.log` there (1 MB per file, 5 old files kept), so a
-crash or a bug report has the last jobs' words after the window is gone.
+crash or a bug report has the last jobs' words after the window is gone. The file (and the
+logging machinery) is opened with the first line, or when its path is asked for: the window's
+first paint writes none.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from logging.handlers import RotatingFileHandler
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from app.session import ExportSession
 from engine.dirs import APP_NAME
 
-__all__ = ["LOG_FILE", "attach", "log_dir", "versions"]
+if TYPE_CHECKING:
+    from app.session import ExportSession
+
+__all__ = ["LOG_FILE", "LogFile", "attach", "log_dir", "versions"]
 
 LOG_FILE = "studio.log"
 MAX_BYTES = 1_000_000
@@ -32,6 +36,8 @@ def log_dir() -> Path:
 
 
 def _logger() -> logging.Logger:
+    from logging.handlers import RotatingFileHandler
+
     logger = logging.getLogger("onnx_studio.window")
     folder = log_dir()
     target = str(folder / LOG_FILE)
@@ -50,15 +56,37 @@ def _logger() -> logging.Logger:
     return logger
 
 
-def attach(session: ExportSession) -> Path | None:
-    """Write the session's log lines to the log file; its path, or None when the folder
-    cannot be written (the window works without it)."""
-    try:
-        logger = _logger()
-    except OSError:
-        return None
-    session.logLine.connect(lambda line: logger.info(line.rstrip()))
-    return log_dir() / LOG_FILE
+class LogFile:
+    """The log file a session's lines go to, opened when the first one comes (`write`)."""
+
+    def __init__(self) -> None:
+        self._logger: logging.Logger | None = None
+        self._unwritable = False
+
+    def _open(self) -> logging.Logger | None:
+        if self._logger is None and not self._unwritable:
+            try:
+                self._logger = _logger()
+            except OSError:
+                self._unwritable = True  # the window works without it
+        return self._logger
+
+    def write(self, line: str) -> None:
+        logger = self._open()
+        if logger is not None:
+            logger.info(line.rstrip())
+
+    @property
+    def path(self) -> Path | None:
+        """The log file; None when its folder cannot be written."""
+        return log_dir() / LOG_FILE if self._open() is not None else None
+
+
+def attach(session: ExportSession) -> LogFile:
+    """Write the session's log lines to the log file (opened with the first one)."""
+    log = LogFile()
+    session.logLine.connect(log.write)
+    return log
 
 
 def about_html(title: str, torch: str | None, log_file: Path | None) -> str:

@@ -27,6 +27,7 @@ def run(path: str | None = None, exit_after_paint: bool = False,
     from PySide6.QtWidgets import QApplication
 
     from app import settings as settings_mod
+    from app.session import ExportSession
     from app.window import MainWindow
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
@@ -38,7 +39,10 @@ def run(path: str | None = None, exit_after_paint: bool = False,
     if notice:  # the user is told once: next start finds a good file
         with contextlib.suppress(OSError):  # unwritable: the notice says so, the window opens
             settings_mod.save(settings)
-    window = MainWindow(settings, notice, start_worker=not exit_after_paint)
+    # exit-after-paint paints what a start paints (the model is described by the worker once
+    # it runs, after the first paint) and starts no worker
+    session = ExportSession() if exit_after_paint else None
+    window = MainWindow(settings, notice, start_worker=not exit_after_paint, session=session)
     file = Path(path).expanduser() if path else None
     window.load_initial(file if file is None or file.suffix.lower() == ".toml" else None)
     window.show()

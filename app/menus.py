@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
-from PySide6.QtWidgets import QMainWindow, QMenu, QMessageBox
+from PySide6.QtWidgets import QMainWindow, QMenu
 
 from app import settings as settings_mod
 from app.fold import FormFold
@@ -92,9 +92,7 @@ class Menus:
             group.addAction(action)
             self.themes[name] = action
         help_menu = bar.addMenu("&Help")
-        self._action(help_menu, "Keyboard shortcuts",
-                     lambda: QMessageBox.information(window, "Keyboard shortcuts", SHORTCUTS),
-                     "F1")
+        self._action(help_menu, "Keyboard shortcuts", lambda: _shortcuts(window), "F1")
         self._action(help_menu, "Open log folder", host.open_log_folder)
         self._action(help_menu, "&About ONNX Export Studio", host.show_about)
         session.readinessChanged.connect(self._update_actions)
@@ -123,3 +121,9 @@ class Menus:
             action.triggered.connect(lambda _=False, p=item: self.host.open_path(Path(p)))
         if not items:
             self.recent_menu.addAction("(none)").setEnabled(False)
+
+
+def _shortcuts(window: QMainWindow) -> None:
+    from PySide6.QtWidgets import QMessageBox  # a dialog: loaded when first opened
+
+    QMessageBox.information(window, "Keyboard shortcuts", SHORTCUTS)

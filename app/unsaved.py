@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QMessageBox, QWidget
+from PySide6.QtWidgets import QWidget
 
 from app.form.panel import Banner
 from app.recovery import Autosave, find_orphans
 from app.session import ExportSession
+
+if TYPE_CHECKING:
+    from PySide6.QtWidgets import QMessageBox
 
 
 class UnsavedGuard:
@@ -37,6 +41,8 @@ class UnsavedGuard:
         """Run `proceed` (which replaces the recipe) now when nothing is unsaved; else once the
         user answered Save (and the save worked) or Discard in `unsaved_prompt`; never after
         Cancel."""
+        from PySide6.QtWidgets import QMessageBox  # a dialog: loaded when first opened
+
         if not self.session.dirty:
             proceed()
             return
@@ -54,6 +60,8 @@ class UnsavedGuard:
         box.open()
 
     def _answered(self, box: QMessageBox, proceed: Callable[[], object]) -> None:
+        from PySide6.QtWidgets import QMessageBox
+
         self.unsaved_prompt = None
         button = box.standardButton(box.clickedButton())
         box.deleteLater()
@@ -66,6 +74,8 @@ class UnsavedGuard:
     def ask_before_quitting(self, close_now: Callable[[], object]) -> None:
         """Unsaved edits ask Save / Discard / Cancel; a running job asks first whether to
         cancel it; `close_now` closes the window once the answers allow it."""
+        from PySide6.QtWidgets import QMessageBox
+
         if not self.session.busy:
             self.keep_edits_then("quitting", close_now)
             return

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, QTimer, QUrl
 from PySide6.QtGui import QCloseEvent, QDesktopServices, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import (
-    QFileDialog,
     QMainWindow,
-    QMessageBox,
     QSplitter,
     QVBoxLayout,
     QWidget,
@@ -24,6 +23,7 @@ from PySide6.QtWidgets import (
 
 from app import logs, theme
 from app import settings as settings_mod
+from app.first_paint import after_first_paint
 from app.fold import FormFold
 from app.form import FormPanel
 from app.graph import preload_graph_modules
@@ -36,6 +36,9 @@ from app.session import ExportSession
 from app.status import StatusLine
 from app.tabs import ResultTabs
 from app.unsaved import UnsavedGuard
+
+if TYPE_CHECKING:
+    from PySide6.QtWidgets import QMessageBox
 
 TITLE = "ONNX Export Studio"
 OPEN_FILTER = ("All supported (*.toml *.py *.pt2 *.pt *.pth *.onnx);;Recipes (*.toml);;"
@@ -50,6 +53,9 @@ class MainWindow(QMainWindow):
         whose worker starts with the window unless `start_worker` is False."""
         super().__init__()
         self.settings = settings or settings_mod.Settings()
+        # the theme first: the widgets made below are polished once, in its style and colours
+        self.theme = theme.Follower(self.settings.theme, self)
+        self.theme.apply()
         self.remembered = Remembered(self.settings, self._status)
         self.session = session or ExportSession(use_worker=start_worker)
         if self.session.parent() is None:
@@ -60,7 +66,7 @@ class MainWindow(QMainWindow):
         self.form.model_form.exampleChosen.connect(self._load_example)
         self.autosave = Autosave(self.session)
         self.guard = UnsavedGuard(self, self.session, self.autosave, self.save_recipe, TITLE)
-        self.log_file = logs.attach(self.session)
+        self._log = logs.attach(self.session)
         self._closing = False
         self.tabs = ResultTabs(self.session)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
@@ -90,19 +96,21 @@ class MainWindow(QMainWindow):
         s.refused.connect(self._status)
         self.tabs.statusMessage.connect(self._status)
 
-        self.theme = theme.Follower(self.settings.theme, self)
         self.theme.changed.connect(self._show_theme)
-        self.theme.apply()
+        self._show_theme(self.theme.dark)
         self.remembered.restore(self, self.splitter, self.form.minimumSizeHint().width())
         self.fold.restore()
         if settings_notice:
             self.form.banner.show_message(settings_notice)
-        if start_worker:
-            # The worker imports torch (seconds); start it now so the first export is warm.
-            QTimer.singleShot(0, self.session.start_worker)
-            # The graph view's modules (onnx, numpy, pyqtgraph) load on a background thread
-            # once the window is up, so showing the first result does not freeze the window.
-            QTimer.singleShot(300, preload_graph_modules)
+        if start_worker:  # once the window is drawn: its first frame waits for neither
+            after_first_paint(self, self._start_background)
+
+    def _start_background(self) -> None:
+        # The worker imports torch (seconds); start it now so the first export is warm.
+        self.session.start_worker()
+        # The graph view's modules (onnx, numpy, pyqtgraph) load on a background thread
+        # once the window is up, so showing the first result does not freeze the window.
+        QTimer.singleShot(300, preload_graph_modules)
 
     # ================================================================= title, status
 
@@ -112,11 +120,18 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(f"{path.name if path else 'Unsaved recipe'}[*] — {TITLE}")
         self.setWindowModified(self.session.dirty)
 
+    @property
+    def log_file(self) -> Path | None:
+        """The log file the session's lines go to; None when it cannot be written."""
+        return self._log.path
+
     def about_text(self) -> str:
         """The About box's text: the versions of the app and of what it runs on."""
         return logs.about_html(TITLE, self.session.worker_torch, self.log_file)
 
     def show_about(self) -> None:
+        from PySide6.QtWidgets import QMessageBox
+
         QMessageBox.about(self, f"About {TITLE}", self.about_text())
 
     def open_log_folder(self) -> None:
@@ -149,12 +164,16 @@ class MainWindow(QMainWindow):
         self.session.load_default(examples)
 
     def open_dialog(self) -> None:
+        from PySide6.QtWidgets import QFileDialog
+
         start = self.remembered.start_folder(self.session.recipe.base_dir)
         path, _ = QFileDialog.getOpenFileName(self, "Open", start, OPEN_FILTER)
         if path:
             self.open_path(Path(path))
 
     def open_hf_dialog(self) -> None:
+        from PySide6.QtWidgets import QFileDialog
+
         start = self.remembered.start_folder(self.session.recipe.base_dir)
         path = QFileDialog.getExistingDirectory(self, "Open Hugging Face folder", start)
         if path:
@@ -207,6 +226,8 @@ class MainWindow(QMainWindow):
         return self.save_recipe_to(path) if path is not None else self.save_recipe_as()
 
     def save_recipe_as(self) -> bool:
+        from PySide6.QtWidgets import QFileDialog
+
         start = self.session.recipe_path or (
             Path(self.remembered.start_folder(self.session.recipe.base_dir)) / "recipe.toml")
         path, _ = QFileDialog.getSaveFileName(self, "Save recipe", str(start), "Recipes (*.toml)")

@@ -4,14 +4,28 @@ Owns the widgets that show and edit a recipe — the Model group (`ModelForm`), 
 outputs tables, the Options group, the dynamic-axes dialog — and the export bar under them
 (output file, why Export is disabled, progress, Export / Validate / Cancel). Every edit goes
 through the session (`ExportSession.edit`); `marks` tints a field the session found wrong.
+The dynamic-axes dialog is imported when first looked up (the first paint opens no dialog).
 """
 
-from app.form.dynamic_axes import DynamicAxesDialog
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from app.form.export_bar import ExportBar
 from app.form.model_form import ModelForm
 from app.form.options_form import OptionsForm
 from app.form.panel import Banner, FormPanel
 from app.form.tensor_tables import InputsTable, OutputsTable
 
+if TYPE_CHECKING:
+    from app.form.dynamic_axes import DynamicAxesDialog
+
 __all__ = ["Banner", "DynamicAxesDialog", "ExportBar", "FormPanel", "InputsTable", "ModelForm",
            "OptionsForm", "OutputsTable"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "DynamicAxesDialog":
+        return importlib.import_module("app.form.dynamic_axes").DynamicAxesDialog
+    raise AttributeError(f"module 'app.form' has no attribute {name!r}")

@@ -10,10 +10,10 @@ import html
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
-    QFileDialog,
     QHBoxLayout,
     QLabel,
     QLineEdit,
@@ -28,7 +28,9 @@ from app.form import marks
 from app.outcomes import ExportOutcome, JobStart, ValidationOutcome
 from app.recipes import relative_source
 from app.session import ExportSession
-from engine.protocol import Validation
+
+if TYPE_CHECKING:
+    from engine.protocol import Validation
 
 EXPORT_TIP = "Export the model (Ctrl+E)"
 OUTPUT_TIP = ("Where the .onnx file is written (relative to the recipe's folder); it only "
@@ -121,6 +123,8 @@ class ExportBar(QWidget):
         self.session.set_output(self.output.text().strip(), self)
 
     def _browse_output(self) -> None:
+        from PySide6.QtWidgets import QFileDialog  # a dialog: loaded when first opened
+
         recipe = self.session.recipe
         path, _ = QFileDialog.getSaveFileName(self, "ONNX file", str(recipe.output_path),
                                               "ONNX (*.onnx)")

@@ -7,12 +7,12 @@ writes every edit back through the session.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
-    QFileDialog,
     QGridLayout,
     QGroupBox,
     QHBoxLayout,
@@ -27,8 +27,10 @@ from PySide6.QtWidgets import (
 from app.form import marks
 from app.recipes import ExampleRecipe, format_table, parse_table, relative_source
 from app.session import ExportSession
-from engine.protocol import Candidate, SourceDescription
 from engine.recipe import is_folder_source
+
+if TYPE_CHECKING:
+    from engine.protocol import Candidate, SourceDescription
 
 MODEL_FILTER = "Models (*.py *.pt2 *.pt *.pth);;All files (*)"
 TRUST = "model.trust_pickle"  # the field of the pickle-trust box (problems, not applicable)
@@ -240,6 +242,8 @@ class ModelForm(QGroupBox):
         self.session.set_source(self.source.text().strip(), self)
 
     def _browse_source(self) -> None:
+        from PySide6.QtWidgets import QFileDialog  # a dialog: loaded when first opened
+
         start = str(self.session.recipe.base_dir)
         path, _ = QFileDialog.getOpenFileName(self, "Model file", start, MODEL_FILTER)
         if path:
@@ -269,6 +273,8 @@ class ModelForm(QGroupBox):
             recipe.model.checkpoint = self.checkpoint.text().strip() or None
 
     def _browse_checkpoint(self) -> None:
+        from PySide6.QtWidgets import QFileDialog
+
         path, _ = QFileDialog.getOpenFileName(self, "Checkpoint",
                                               str(self.session.recipe.base_dir),
                                               CHECKPOINT_FILTER)
@@ -281,6 +287,8 @@ class ModelForm(QGroupBox):
             recipe.model.workdir = self.workdir.text().strip() or None
 
     def _browse_workdir(self) -> None:
+        from PySide6.QtWidgets import QFileDialog
+
         path = QFileDialog.getExistingDirectory(self, "Working folder",
                                                 str(self.session.recipe.base_dir))
         if path:

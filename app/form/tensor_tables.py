@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
@@ -31,10 +31,12 @@ from PySide6.QtWidgets import (
 from app import theme
 from app.cell_tips import show_whole_text
 from app.form import marks
-from app.form.dynamic_axes import DynamicAxesDialog
 from app.session import ExportSession
 from engine.recipe import AUTO_FILL, DTYPES, FILLS, InputSpec, OutputSpec
 from engine.source.inputs import resolve_fill
+
+if TYPE_CHECKING:
+    from app.form.dynamic_axes import DynamicAxesDialog
 
 # The dtype list shows the canonical names; aliases in a loaded recipe are added on demand.
 MAIN_DTYPES = ("float32", "float16", "bfloat16", "float64", "int64", "int32", "int16", "int8",
@@ -514,6 +516,8 @@ class InputsTable(_TensorTable):
 
     def edit_dynamic_axes(self, row: int) -> DynamicAxesDialog | None:
         """Open the per-axis toggles for input `row`; the recipe changes when it is accepted."""
+        from app.form.dynamic_axes import DynamicAxesDialog  # loaded when first opened
+
         recipe = self.session.recipe
         if not 0 <= row < len(recipe.inputs):
             row = 0 if recipe.inputs else -1

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QPushButton, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
 
 from app.session import Explanation, ExportSession
 
@@ -112,6 +112,8 @@ class WhyBar(QWidget):
         return self.explainer.save_repro(folder)
 
     def _save_dialog(self) -> None:
+        from PySide6.QtWidgets import QFileDialog  # a dialog: loaded when first opened
+
         found: Explanation | None = self.explainer.explanation
         div = found.divergence if found is not None else None
         if found is None or div is None:

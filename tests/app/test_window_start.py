@@ -24,7 +24,15 @@ from tests.conftest import REPO
 # what the first paint draws does not need these: they load when a tab or a job needs them
 NOT_AT_FIRST_PAINT = ("numpy", "pyqtgraph", "onnx", "onnxruntime", "torch", "engine.cli",
                       "engine.validation", "app.validation", "app.compare", "app.graph.browser",
-                      "app.graph.canvas", "app.results.python", "app.results.warnings")
+                      "app.graph.canvas", "app.results.python", "app.results.warnings",
+                      # the jobs, the worker and the protocol they speak: with the first job
+                      "app.jobs", "app.worker_client", "engine.worker_process",
+                      "engine.process_tree", "psutil", "engine.protocol",
+                      # the export machinery and the loader (the form asks only which
+                      # exporter "auto" means: engine.export.choice)
+                      "engine.export.exporter", "engine.source.load", "engine.source.hf",
+                      # dialogs and the log file: when first opened, with the first log line
+                      "app.form.dynamic_axes", "logging.handlers")
 
 PROBE = """
 import json, sys
@@ -50,6 +58,59 @@ def test_the_first_paint_imports_only_what_it_draws(tmp_path: Path) -> None:
                     if any(name == heavy or name.startswith(heavy + ".")
                            for heavy in NOT_AT_FIRST_PAINT))
     assert loaded == [], "imported before the first paint"
+
+
+REAL_START = """
+import json, sys
+from PySide6.QtCore import QEvent, QObject
+from PySide6.QtWidgets import QApplication
+from app import settings
+from app.window import MainWindow
+
+app = QApplication([])
+window = MainWindow(settings.Settings(), None)  # as `onnx-studio gui` opens it
+window.load_initial(None)
+at_paint = {}
+
+
+class FirstFrame(QObject):
+    def eventFilter(self, watched, event):
+        if event.type() == QEvent.Type.Paint and not at_paint:
+            at_paint.update(jobs="app.jobs" in sys.modules, protocol="engine.protocol"
+                            in sys.modules, described=window.session.description is not None)
+        return False
+
+
+first = FirstFrame()
+window.installEventFilter(first)
+window.show()
+while not at_paint:
+    app.processEvents()
+session = window.session
+while session.runner.ready_info is None or session.description is None:
+    app.processEvents()  # the test's timeout ends a hang
+print(json.dumps({"at_paint": at_paint, "worker": session.runner.worker_pid is not None,
+                  "kind": session.description.kind,
+                  "candidates": [c.name for c in session.description.candidates]}))
+window.close()
+"""
+
+
+def test_the_worker_starts_after_the_first_frame_and_describes_the_example(
+        tmp_path: Path) -> None:
+    """The first frame starts no process and loads no job machinery; right after it the
+    worker starts, and the model the example names is described by it."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "QT_QPA_PLATFORM": "offscreen",
+           "ONNX_STUDIO_CONFIG_DIR": str(tmp_path / "config"),
+           "ONNX_STUDIO_CACHE_DIR": str(tmp_path / "cache"),
+           "ONNX_STUDIO_DATA_DIR": str(tmp_path / "data")}
+    done = subprocess.run([sys.executable, "-c", REAL_START], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=110)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["at_paint"] == {"jobs": False, "protocol": False, "described": False}
+    assert found["worker"] and found["kind"] == "python"
+    assert "TinyCNN" in found["candidates"], found
 
 
 def test_only_the_shown_tabs_are_built_and_a_late_one_draws_the_session(

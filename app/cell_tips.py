@@ -2,21 +2,27 @@
 with "…" at a narrow width) show that text whole as its tooltip, above the cell's own tip.
 
 A cell then never hides what the user typed (a shape such as 2x3x32x32x32) or a number of a
-verdict without a way to read it; a cell that fits keeps its own tooltip as it was.
+verdict without a way to read it; a cell that fits keeps its own tooltip as it was. The tip
+comes from the view's delegate (`helpEvent`), not from a filter on its viewport: looking the
+viewport up while the window opens would make PySide load every widget class.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QModelIndex, QObject, Qt
+from PySide6.QtCore import QEvent, QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QHelpEvent
-from PySide6.QtWidgets import QAbstractItemView, QStyle, QToolTip
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QStyle,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
+    QToolTip,
+)
 
-from app.first_paint import after_first_paint
-
-__all__ = ["is_cut", "show_whole_text"]
+__all__ = ["WholeTextDelegate", "is_cut", "show_whole_text"]
 
 
-def is_cut(view: QAbstractItemView, index: QModelIndex) -> bool:
+def is_cut(view: QAbstractItemView, index: QModelIndex | QPersistentModelIndex) -> bool:
     """True when the cell's text needs more width than its cell has (it is shown elided)."""
     text = index.data(Qt.ItemDataRole.DisplayRole)
     if not isinstance(text, str) or not text:
@@ -29,30 +35,24 @@ def is_cut(view: QAbstractItemView, index: QModelIndex) -> bool:
     return needed + 2 * margin + icon > rect.width()
 
 
-class _WholeText(QObject):
-    """The viewport's tooltip event: the cut cell's whole text, then its own tip."""
+class WholeTextDelegate(QStyledItemDelegate):
+    """Draws cells as the default delegate does; a cut cell's tooltip is its whole text, then
+    its own tip (`helpEvent` is where a view asks its delegate for an item's tooltip)."""
 
-    def __init__(self, view: QAbstractItemView) -> None:
-        super().__init__(view)
-        self.view = view
-
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if event.type() != QEvent.Type.ToolTip or not isinstance(event, QHelpEvent):
-            return False
-        index = self.view.indexAt(event.pos())
-        if not index.isValid() or not is_cut(self.view, index):
-            return False  # the cell's own tooltip, as before
+    def helpEvent(self, event: QHelpEvent, view: QAbstractItemView,
+                  option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
+                  ) -> bool:
+        if event.type() != QEvent.Type.ToolTip or not index.isValid() or not is_cut(view, index):
+            return super().helpEvent(event, view, option, index)  # the cell's own tip
         text = str(index.data(Qt.ItemDataRole.DisplayRole))
         tip = index.data(Qt.ItemDataRole.ToolTipRole)
         whole = f"{text}\n\n{tip}" if isinstance(tip, str) and tip and tip != text else text
-        QToolTip.showText(event.globalPos(), whole, self.view.viewport(),
-                          self.view.visualRect(index))
+        QToolTip.showText(event.globalPos(), whole, view.viewport(), option.rect)
         return True
 
 
 def show_whole_text(view: QAbstractItemView) -> None:
-    """From its first frame on, a cut cell of `view` shows its whole text as its tooltip.
-
-    The filter goes onto the view's viewport after that frame: the window's first paint does
-    not look the viewport up, which makes Qt's Python binding load every widget class."""
-    after_first_paint(view, lambda: view.viewport().installEventFilter(_WholeText(view)))
+    """From now on a cut cell of `view` shows its whole text as its tooltip: the view draws
+    its cells with a `WholeTextDelegate` (a view that draws them with a delegate of its own
+    gives that one this `helpEvent`)."""
+    view.setItemDelegate(WholeTextDelegate(view))

@@ -65,7 +65,11 @@ class Remembered:
                 splitter.setSizes([form, max(width - form, 1)])
 
     def store(self, window: QMainWindow, splitter: QSplitter) -> None:
-        """Keep the window's geometry and splitter for the next run."""
-        self.settings.geometry = bytes(window.saveGeometry().toBase64().data()).decode()
-        self.settings.splitter = bytes(splitter.saveState().toBase64().data()).decode()
+        """Keep the window's geometry and splitter for the next run (the file is written only
+        when they moved: closing an unchanged window writes nothing)."""
+        geometry = bytes(window.saveGeometry().toBase64().data()).decode()
+        sizes = bytes(splitter.saveState().toBase64().data()).decode()
+        if (geometry, sizes) == (self.settings.geometry, self.settings.splitter):
+            return
+        self.settings.geometry, self.settings.splitter = geometry, sizes
         self.save()

@@ -8,12 +8,21 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import json
 import sys
 import time
 from pathlib import Path
 
 _T0 = time.perf_counter()  # "launch" for window_s: this module starts loading
+
+
+def _load_qt_free() -> None:
+    """The window's Qt-free modules (the recipe and its TOML, the files, the settings, the
+    outcomes), loaded before Qt: PySide reads the source of every module that an import
+    after it names (its check for `from __feature__ import`), the standard library's too."""
+    for name in ("app.outcomes", "app.recipes", "app.settings"):
+        importlib.import_module(name)
 
 
 def run(path: str | None = None, exit_after_paint: bool = False,
@@ -24,6 +33,7 @@ def run(path: str | None = None, exit_after_paint: bool = False,
     line and return 0 (no worker is started); with `expand_all` too, `graph_s` runs until the
     graph is painted with every module expanded.
     """
+    _load_qt_free()
     from PySide6.QtWidgets import QApplication
 
     from app import settings as settings_mod

@@ -6,6 +6,7 @@ Qt-free and torch-free; the Recipe stays the one source of truth, these only rea
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from dataclasses import dataclass
@@ -173,12 +174,49 @@ def implied_exporter(recipe: Recipe) -> tuple[str, str]:
 
 
 def format_table(values: dict[str, object]) -> str:
-    """`a = 1, b = "x"`: an inline TOML table's inside, as the kwargs field shows it."""
+    """`a = 1, b = "x"`: an inline TOML table's inside, as the kwargs field shows it.
+
+    Plain values (true/false, numbers, printable strings, lists of them under bare keys) are
+    written here, as the recipe writer writes them (a test compares the two): showing the
+    example's kwargs loads no tomlkit while the window opens. Anything else is the writer's.
+    """
     if not values:
         return ""
+    plain = [(key, _plain_toml(value)) for key, value in values.items()]
+    if all(_BARE_KEY.fullmatch(key) and text is not None for key, text in plain):
+        return ", ".join(f"{key} = {text}" for key, text in plain)
+    return written_table(values)
+
+
+def written_table(values: dict[str, object]) -> str:
+    """`format_table` by the recipe writer (tomlkit), for any value a recipe holds."""
     text = recipes.dumps({"t": values}).strip()  # "[t]\na = 1\n..." for a table
     lines = [ln for ln in text.splitlines() if ln and not ln.startswith("[")]
     return ", ".join(lines)
+
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _plain_toml(value: object) -> str | None:
+    """A plain value as TOML writes it inline; None for any other."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        return ("inf" if value > 0 else "-inf") if math.isinf(value) else repr(value)
+    if isinstance(value, str):
+        if not value.isprintable():  # control characters and separators: the writer's
+            return None
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list):
+        items = [_plain_toml(item) for item in value]
+        texts = [text for text in items if text is not None]
+        return "[" + ", ".join(texts) + "]" if len(texts) == len(items) else None
+    return None
 
 
 def parse_table(text: str) -> dict[str, object]:

@@ -37,8 +37,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import tomlkit
-
 from engine import dirs
 from engine.files import write_text_atomic
 
@@ -236,6 +234,8 @@ def save(settings: Settings, path: Path | None = None) -> None:
     A file of a newer version in the way is copied aside first (once: what replaces it is
     this version's); see the module docstring.
     """
+    import tomlkit  # loaded when the settings are first written (never to open the window)
+
     path = path or settings_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     _keep_if_not_ours(path)

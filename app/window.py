@@ -161,7 +161,8 @@ class MainWindow(QMainWindow):
     def load_default_recipe(self) -> None:
         examples = list_examples()
         self.form.model_form.set_examples(examples)
-        self.session.load_default(examples)
+        # the example's recipe file is written into its folder once the window is drawn
+        self.session.load_default(examples, later=lambda write: after_first_paint(self, write))
 
     def open_dialog(self) -> None:
         from PySide6.QtWidgets import QFileDialog

@@ -14,6 +14,7 @@ import filecmp
 import importlib.resources
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from engine import dirs
@@ -59,6 +60,17 @@ def working_copy(path: str | os.PathLike[str]) -> Path:
     call refreshes the copies from the shipped files; anything else in the folder (the
     exports) is left alone. Raises RecipeError for a shipped recipe that does not load.
     """
+    _, write = working_recipe(path)
+    return write()
+
+
+def working_recipe(path: str | os.PathLike[str]) -> tuple[recipes.Recipe, Callable[[], Path]]:
+    """`working_copy` in two steps: the copy's recipe (its paths rewritten, relative to the
+    copy's folder: what loading the copied recipe gives), with the shipped files it names
+    copied already; and the call that writes the copy's recipe file (`working_copy`'s
+    result), which the window makes after its first frame (writing keeps the comments, with
+    tomlkit). Raises RecipeError for a shipped recipe that does not load.
+    """
     path = Path(path)
     recipe = recipes.load(path)
     shipped = root().resolve()
@@ -92,10 +104,16 @@ def working_copy(path: str | os.PathLike[str]) -> Path:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target)
     target = folder / path.name
-    text = recipes.updated_toml(local, path.read_text(encoding="utf-8"))
-    if not target.is_file() or target.read_text(encoding="utf-8") != text:
-        write_text_atomic(target, text)
-    return target
+
+    def write() -> Path:
+        text = recipes.updated_toml(local, path.read_text(encoding="utf-8"))
+        if not target.is_file() or target.read_text(encoding="utf-8") != text:
+            write_text_atomic(target, text)
+        return target
+
+    copied = recipes.from_dict(recipes.to_dict(local), target.resolve().parent)
+    copied.check()
+    return copied, write
 
 
 def runnable(path: str | os.PathLike[str]) -> Path:

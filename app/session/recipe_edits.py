@@ -11,7 +11,8 @@ signals, no widget.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+import functools
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,6 +44,10 @@ PARTS = ("model", "inputs", "outputs", "options", "output")
 # Parse errors are listed in the order of the forms that show them (the first one is the
 # reason Export gives), whatever order they were found in.
 _FORM_ORDER = ("model.", "inputs[", "outputs[")
+
+
+def _now(call: Callable[[], object]) -> None:
+    call()
 
 
 class RecipeEdits(QObject):
@@ -255,16 +260,31 @@ class RecipeEdits(QObject):
         self.set_recipe(recipe, None)
         return True
 
-    def load_default(self, examples: list[ExampleRecipe]) -> None:
-        """The recipe a window opens with: the default example, else a built-in tiny model."""
+    def load_default(self, examples: list[ExampleRecipe],
+                     later: Callable[[Callable[[], object]], object] | None = None) -> None:
+        """The recipe a window opens with: the default example, else a built-in tiny model.
+
+        The example's working copy holds its files at once; its recipe file (what the form
+        shows, written with its comments) is written by the call handed to `later` (the
+        window: after its first frame), or now."""
         out_dir = default_output_dir()
         default = next((e for e in examples if e.name == "default"), None)
         try:
-            recipe = load_example(default.path) if default else fallback_recipe(out_dir)
+            if default is None:
+                recipe = fallback_recipe(out_dir)
+            else:
+                recipe, write = shipped.working_recipe(default.path)
+                (later or _now)(functools.partial(self._write_copy, write))
         except (StudioError, OSError) as exc:
             self.notice.emit(f"The example recipe did not load: {exc}")
             recipe = fallback_recipe(out_dir)
         self.set_recipe(recipe, None)
+
+    def _write_copy(self, write: Callable[[], object]) -> None:
+        try:
+            write()
+        except (StudioError, OSError) as exc:
+            self.notice.emit(f"The example's recipe was not written to its folder: {exc}")
 
     def restore(self, recipe: Recipe, path: Path | None) -> None:
         """Take back unsaved edits (a recovery file) to the recipe at `path` (None: never

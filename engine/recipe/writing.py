@@ -10,7 +10,6 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from engine import toml_writer
 from engine.files import write_text_atomic
 from engine.recipe.spec import AUTO_FILL, InputSpec, Recipe, RecipeError
 
@@ -60,6 +59,8 @@ def to_dict(recipe: Recipe) -> dict[str, Any]:
 
 def dumps(data: dict[str, Any]) -> str:
     """TOML in the recipe's house style: scalars first, one-line arrays and inline tables."""
+    from engine import toml_writer  # tomlkit: loaded when a recipe is first written
+
     try:
         return toml_writer.dumps(data)
     except ValueError as exc:
@@ -71,6 +72,8 @@ def updated_toml(recipe: Recipe, text: str | None) -> str:
     """The recipe as TOML; given the text of the recipe file it replaces, that text with its
     values updated in place: the user's comments, key order and spelling of unchanged values
     stay, keys no longer set go, new keys come at the end of their table."""
+    from engine import toml_writer
+
     try:
         return toml_writer.update(text, to_dict(recipe))
     except ValueError as exc:

@@ -15,6 +15,7 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 
 from app import settings as settings_mod
+from app.recipes import format_table, parse_table, written_table
 from app.session import ExportSession
 from app.validation.tab import OUTPUT_HEADERS
 from app.window import MainWindow
@@ -32,20 +33,37 @@ NOT_AT_FIRST_PAINT = ("numpy", "pyqtgraph", "onnx", "onnxruntime", "torch", "eng
                       # exporter "auto" means: engine.export.choice)
                       "engine.export.exporter", "engine.source.load", "engine.source.hf",
                       # dialogs and the log file: when first opened, with the first log line
-                      "app.form.dynamic_axes", "logging.handlers")
+                      "app.form.dynamic_axes", "logging.handlers",
+                      # the TOML writer: the example's recipe file is written after the first
+                      # frame, the settings when they change
+                      "tomlkit", "engine.toml_writer")
 
+# what was loaded when exit-after-paint closes the window, right after the paint it timed
 PROBE = """
 import json, sys
+from app import window as window_mod
 from app.launcher import main
+
+at_paint = []
+close = window_mod.MainWindow.close
+
+
+def closing(self):
+    at_paint.extend(sorted(sys.modules))
+    return close(self)
+
+
+window_mod.MainWindow.close = closing
 status = main(["gui", "--exit-after-paint"])
-print(json.dumps({"status": status, "modules": sorted(sys.modules)}))
+print(json.dumps({"status": status, "modules": at_paint}))
 """
 
 
 def test_the_first_paint_imports_only_what_it_draws(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO), "QT_QPA_PLATFORM": "offscreen",
            "ONNX_STUDIO_CONFIG_DIR": str(tmp_path / "config"),
-           "ONNX_STUDIO_CACHE_DIR": str(tmp_path / "cache")}
+           "ONNX_STUDIO_CACHE_DIR": str(tmp_path / "cache"),
+           "ONNX_STUDIO_DATA_DIR": str(tmp_path / "data")}
     done = subprocess.run([sys.executable, "-c", PROBE], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=100)
     assert done.returncode == 0, done.stderr
@@ -61,7 +79,8 @@ def test_the_first_paint_imports_only_what_it_draws(tmp_path: Path) -> None:
 
 
 REAL_START = """
-import json, sys
+import json, os, sys
+from pathlib import Path
 from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QApplication
 from app import settings
@@ -71,13 +90,16 @@ app = QApplication([])
 window = MainWindow(settings.Settings(), None)  # as `onnx-studio gui` opens it
 window.load_initial(None)
 at_paint = {}
+copy = Path(os.environ["ONNX_STUDIO_DATA_DIR"]) / "examples" / "default" / "default.toml"
 
 
 class FirstFrame(QObject):
     def eventFilter(self, watched, event):
         if event.type() == QEvent.Type.Paint and not at_paint:
             at_paint.update(jobs="app.jobs" in sys.modules, protocol="engine.protocol"
-                            in sys.modules, described=window.session.description is not None)
+                            in sys.modules, described=window.session.description is not None,
+                            copy=copy.is_file(),
+                            model=(copy.parent / "models" / "tiny_cnn.py").is_file())
         return False
 
 
@@ -90,6 +112,7 @@ session = window.session
 while session.runner.ready_info is None or session.description is None:
     app.processEvents()  # the test's timeout ends a hang
 print(json.dumps({"at_paint": at_paint, "worker": session.runner.worker_pid is not None,
+                  "copy": copy.is_file() and "TinyCNN" in copy.read_text(encoding="utf-8"),
                   "kind": session.description.kind,
                   "candidates": [c.name for c in session.description.candidates]}))
 window.close()
@@ -99,7 +122,8 @@ window.close()
 def test_the_worker_starts_after_the_first_frame_and_describes_the_example(
         tmp_path: Path) -> None:
     """The first frame starts no process and loads no job machinery; right after it the
-    worker starts, and the model the example names is described by it."""
+    worker starts, and the model the example names is described by it, and the example's
+    recipe is written into its folder (its model file is there from the start)."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "QT_QPA_PLATFORM": "offscreen",
            "ONNX_STUDIO_CONFIG_DIR": str(tmp_path / "config"),
            "ONNX_STUDIO_CACHE_DIR": str(tmp_path / "cache"),
@@ -108,8 +132,9 @@ def test_the_worker_starts_after_the_first_frame_and_describes_the_example(
                           capture_output=True, text=True, timeout=110)
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout.strip().splitlines()[-1])
-    assert found["at_paint"] == {"jobs": False, "protocol": False, "described": False}
-    assert found["worker"] and found["kind"] == "python"
+    assert found["at_paint"] == {"jobs": False, "protocol": False, "described": False,
+                                 "copy": False, "model": True}
+    assert found["worker"] and found["copy"] and found["kind"] == "python"
     assert "TinyCNN" in found["candidates"], found
 
 
@@ -158,3 +183,23 @@ def test_only_the_shown_tabs_are_built_and_a_late_one_draws_the_session(
         left, header.sectionSize(result), table.viewport().width())
     assert table.topLevelItem(0).text(result) == "✔ pass"
     window.close()
+
+
+PLAIN = [{"num_classes": 10}, {"a": 1, "b-c_d": "x"}, {"neg": -5, "big": 10**20},
+         {"f": 0.5, "g": 1e-05, "h": 1e20, "i": -0.0, "j": 3.0, "k": 1.5e-300},
+         {"inf": float("inf"), "ninf": float("-inf")}, {"yes": True, "no": False},
+         {"s": 'say "hi"', "t": "back\\slash", "u": "é ü 😀", "v": "", "w": "it's"},
+         {"l": [1, 2, 3], "m": [], "n": [[1, 2], [3]], "o": ["a", 1.5, True]}]
+WRITERS = [{"d": {"x": 1}}, {"k y": 1}, {"s": "tab\there"}, {"s": "a\u2028b"},
+           {"s": "nb\u00a0sp"}, {"l": [{"x": 1}]}]
+
+
+def test_the_kwargs_field_writes_plain_values_as_the_recipe_writer_does() -> None:
+    """The form shows plain kwargs without loading tomlkit at the first paint: the same text
+    the recipe writer (tomlkit) gives, read back as the same values; other values go to it."""
+    for values in PLAIN + WRITERS:
+        assert format_table(values) == written_table(values), values
+    for values in PLAIN:
+        assert parse_table(format_table(values)) == values
+    assert format_table({"nan": float("nan")}) == written_table({"nan": float("nan")}) == \
+        "nan = nan"

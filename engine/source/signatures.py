@@ -14,7 +14,6 @@ from __future__ import annotations
 import ast
 import io
 import json
-import pickletools
 import re
 import zipfile
 from dataclasses import dataclass, field
@@ -366,6 +365,8 @@ def torchscript_signature(path: Path) -> list[ForwardParam]:
 
 def _first_global(data: bytes) -> tuple[str, str]:
     """data.pkl's first global: (module, class) of the archive's top module."""
+    import pickletools  # only a TorchScript archive is read with it (not the window's start)
+
     strings: list[str] = []
     for opcode, arg, _ in pickletools.genops(io.BytesIO(data)):
         if opcode.name == "GLOBAL" and isinstance(arg, str):

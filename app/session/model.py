@@ -73,7 +73,7 @@ class ExportSession(RecipeEdits):
         super().__init__(parent)
         self.owns_runner = runner is None
         self._runner = runner  # the session's own is made on first use (`runner`)
-        self._describe_held = False  # a describe asked for before the worker was started
+        self._describe_held = False  # a describe asked for before the runner was made
         self.use_worker = use_worker
         self.worker_torch: str | None = None  # the torch version of the worker, once ready
         self.capabilities: DevicesResult | None = None

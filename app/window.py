@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from PySide6 import QtWidgets  # its dialogs, looked up (and loaded) when first opened
 from PySide6.QtCore import Qt, QTimer, QUrl
 from PySide6.QtGui import QCloseEvent, QDesktopServices, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import (
@@ -36,9 +36,6 @@ from app.session import ExportSession
 from app.status import StatusLine
 from app.tabs import ResultTabs
 from app.unsaved import UnsavedGuard
-
-if TYPE_CHECKING:
-    from PySide6.QtWidgets import QMessageBox
 
 TITLE = "ONNX Export Studio"
 OPEN_FILTER = ("All supported (*.toml *.py *.pt2 *.pt *.pth *.onnx);;Recipes (*.toml);;"
@@ -130,9 +127,7 @@ class MainWindow(QMainWindow):
         return logs.about_html(TITLE, self.session.worker_torch, self.log_file)
 
     def show_about(self) -> None:
-        from PySide6.QtWidgets import QMessageBox
-
-        QMessageBox.about(self, f"About {TITLE}", self.about_text())
+        QtWidgets.QMessageBox.about(self, f"About {TITLE}", self.about_text())
 
     def open_log_folder(self) -> None:
         folder = logs.log_dir()
@@ -165,18 +160,14 @@ class MainWindow(QMainWindow):
         self.session.load_default(examples, later=lambda write: after_first_paint(self, write))
 
     def open_dialog(self) -> None:
-        from PySide6.QtWidgets import QFileDialog
-
         start = self.remembered.start_folder(self.session.recipe.base_dir)
-        path, _ = QFileDialog.getOpenFileName(self, "Open", start, OPEN_FILTER)
+        path, _ = QtWidgets.QFileDialog.getOpenFileName(self, "Open", start, OPEN_FILTER)
         if path:
             self.open_path(Path(path))
 
     def open_hf_dialog(self) -> None:
-        from PySide6.QtWidgets import QFileDialog
-
         start = self.remembered.start_folder(self.session.recipe.base_dir)
-        path = QFileDialog.getExistingDirectory(self, "Open Hugging Face folder", start)
+        path = QtWidgets.QFileDialog.getExistingDirectory(self, "Open Hugging Face folder", start)
         if path:
             self.open_hf_folder(Path(path))
 
@@ -227,11 +218,10 @@ class MainWindow(QMainWindow):
         return self.save_recipe_to(path) if path is not None else self.save_recipe_as()
 
     def save_recipe_as(self) -> bool:
-        from PySide6.QtWidgets import QFileDialog
-
         start = self.session.recipe_path or (
             Path(self.remembered.start_folder(self.session.recipe.base_dir)) / "recipe.toml")
-        path, _ = QFileDialog.getSaveFileName(self, "Save recipe", str(start), "Recipes (*.toml)")
+        path, _ = QtWidgets.QFileDialog.getSaveFileName(self, "Save recipe", str(start),
+                                                        "Recipes (*.toml)")
         return self.save_recipe_to(Path(path)) if path else False
 
     def save_recipe_to(self, path: Path) -> bool:
@@ -274,12 +264,12 @@ class MainWindow(QMainWindow):
     # ================================================================= unsaved edits
 
     @property
-    def unsaved_prompt(self) -> QMessageBox | None:
+    def unsaved_prompt(self) -> QtWidgets.QMessageBox | None:
         """The Save / Discard / Cancel question on screen, if any (app.unsaved)."""
         return self.guard.unsaved_prompt
 
     @property
-    def busy_prompt(self) -> QMessageBox | None:
+    def busy_prompt(self) -> QtWidgets.QMessageBox | None:
         """The "a job is running, quit?" question on screen, if any (app.unsaved)."""
         return self.guard.busy_prompt
 

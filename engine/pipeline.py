@@ -6,6 +6,7 @@ source (load the model, make the inputs) -> export (convert, check, write) -> va
 
 from __future__ import annotations
 
+import contextlib
 import time
 import traceback
 from collections.abc import Callable
@@ -165,9 +166,12 @@ def _write_hf_parts(hf: HfModel, folder: Path, recipe: Recipe, events: Events) -
     from engine.file_set import CommitBusy, FolderWrite, previous_set
     from engine.torch_private import reused_onnx_registry
 
+    # the exporter's translation table built once for all the parts, not once a part; the
+    # TorchScript exporter has none (and building it imports onnxscript, a second or more)
+    registry = contextlib.nullcontext() if recipe.export.exporter == "torchscript" \
+        else reused_onnx_registry()
     try:
-        # the exporter's translation table built once for all the parts, not once a part
-        with FolderWrite(folder) as write, reused_onnx_registry():
+        with FolderWrite(folder) as write, registry:
             count = len(hf.parts)
             for index, part in enumerate(hf.parts):
                 events.progress(index / count, f"Exporting {part.file}")

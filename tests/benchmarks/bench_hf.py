@@ -99,9 +99,11 @@ else:
 """
 
 
-def environment() -> dict[str, str]:
+def environment(root: Path = ROOT) -> dict[str, str]:
+    """This environment with `root` (a checkout of the studio) first on the path."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    others = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and Path(p) != ROOT]
+    env["PYTHONPATH"] = os.pathsep.join([str(root), *others])
     env["HF_HUB_OFFLINE"] = "1"
     return env
 
@@ -146,12 +148,13 @@ def timed(command: list[str], cwd: Path) -> tuple[float, subprocess.CompletedPro
     return seconds, done
 
 
-def timed_cpu(command: list[str],
-              cwd: Path) -> tuple[float, float, subprocess.CompletedProcess[str]]:
-    """(wall seconds, CPU seconds of the process and the children it waited for, the run)."""
+def timed_cpu(command: list[str], cwd: Path,
+              root: Path = ROOT) -> tuple[float, float, subprocess.CompletedProcess[str]]:
+    """(wall seconds, CPU seconds of the process and the children it waited for, the run),
+    with the studio of `root` on the path."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, env=environment(),
+    done = subprocess.run(command, capture_output=True, text=True, env=environment(root),
                           cwd=cwd, check=False)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -159,9 +162,13 @@ def timed_cpu(command: list[str],
     return wall, cpu, done
 
 
+# what the `onnx-studio` console script runs (app.launcher), without pyenv's shim in front
+LAUNCHER = "import sys; from app.launcher import main; sys.exit(main())"
+
+
 def studio(folder: Path, out: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "engine.cli", "export", f"hf:{folder}", "-o", str(out),
-            "--json", *extra]
+    return [sys.executable, "-c", LAUNCHER, "export", f"hf:{folder}", "-o", str(out), "--json",
+            *extra]
 
 
 def optimum(cli: Path, folder: Path, out: Path) -> list[str]:
@@ -169,11 +176,16 @@ def optimum(cli: Path, folder: Path, out: Path) -> list[str]:
 
 
 TOOLS = ("studio", "studio-ts", "optimum", "plain", "plain-ts")
+# --baseline DIR: the same two studio commands with another checkout of the studio (before)
+BASE_TOOLS = ("base", "base-ts")
 # (numerator, denominator, what the ratio says)
 RATIOS = (("studio", "optimum", "studio / optimum"),
           ("studio-ts", "optimum", "torchscript / optimum"),
           ("studio", "plain", "studio / plain"),
-          ("studio-ts", "plain-ts", "torchscript / plain-ts"))
+          ("studio-ts", "plain-ts", "torchscript / plain-ts"),
+          ("base-ts", "optimum", "before: torchscript / optimum"),
+          ("studio", "base", "studio / before"),
+          ("studio-ts", "base-ts", "torchscript / before"))
 
 
 def speed_models(names: list[str], work: Path) -> dict[str, tuple[Path, tuple[str, ...]]]:
@@ -193,14 +205,18 @@ def speed_models(names: list[str], work: Path) -> dict[str, tuple[Path, tuple[st
     return chosen
 
 
-def speed(names: list[str], tools: list[str], runs: int, work: Path, cli: Path | None) -> None:
+def speed(names: list[str], tools: list[str], runs: int, work: Path, cli: Path | None,
+          baseline: Path | None = None) -> None:
     """Interleaved wall (and CPU) times of each tool's command on each model, every run a fresh
-    process; medians and the ratios of the tools that ran."""
+    process; medians and the ratios of the tools that ran. `baseline`: another checkout of the
+    studio, timed as "base" and "base-ts" beside this one."""
     script = work / "plain.py"
     script.write_text(PLAIN, encoding="utf-8")
     models = speed_models(names, work)
     if cli is None:
         tools = [t for t in tools if t != "optimum"]
+    if baseline is not None:
+        tools = [*tools, *BASE_TOOLS]
     walls: dict[tuple[str, str], list[float]] = {}
     cpus: dict[tuple[str, str], list[float]] = {}
     for run in range(runs):
@@ -213,9 +229,12 @@ def speed(names: list[str], tools: list[str], runs: int, work: Path, cli: Path |
                 "plain": [sys.executable, str(script), "dynamo", str(out / "p"), f"hf:{folder}",
                           *extra],
                 "plain-ts": [sys.executable, str(script), "torchscript", str(out / "pt"),
-                             f"hf:{folder}", *extra]}
+                             f"hf:{folder}", *extra],
+                "base": studio(folder, out / "b", *extra),
+                "base-ts": studio(folder, out / "bt", *extra, "--exporter", "torchscript")}
             for tool in tools:
-                wall, cpu, done = timed_cpu(commands[tool], work)
+                root = baseline if tool in BASE_TOOLS and baseline is not None else ROOT
+                wall, cpu, done = timed_cpu(commands[tool], work, root)
                 ok = done.returncode == 0
                 print(json.dumps({"model": model, "tool": tool, "run": run,
                                   "seconds": round(wall, 2), "cpu": round(cpu, 2), "ok": ok,
@@ -351,13 +370,16 @@ def main() -> None:
     parser.add_argument("--no-speed", action="store_true")
     parser.add_argument("--no-outcomes", action="store_true")
     parser.add_argument("--catch", action="store_true")
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="another checkout of the studio (e.g. `git archive main`), timed "
+                        "beside this one")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench_hf_"))
     cli = optimum_cli() if "optimum" in args.tools or not args.no_outcomes or args.catch \
         else None
     print(f"optimum: {cli or 'not installable here'}; work folder {work}", flush=True)
     if not args.no_speed:
-        speed(args.models, args.tools, args.runs, work, cli)
+        speed(args.models, args.tools, args.runs, work, cli, args.baseline)
     if not args.no_outcomes:
         outcomes(work, cli)
     if args.catch:

@@ -1,21 +1,34 @@
 """The studio against its peers on Hugging Face decoders with their cache, in one invocation.
 
-Speed (interleaved, each run a fresh process, wall time): `onnx-studio export hf:DIR -o OUT`
-(no validation), the same with `--exporter torchscript` (the faster path, Optimum's own
-exporter), `optimum-cli export onnx --task text-generation-with-past`, and a plain
-`torch.onnx.export` script of the same wrapper the studio exports (what the exporter itself
-costs), on tiny Gemma, Phi3, OPT and Qwen3 decoders; medians, and the ratios studio/optimum and
-studio/plain. Outcomes: for every decoder of the corpus (tests/corpus/architectures.py, read
-at run time so its new rows appear here), the studio's `export --validate` beside
-optimum-cli's result. `--catch`: whether each tool's validation catches a broken file (the
-largest initializer patched to a constant).
+Speed (interleaved, each run a fresh process; wall seconds, and CPU seconds of the process and
+the children it waited for, which a loaded machine distorts less): `onnx-studio export hf:DIR
+-o OUT` (no validation; the console script's code, app.launcher), the same with `--exporter
+torchscript` (the faster path, Optimum's own exporter), `optimum-cli export onnx --task
+text-generation-with-past` (which validates its file too: one ONNX Runtime run against the
+model, always on), and the plain anchors: a `torch.onnx.export` script of the same wrapper the
+studio exports, loaded as the studio loads it, by torch.export ("plain") or by the TorchScript
+tracer ("plain-ts"): what the exporter itself costs. Medians, and the ratios studio/optimum,
+studio/plain and torchscript/plain-ts. The models: tiny Gemma, Phi3, OPT and Qwen3 decoders
+(the issue's), a corpus decoder by its slug, or `corpus` (every decoder of the corpus, a row
+that fails with a fix timed with its fix applied); `--tools` picks the commands (e.g. `--models
+corpus --tools studio plain --runs 1`: the studio beside its exporter on every decoder).
+`--baseline DIR` times the two studio commands of another checkout too (e.g. `git archive
+main`), beside this one: before and after.
+
+Outcomes: for every decoder of the corpus (tests/corpus/architectures.py, read at run time so
+its new rows appear here), the studio's `export --validate` beside optimum-cli's result (exit
+0 with a validation warning is reported as such); a row that fails with a fix runs again with
+the fix. `--catch`: whether each tool's validation catches a broken file (the largest
+initializer patched to a constant).
 
 optimum-onnx 0.1.0 pins transformers 4.57, so it runs from a virtual environment of its own
 (ONNX_STUDIO_OPTIMUM_VENV, default /work/venvs/optimum; made on first use: python -m venv, pip
-install torch==2.13.0 optimum-onnx==0.1.0 onnxruntime).
+install torch==2.13.0 optimum-onnx==0.1.0 onnxruntime). It reads the folders the studio's
+transformers (5.x) saved; a config it cannot read is its outcome.
 
-    python tests/benchmarks/bench_hf.py [--runs 2] [--models gemma phi3 opt qwen3]
-                                        [--no-speed] [--no-outcomes] [--catch]
+    python tests/benchmarks/bench_hf.py [--runs 2] [--models gemma phi3 opt qwen3 | corpus]
+                                        [--tools studio studio-ts optimum plain plain-ts]
+                                        [--baseline DIR] [--no-speed] [--no-outcomes] [--catch]
 """
 
 from __future__ import annotations

@@ -171,6 +171,20 @@ def profile(kind: str, python: str, folder: Path, out: Path, extra: tuple[str, .
             (line.split("\t") for line in done.stdout.splitlines() if "\t" in line)}
 
 
+def library_imports(python: str, model: str, runs: int) -> float:
+    """Median wall seconds of a python start that imports torch, transformers and the model's
+    class (as both tools do before any work): what each environment's libraries cost."""
+    code = ("import torch, transformers; transformers.AutoConfig; "
+            f"getattr(transformers, {bench_hf.SPEED[model][0]!r}.replace('Config', "
+            "'ForCausalLM'))")
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        subprocess.run([python, "-c", code], env=bench_hf.environment(), check=True)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
 def cli_imports(runs: int) -> float:
     """Median wall seconds of the CLI process's own start: python and `import engine.cli`."""
     times = []
@@ -209,6 +223,11 @@ def main() -> None:
             print()
     print(f"the CLI's own process before it starts the worker (python, import engine.cli): "
           f"{cli_imports(max(args.runs, 3)):.2f} s")
+    for name, (_, python, _) in kinds.items():
+        if name != "studio (dynamo)":
+            print(f"{name}'s libraries: python, import torch, transformers and "
+                  f"{args.models[0]}'s class: "
+                  f"{library_imports(python, args.models[0], max(args.runs, 3)):.2f} s")
 
 
 if __name__ == "__main__":

@@ -134,6 +134,13 @@ def optimum_cli() -> Path | None:
     return cli
 
 
+def transformers_version(python: str) -> str:
+    """The transformers version `python` imports."""
+    done = subprocess.run([python, "-c", "import transformers; print(transformers.__version__)"],
+                          capture_output=True, text=True, check=False)
+    return done.stdout.strip() or "?"
+
+
 def build(name: str, config_class: str, config: dict[str, Any], folder: Path) -> Path:
     """A random-weight causal LM of `config_class` saved into folder/name (weights included:
     optimum loads them)."""

@@ -4,9 +4,11 @@ optimum-cli's, each measured in a fresh process from its start (imports included
 The studio's worker is run in-process the way `onnx-studio export hf:DIR -o OUT` runs it (the
 job the CLI sends, engine.worker.job_export), for the default exporter (torch.export) and
 `--exporter torchscript`; optimum-cli runs from its own virtual environment (bench_hf.VENV).
-Stages are timed by wrapping the functions that do them, once their module is imported (no
-profiler overhead): a stage's time is inclusive of the stages listed under it. The CLI's own
-process (its imports, the worker's start) is timed apart, as `python -c "import engine.cli"`.
+Stages are timed by wrapping the functions that do them once their module is imported (no
+profiler overhead); a stage's time includes the stages indented under it. Each stage has its
+CPU seconds (the process's, every thread; what a loaded machine distorts least) and its wall
+seconds. Apart: the CLI's own process before it starts the worker, and each environment's
+libraries (python, torch, transformers and the model's class imported, nothing done).
 
     python tests/benchmarks/profile_hf.py [--models qwen3 ...] [--runs 1]
 """
@@ -14,6 +16,8 @@ process (its imports, the worker's start) is timed apart, as `python -c "import 
 from __future__ import annotations
 
 import argparse
+import json
+import resource
 import statistics
 import subprocess
 import sys
@@ -27,73 +31,71 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_hf  # noqa: E402  (the models, the environment, optimum's venv)
 
-# Run as `python -c STAGES T0 KIND -- ARGS`: wraps each (module, "Owner.attr" or "attr", label)
-# as soon as its module is imported, runs the job, prints "label<TAB>seconds" lines.
+# Run as `python -c STAGES KIND -- ARGS`: wraps each (depth, module, "Owner.attr" or "attr",
+# label) as soon as its module is imported, runs the job, prints one JSON list of
+# [depth, label, cpu seconds, wall seconds] in the order the stages started.
 STAGES = r"""
-import builtins, sys, time
-T0, KIND = float(sys.argv[1]), sys.argv[2]
+import builtins, json, sys, time
+KIND = sys.argv[1]
 ARGS = sys.argv[sys.argv.index("--") + 1:]
-spent = {}
-order = []
-def note(label, seconds):
-    if label not in spent:
-        order.append(label)
-    spent[label] = spent.get(label, 0.0) + seconds
+stages = {}  # label: [depth, cpu, wall], in the order they started
+def note(depth, label, cpu, wall):
+    entry = stages.setdefault(label, [depth, 0.0, 0.0])
+    entry[1] += cpu
+    entry[2] += wall
 TARGETS = {
     "studio": [
-        ("engine.source.hf.loading", "load_hf", "load the model (engine.source.hf.load_hf)"),
-        ("engine.source.hf.loading", "load_config",
-         "  read the config (imports transformers and its model table)"),
-        ("engine.source.hf.loading", "_model_class",
-         "  import the model's class (modeling, generation, masks)"),
-        ("engine.source.hf.parts", "export_parts", "  example inputs and the cache (model runs)"),
-        ("engine.pipeline", "_write_hf_parts", "export and commit the files"),
-        ("torch.onnx", "export", "  torch.onnx.export"),
-        ("torch.onnx._internal.exporter._registration", "ONNXRegistry.from_torchlib",
-         "    the translation table (torchlib)"),
-        ("torch.export", "export", "    torch.export"),
-        ("torch.export.exported_program", "ExportedProgram.run_decompositions",
-         "    decompositions"),
-        ("torch.onnx._internal.exporter._core", "_exported_program_to_onnx_program",
-         "    translation to ONNX"),
-        ("torch.onnx._internal.exporter._onnx_program", "ONNXProgram.optimize",
-         "    the ONNX optimizer (onnxscript)"),
-        ("torch.onnx._internal.torchscript_exporter.utils", "_model_to_graph",
-         "    trace and ONNX graph (TorchScript)"),
-        ("engine.export.hf_files", "_output_axes",
-         "  output axes: the part run at two sizes (TorchScript)"),
-        ("engine.export.hf_files", "_save_program", "  write the file (onnx_ir)"),
-        ("engine.file_set", "FolderWrite.commit", "  commit the folder"),
-        ("engine.pipeline", "_exported_files", "the report's file summaries"),
+        (1, "engine.source.hf.loading", "load_hf", "load the model (engine.source.hf.load_hf)"),
+        (2, "engine.source.hf.loading", "load_config",
+         "read the config (imports transformers and its model table)"),
+        (2, "engine.source.hf.loading", "_model_class",
+         "import the model's class (modeling, generation, masks)"),
+        (2, "engine.source.hf.parts", "export_parts", "example inputs and the cache (model runs)"),
+        (1, "engine.pipeline", "_write_hf_parts", "export and commit the files"),
+        (2, "torch.onnx", "export", "torch.onnx.export"),
+        (3, "torch.onnx._internal.exporter._registration", "ONNXRegistry.from_torchlib",
+         "the translation table (torchlib)"),
+        (3, "torch.export", "export", "torch.export"),
+        (3, "torch.export.exported_program", "ExportedProgram.run_decompositions",
+         "decompositions"),
+        (3, "torch.onnx._internal.exporter._core", "_exported_program_to_onnx_program",
+         "translation to ONNX"),
+        (3, "torch.onnx._internal.exporter._onnx_program", "ONNXProgram.optimize",
+         "the ONNX optimizer (onnxscript)"),
+        (3, "torch.onnx._internal.torchscript_exporter.utils", "_model_to_graph",
+         "trace and ONNX graph (TorchScript)"),
+        (2, "engine.export.hf_files", "_output_axes",
+         "output axes: the part run at two sizes (TorchScript)"),
+        (2, "engine.export.hf_files", "_save_program", "write the file (onnx_ir)"),
+        (2, "engine.file_set", "FolderWrite.commit", "commit the folder"),
+        (1, "engine.pipeline", "_exported_files", "the report's file summaries"),
     ],
     "optimum": [
-        ("optimum.commands.export.onnx", "ONNXExportCommand.run",
+        (0, "optimum.commands.export.onnx", "ONNXExportCommand.run",
          "the export command (imports optimum.exporters.onnx, transformers; main_export)"),
-        ("optimum.exporters.tasks", "TasksManager.get_model_from_task",
-         "  load the model (TasksManager.get_model_from_task)"),
-        ("optimum.exporters.onnx.convert", "export_pytorch", "  export (export_pytorch)"),
-        ("torch.onnx", "export", "    torch.onnx.export"),
-        ("torch.onnx._internal.torchscript_exporter.utils", "_model_to_graph",
-         "      trace and ONNX graph (TorchScript)"),
-        ("optimum.exporters.onnx.convert", "validate_models_outputs",
-         "  validation (validate_models_outputs)"),
+        (1, "optimum.exporters.tasks", "TasksManager.get_model_from_task",
+         "load the model (TasksManager.get_model_from_task)"),
+        (1, "optimum.exporters.onnx.convert", "export_pytorch", "export (export_pytorch)"),
+        (2, "torch.onnx", "export", "torch.onnx.export"),
+        (3, "torch.onnx._internal.torchscript_exporter.utils", "_model_to_graph",
+         "trace and ONNX graph (TorchScript)"),
+        (1, "optimum.exporters.onnx.convert", "validate_models_outputs",
+         "validation (validate_models_outputs)"),
     ],
 }[KIND]
 pending = list(TARGETS)
-def timed(function, label):
+def timed(function, depth, label):
     def run(*args, **kwargs):
-        if label not in spent:
-            order.append(label)
-            spent[label] = 0.0
-        started = time.perf_counter()
+        stages.setdefault(label, [depth, 0.0, 0.0])
+        cpu, wall = time.process_time(), time.perf_counter()
         try:
             return function(*args, **kwargs)
         finally:
-            note(label, time.perf_counter() - started)
+            note(depth, label, time.process_time() - cpu, time.perf_counter() - wall)
     return run
 def wrap_ready():
     for item in list(pending):
-        module_name, attr, label = item
+        depth, module_name, attr, label = item
         module = sys.modules.get(module_name)
         if module is None:
             continue
@@ -103,11 +105,11 @@ def wrap_ready():
             continue
         raw = owner.__dict__[name]
         if isinstance(raw, staticmethod):
-            setattr(owner, name, staticmethod(timed(raw.__func__, label)))
+            setattr(owner, name, staticmethod(timed(raw.__func__, depth, label)))
         elif isinstance(raw, classmethod):
-            setattr(owner, name, classmethod(timed(raw.__func__, label)))
+            setattr(owner, name, classmethod(timed(raw.__func__, depth, label)))
         else:
-            setattr(owner, name, timed(raw, label))
+            setattr(owner, name, timed(raw, depth, label))
         pending.remove(item)
 original_import = builtins.__import__
 def hooked(*args, **kwargs):
@@ -116,23 +118,26 @@ def hooked(*args, **kwargs):
         wrap_ready()
     return module
 builtins.__import__ = hooked
-def since_start():
-    return time.time() - T0
+def step(label, run):
+    cpu, wall = time.process_time(), time.perf_counter()
+    stages.setdefault(label, [0, 0.0, 0.0])
+    value = run()
+    note(0, label, time.process_time() - cpu, time.perf_counter() - wall)
+    return value
 if KIND == "studio":
-    started = time.perf_counter()
-    import torch
-    note("import torch", time.perf_counter() - started)
-    started = time.perf_counter()
-    import engine.worker as worker
-    from engine.cli import build_parser
-    from engine.cli_args import recipe_from_args
-    from engine.protocol import ExportRequest
-    note("engine imports (worker, protocol)", time.perf_counter() - started)
+    step("import torch", lambda: __import__("torch"))
+    def engine_imports():
+        import engine.worker
+        from engine.cli import build_parser
+        from engine.cli_args import recipe_from_args
+        from engine.protocol import ExportRequest
+        return engine.worker, build_parser, recipe_from_args, ExportRequest
+    worker, build_parser, recipe_from_args, ExportRequest = step(
+        "engine imports (worker, protocol)", engine_imports)
     recipe = recipe_from_args(build_parser().parse_args(["export", *ARGS]))
-    started = time.perf_counter()
-    result = worker.job_export(ExportRequest(id=1, recipe=recipe.to_toml(),
-                                             base_dir=str(recipe.base_dir)), lambda e: None)
-    note("the job (engine.worker.job_export)", time.perf_counter() - started)
+    result = step("the job (engine.worker.job_export)", lambda: worker.job_export(
+        ExportRequest(id=1, recipe=recipe.to_toml(), base_dir=str(recipe.base_dir)),
+        lambda event: None))
     assert result.report.ok, result.report.error
 else:
     from optimum.commands.optimum_cli import main
@@ -141,12 +146,11 @@ else:
         main()
     except SystemExit:
         pass
-total = since_start()
-top = sum(spent[label] for label in order if not label.startswith(" "))
-note("the rest (python start, imports, arguments)", total - top)
-note("total (process start to end)", total)
-for label in order:
-    print(f"{label}\t{spent[label]:.3f}")
+print(json.dumps([[depth, label, cpu, wall] for label, (depth, cpu, wall) in stages.items()]))
+if KIND == "studio":  # the worker skips the interpreter's teardown (engine.worker): so here
+    sys.stdout.flush()
+    import os
+    os._exit(0)
 """
 
 KINDS = {  # name: (kind, python, extra arguments after the folder)
@@ -154,46 +158,43 @@ KINDS = {  # name: (kind, python, extra arguments after the folder)
     "studio --exporter torchscript": ("studio", sys.executable, ("--exporter", "torchscript")),
     "optimum-cli": ("optimum", str(bench_hf.VENV / "bin" / "python"), ()),
 }
+TOTAL = "total (process start to end)"
+REST = "the rest (python start, other imports, arguments)"
+
+
+def run_timed(command: list[str], work: Path) -> tuple[float, float, str]:
+    """(CPU seconds of the child, wall seconds, its standard output)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, env=bench_hf.environment(),
+                          cwd=work, check=False)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise SystemExit(f"{command[:3]} failed: {done.stderr.strip()[-2000:]}")
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return cpu, wall, done.stdout
 
 
 def profile(kind: str, python: str, folder: Path, out: Path, extra: tuple[str, ...],
-            work: Path) -> dict[str, float]:
+            work: Path) -> dict[str, tuple[int, float, float]]:
+    """{label: (depth, cpu, wall)} of one fresh process, with its total and the rest."""
     if kind == "studio":
         args = [f"hf:{folder}", "-o", str(out), *extra]
     else:
         args = ["export", "onnx", "--model", str(folder), "--task", bench_hf.TASK, str(out)]
-    done = subprocess.run([python, "-c", STAGES, repr(time.time()), kind, "--", *args],
-                          capture_output=True, text=True, env=bench_hf.environment(), cwd=work,
-                          check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"{kind} failed: {done.stderr.strip()[-2000:]}")
-    return {label: float(value) for label, value in
-            (line.split("\t") for line in done.stdout.splitlines() if "\t" in line)}
+    cpu, wall, stdout = run_timed([python, "-c", STAGES, kind, "--", *args], work)
+    found = {label: (depth, c, w) for depth, label, c, w in json.loads(stdout.splitlines()[-1])}
+    top = [v for v in found.values() if v[0] == 0]
+    found[REST] = (0, cpu - sum(v[1] for v in top), wall - sum(v[2] for v in top))
+    found[TOTAL] = (0, cpu, wall)
+    return found
 
 
-def library_imports(python: str, model: str, runs: int) -> float:
-    """Median wall seconds of a python start that imports torch, transformers and the model's
-    class (as both tools do before any work): what each environment's libraries cost."""
-    code = ("import torch, transformers; transformers.AutoConfig; "
-            f"getattr(transformers, {bench_hf.SPEED[model][0]!r}.replace('Config', "
-            "'ForCausalLM'))")
-    times = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        subprocess.run([python, "-c", code], env=bench_hf.environment(), check=True)
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
-
-
-def cli_imports(runs: int) -> float:
-    """Median wall seconds of the CLI process's own start: python and `import engine.cli`."""
-    times = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "import engine.cli"], env=bench_hf.environment(),
-                       check=True)
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+def imports_only(python: str, code: str, runs: int, work: Path) -> tuple[float, float]:
+    """Median (CPU, wall) seconds of `python -c code`, over `runs` fresh processes."""
+    times = [run_timed([python, "-c", code], work)[:2] for _ in range(runs)]
+    return (statistics.median(t[0] for t in times), statistics.median(t[1] for t in times))
 
 
 def main() -> None:
@@ -207,27 +208,37 @@ def main() -> None:
         del kinds["optimum-cli"]
     for model in args.models:
         folder = bench_hf.build(model, *bench_hf.SPEED[model], work / "models")
-        found: dict[str, list[dict[str, float]]] = {name: [] for name in kinds}
+        found: dict[str, list[dict[str, tuple[int, float, float]]]] = {n: [] for n in kinds}
         for run in range(args.runs):  # interleaved
             for name, (kind, python, extra) in kinds.items():
-                found[name].append(profile(kind, python, folder, work / f"{model}_{run}_{kind}",
+                found[name].append(profile(kind, python, folder,
+                                           work / f"{model}_{run}_{len(found[name])}_{kind}",
                                            extra, work))
-        print(f"\n{model}: seconds (median of {args.runs} run(s), wall)\n")
+        print(f"\n{model}: medians of {args.runs} run(s)")
         for name, runs in found.items():
-            labels = list(dict.fromkeys(label for run in runs for label in run))
-            print(f"| {name} | s |\n|---|---:|")
-            for label in labels:
-                values = [run.get(label, 0.0) for run in runs]
-                shown = label.replace("  ", "&nbsp;&nbsp;")
-                print(f"| {shown} | {statistics.median(values):.2f} |")
-            print()
-    print(f"the CLI's own process before it starts the worker (python, import engine.cli): "
-          f"{cli_imports(max(args.runs, 3)):.2f} s")
-    for name, (_, python, _) in kinds.items():
-        if name != "studio (dynamo)":
-            print(f"{name}'s libraries: python, import torch, transformers and "
-                  f"{args.models[0]}'s class: "
-                  f"{library_imports(python, args.models[0], max(args.runs, 3)):.2f} s")
+            print(f"\n| {name} | CPU s | wall s |\n|---|---:|---:|")
+            for label in dict.fromkeys(label for run in runs for label in run):
+                depth = next(run[label][0] for run in runs if label in run)
+                cpu = statistics.median(run.get(label, (0, 0.0, 0.0))[1] for run in runs)
+                wall = statistics.median(run.get(label, (0, 0.0, 0.0))[2] for run in runs)
+                print(f"| {'&nbsp;' * 4 * depth}{label} | {cpu:.2f} | {wall:.2f} |")
+        class_name = bench_hf.SPEED[model][0].replace("Config", "ForCausalLM")
+        libraries = ("import torch, transformers; transformers.AutoConfig; "
+                     f"transformers.{class_name}")
+        print("\n| a fresh process that only imports | CPU s | wall s |\n|---|---:|---:|")
+        runs = max(args.runs, 3)
+        for what, python, code in (
+                ("python, engine.cli (the CLI's process before the worker starts)",
+                 sys.executable, "import engine.cli"),
+                (f"python, torch, transformers {bench_hf.transformers_version(sys.executable)}"
+                 f" and {class_name} (the studio's worker)", sys.executable, libraries),
+                (f"python, torch, transformers "
+                 f"{bench_hf.transformers_version(kinds['optimum-cli'][1])} and {class_name} "
+                 "(optimum-cli)", kinds["optimum-cli"][1], libraries)
+                if "optimum-cli" in kinds else ("", "", "")):
+            if what:
+                cpu, wall = imports_only(python, code, runs, work)
+                print(f"| {what} | {cpu:.2f} | {wall:.2f} |")
 
 
 if __name__ == "__main__":

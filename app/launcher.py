@@ -4,13 +4,18 @@ Kept free of Qt imports so `onnx-studio export` starts as fast as the engine alo
 only when the window is asked for, and only after `app.platform_check` has found that it can
 open one here (else the reason and the fix are printed and the exit status is 2). The window
 (`onnx-studio` alone, or `gui`) is served by app.main without importing the engine's command
-line, whose parsers and commands the window never uses: it opens at once.
+line, whose parsers and commands the window never uses: it opens at once. `export` and
+`validate` start their worker first thing, so that its start (torch's import) overlaps the
+command line's own (engine.worker_process.start_early).
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+
+# the commands that run one job in a worker of their own (engine.cli)
+_ONE_WORKER_JOB = ("export", "validate")
 
 
 def _open_window(file: str | None, exit_after_paint: bool, expand_all: bool = False) -> int:
@@ -30,6 +35,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         from app.main import main as window_main
 
         return window_main(args[1:], prog="onnx-studio gui")
-    from engine.cli import main as cli_main
+    from engine.worker_process import end_unclaimed, start_early
 
-    return cli_main(args, open_window=_open_window)
+    if args[0] in _ONE_WORKER_JOB and not {"-h", "--help"} & set(args):
+        start_early()  # torch's import in the worker overlaps the CLI's own start
+    try:
+        from engine.cli import main as cli_main
+
+        return cli_main(args, open_window=_open_window)
+    finally:
+        end_unclaimed()

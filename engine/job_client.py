@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import os
 import queue
 import shutil
 import signal
@@ -30,15 +29,8 @@ from engine import dirs, process_tree, protocol
 from engine.errors import StudioError, plain
 from engine.file_set import written_text
 from engine.protocol import AbortRequest, Committing, ErrorEvent, Event, Ready, Request, Result
-from engine.worker_process import (
-    CLIENT_PID_ENV,
-    QUIET_ENV,
-    WARM_FIRST_ENV,
-    command,
-    remove_abandoned_temps,
-)
+from engine.worker_process import remove_abandoned_temps, spawn, take_early
 
-_REPO_ROOT = Path(__file__).resolve().parents[1]
 _POLL_S = 0.2
 _ABORT_GRACE_S = 2.0  # abort -> kill: the worker ends itself in milliseconds unless stuck
 _COMMIT_GRACE_S = 60.0  # ... or once the rename under way is done (engine.files.COMMIT)
@@ -80,10 +72,9 @@ def run_job(request: Request, expected: str, on_event: Callable[[Event], None], 
     and raises kind `timeout`. `stderr_to` (a stream, default sys.stderr) hears the worker's
     standard error.
     """
-    token = process_tree.new_family_token()
-    env = _environment(token)
-    worker = subprocess.Popen(command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, env=env)
+    early = take_early()  # started while the CLI was still getting ready (start_early)
+    token = early[1] if early is not None else process_tree.new_family_token()
+    worker = early[0] if early is not None else spawn(token)
     assert worker.stdin is not None and worker.stdout is not None and worker.stderr is not None
     lines: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
     tail: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL)
@@ -246,17 +237,6 @@ class _Job:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.worker.wait(_EXIT_WAIT_S)
         self.end()
-
-
-def _environment(token: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_REPO_ROOT), env.get("PYTHONPATH")]))
-    env["PYTHONUNBUFFERED"] = "1"
-    env[CLIENT_PID_ENV] = str(os.getpid())
-    env[process_tree.FAMILY_ENV] = token
-    env[QUIET_ENV] = "1"  # the CLI itself says what the worker would (an untested torch)
-    env.pop(WARM_FIRST_ENV, None)
-    return env
 
 
 def _send(worker: subprocess.Popen[bytes], request: Request) -> None:

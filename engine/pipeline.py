@@ -6,6 +6,7 @@ source (load the model, make the inputs) -> export (convert, check, write) -> va
 
 from __future__ import annotations
 
+import contextlib
 import time
 import traceback
 from collections.abc import Callable
@@ -148,9 +149,8 @@ def export_hf(recipe: Recipe, events: Events | None = None, *,
         report.seconds["export"] = time.perf_counter() - started
     except StudioError as err:
         return report.fail(err)
-    report.files = _exported_files(folder, hf)
+    report.files, report.opset = _exported_files(folder, hf)
     report.graph = report.files[0].graph
-    report.opset = summarize(folder / hf.parts[0].file)["opset_imports"].get("")
     report.ok = True
     if validate:
         _validate_hf_into(report, hf, folder, recipe, events.part(0.7, 1.0))
@@ -165,9 +165,12 @@ def _write_hf_parts(hf: HfModel, folder: Path, recipe: Recipe, events: Events) -
     from engine.file_set import CommitBusy, FolderWrite, previous_set
     from engine.torch_private import reused_onnx_registry
 
+    # the exporter's translation table built once for all the parts, not once a part; the
+    # TorchScript exporter has none (and building it imports onnxscript, a second or more)
+    registry = contextlib.nullcontext() if recipe.export.exporter == "torchscript" \
+        else reused_onnx_registry()
     try:
-        # the exporter's translation table built once for all the parts, not once a part
-        with FolderWrite(folder) as write, reused_onnx_registry():
+        with FolderWrite(folder) as write, registry:
             count = len(hf.parts)
             for index, part in enumerate(hf.parts):
                 events.progress(index / count, f"Exporting {part.file}")
@@ -195,15 +198,20 @@ def _reporting_warnings(events: Events, report: ExportReport) -> Events:
     return Events(progress=events.progress, log=events.log, warning=warning)
 
 
-def _exported_files(folder: Path, hf: HfModel) -> list[ExportedFile]:
-    """What the export document says of each file of `folder` the task exports: its graph
-    and the data files it reads."""
+def _exported_files(folder: Path, hf: HfModel) -> tuple[list[ExportedFile], int | None]:
+    """What the export document says of each file of `folder` the task exports (its graph
+    and the data files it reads), and the first file's opset: each file read once."""
     from engine.export.hf_files import data_files
 
-    return [ExportedFile(name=part.file, path=str(folder / part.file),
-                         graph=Graph.from_summary(summarize(folder / part.file)),
-                         data_files=data_files(folder / part.file))
-            for part in hf.parts]
+    files: list[ExportedFile] = []
+    opset: int | None = None
+    for part in hf.parts:
+        summary = summarize(folder / part.file)
+        opset = summary["opset_imports"].get("") if not files else opset
+        files.append(ExportedFile(name=part.file, path=str(folder / part.file),
+                                  graph=Graph.from_summary(summary),
+                                  data_files=data_files(folder / part.file)))
+    return files, opset
 
 
 def _hf_validation(hf: HfModel, folder: Path, recipe: Recipe, events: Events) -> dict[str, Any]:
@@ -221,7 +229,8 @@ def _validate_hf_into(report: ExportReport, hf: HfModel, folder: Path, recipe: R
     _judge_into(report, lambda: _hf_validation(hf, folder, recipe, events), hf_failure_hint)
 
 
-def _load_for_folder(recipe: Recipe, folder: Path) -> tuple[HfModel, list[ExportedFile]]:
+def _load_for_folder(recipe: Recipe,
+                     folder: Path) -> tuple[HfModel, list[ExportedFile], int | None]:
     """The recipe's Hugging Face model and the files of `folder` its task exports; a
     `validation` error (exit 2) when a file is missing or takes other inputs than the task
     feeds (no export yet, or an export for another task)."""
@@ -234,7 +243,7 @@ def _load_for_folder(recipe: Recipe, folder: Path) -> tuple[HfModel, list[Export
     if missing:
         raise StudioError("validation", f"{folder} has no {', '.join(missing)} for the task "
                           f"{hf.task}.", hint, exit_code=2)
-    files = _exported_files(folder, hf)
+    files, opset = _exported_files(folder, hf)
     for part, file in zip(hf.parts, files, strict=True):
         names = [value.name for value in file.graph.inputs]
         if sorted(names) != sorted(part.inputs):
@@ -242,14 +251,14 @@ def _load_for_folder(recipe: Recipe, folder: Path) -> tuple[HfModel, list[Export
                 "validation", f"{part.file} takes {', '.join(names)}, but the task {hf.task} "
                 f"feeds {', '.join(part.inputs)}: the folder was exported for another task.",
                 hint, exit_code=2)
-    return hf, files
+    return hf, files, opset
 
 
 def validate_hf_folder(recipe: Recipe, folder: Path, events: Events) -> dict[str, Any]:
     """The validation dict of the files a Hugging Face export wrote into `folder`, as
     export_hf validates them after an export (each file, then greedy generation)."""
     events.progress(0.0, "Loading the model")
-    hf, _ = _load_for_folder(recipe, folder)
+    hf, _, _ = _load_for_folder(recipe, folder)
     return _hf_validation(hf, folder, recipe, events.part(0.1, 1.0))
 
 
@@ -260,13 +269,12 @@ def validate_hf_report(recipe: Recipe, folder: Path, events: Events) -> ExportRe
     started = time.perf_counter()
     try:
         events.progress(0.0, "Loading the model")
-        hf, report.files = _load_for_folder(recipe, folder)
+        hf, report.files, report.opset = _load_for_folder(recipe, folder)
     except StudioError as err:
         return report.fail(err)
     report.seconds["load"] = time.perf_counter() - started
     report.task = hf.task
     report.graph = report.files[0].graph
-    report.opset = summarize(folder / hf.parts[0].file)["opset_imports"].get("")
     report.ok = True
     _validate_hf_into(report, hf, folder, recipe, events.part(0.1, 1.0))
     if report.ok:

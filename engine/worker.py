@@ -556,10 +556,14 @@ def main() -> int:
     if untested is not None and os.environ.get(QUIET_ENV) != "1":
         sys.stderr.write(untested + "\n")  # the client logs stderr; `ready` says it too
     # Warm up on a thread so a describe or devices job is answered at once meanwhile; a spare
-    # says ready once warm, so that it takes an export at once.
-    _WARM_UP.start()
+    # says ready once warm, so that it takes an export at once. A job already waiting (the
+    # CLI's, written as the worker started) gains nothing from it: it imports what it needs
+    # itself, and only that (no onnxscript for a TorchScript export).
     if os.environ.get(WARM_FIRST_ENV) == "1":
+        _WARM_UP.start()
         _WARM_UP.join()
+    elif requests.empty():
+        _WARM_UP.start()
     channel.send(ready)
     _clean_old_job_folders()
     remove_abandoned_temps()

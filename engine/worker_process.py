@@ -5,6 +5,8 @@ a killed one leaves behind (its temporary files), shared by the worker, the CLI 
 from __future__ import annotations
 
 import contextlib
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -14,6 +16,7 @@ WARM_FIRST_ENV = "ONNX_STUDIO_WORKER_WARM_FIRST"  # "1": say ready only once war
 CLIENT_PID_ENV = "ONNX_STUDIO_CLIENT_PID"  # the process whose death ends the worker
 QUIET_ENV = "ONNX_STUDIO_WORKER_QUIET"  # "1": the client (the CLI) speaks for the worker
 TARGET_FOLDER_FILE = "target-folder"  # in a job folder: where its export writes (a line each)
+_REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def command() -> list[str]:
@@ -21,6 +24,61 @@ def command() -> list[str]:
     if getattr(sys, "frozen", False):  # a PyInstaller build: the binary is the worker too
         return [sys.executable, "--worker"]
     return [sys.executable, "-m", "engine.worker"]
+
+
+def environment(token: str) -> dict[str, str]:
+    """The environment of a worker started by this process for one job (engine.job_client):
+    this process is its client, `token` names its process family (engine.process_tree)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_REPO_ROOT), env.get("PYTHONPATH")]))
+    env["PYTHONUNBUFFERED"] = "1"
+    env[CLIENT_PID_ENV] = str(os.getpid())
+    env[process_tree.FAMILY_ENV] = token
+    env[QUIET_ENV] = "1"  # the CLI itself says what the worker would (an untested torch)
+    env.pop(WARM_FIRST_ENV, None)
+    return env
+
+
+def spawn(token: str) -> subprocess.Popen[bytes]:
+    """A worker for one job of this process, its stdin, stdout and stderr pipes to it."""
+    return subprocess.Popen(command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=environment(token))
+
+
+class _Early:
+    """The worker start_early started and no job has taken yet, with its family token."""
+
+    worker: tuple[subprocess.Popen[bytes], str] | None = None
+
+
+def start_early() -> None:
+    """Start the worker the next job of this process takes (engine.job_client.run_job), now:
+    its start (torch's import, seconds) overlaps what this process does before it knows its
+    job (the CLI's imports and argument checks). The caller ends it with `end_unclaimed` if no
+    job took it; it ends itself if this process dies (CLIENT_PID_ENV)."""
+    if _Early.worker is None:
+        token = process_tree.new_family_token()
+        _Early.worker = (spawn(token), token)
+
+
+def take_early() -> tuple[subprocess.Popen[bytes], str] | None:
+    """(the worker start_early started, its family token), once; None when there is none."""
+    early, _Early.worker = _Early.worker, None
+    return early
+
+
+def end_unclaimed() -> None:
+    """End the worker start_early started if no job took it (the command failed before)."""
+    early = take_early()
+    if early is not None:
+        worker = early[0]
+        with contextlib.suppress(OSError):
+            worker.kill()
+        worker.wait()
+        for stream in (worker.stdin, worker.stdout, worker.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
 
 
 def remove_abandoned_temps(folders: list[Path] | None = None) -> list[Path]:

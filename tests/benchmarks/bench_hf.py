@@ -1,21 +1,34 @@
 """The studio against its peers on Hugging Face decoders with their cache, in one invocation.
 
-Speed (interleaved, each run a fresh process, wall time): `onnx-studio export hf:DIR -o OUT`
-(no validation), the same with `--exporter torchscript` (the faster path, Optimum's own
-exporter), `optimum-cli export onnx --task text-generation-with-past`, and a plain
-`torch.onnx.export` script of the same wrapper the studio exports (what the exporter itself
-costs), on tiny Gemma, Phi3, OPT and Qwen3 decoders; medians, and the ratios studio/optimum and
-studio/plain. Outcomes: for every decoder of the corpus (tests/corpus/architectures.py, read
-at run time so its new rows appear here), the studio's `export --validate` beside
-optimum-cli's result. `--catch`: whether each tool's validation catches a broken file (the
-largest initializer patched to a constant).
+Speed (interleaved, each run a fresh process; wall seconds, and CPU seconds of the process and
+the children it waited for, which a loaded machine distorts less): `onnx-studio export hf:DIR
+-o OUT` (no validation; the console script's code, app.launcher), the same with `--exporter
+torchscript` (the faster path, Optimum's own exporter), `optimum-cli export onnx --task
+text-generation-with-past` (which validates its file too: one ONNX Runtime run against the
+model, always on), and the plain anchors: a `torch.onnx.export` script of the same wrapper the
+studio exports, loaded as the studio loads it, by torch.export ("plain") or by the TorchScript
+tracer ("plain-ts"): what the exporter itself costs. Medians, and the ratios studio/optimum,
+studio/plain and torchscript/plain-ts. The models: tiny Gemma, Phi3, OPT and Qwen3 decoders
+(the issue's), a corpus decoder by its slug, or `corpus` (every decoder of the corpus, a row
+that fails with a fix timed with its fix applied); `--tools` picks the commands (e.g. `--models
+corpus --tools studio plain --runs 1`: the studio beside its exporter on every decoder).
+`--baseline DIR` times the two studio commands of another checkout too (e.g. `git archive
+main`), beside this one: before and after.
+
+Outcomes: for every decoder of the corpus (tests/corpus/architectures.py, read at run time so
+its new rows appear here), the studio's `export --validate` beside optimum-cli's result (exit
+0 with a validation warning is reported as such); a row that fails with a fix runs again with
+the fix. `--catch`: whether each tool's validation catches a broken file (the largest
+initializer patched to a constant).
 
 optimum-onnx 0.1.0 pins transformers 4.57, so it runs from a virtual environment of its own
 (ONNX_STUDIO_OPTIMUM_VENV, default /work/venvs/optimum; made on first use: python -m venv, pip
-install torch==2.13.0 optimum-onnx==0.1.0 onnxruntime).
+install torch==2.13.0 optimum-onnx==0.1.0 onnxruntime). It reads the folders the studio's
+transformers (5.x) saved; a config it cannot read is its outcome.
 
-    python tests/benchmarks/bench_hf.py [--runs 2] [--models gemma phi3 opt qwen3]
-                                        [--no-speed] [--no-outcomes] [--catch]
+    python tests/benchmarks/bench_hf.py [--runs 2] [--models gemma phi3 opt qwen3 | corpus]
+                                        [--tools studio studio-ts optimum plain plain-ts]
+                                        [--baseline DIR] [--no-speed] [--no-outcomes] [--catch]
 """
 
 from __future__ import annotations
@@ -23,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -49,22 +63,31 @@ SPEED = {
     "qwen3": ("Qwen3Config", {**TINY, "head_dim": 8}),
 }
 
-# the plain anchor: the studio's own wrapper of the model, exported by torch.onnx.export alone
+# the plain anchors: the studio's own wrapper of the model (loaded as the studio loads it, from
+# the same command-line arguments), exported by torch.onnx.export alone: torch.export
+# ("plain", beside the default studio) or the TorchScript tracer with the inputs' dynamic axes
+# ("plain-ts", beside --exporter torchscript). What the exporter itself costs.
 PLAIN = r"""
 import sys
 from pathlib import Path
 import torch
-from engine.source.hf import load_hf
+from engine.cli import build_parser
+from engine.cli_args import recipe_from_args
 from engine.export.hf_files import _dims
-folder, out = Path(sys.argv[1]), Path(sys.argv[2])
+from engine.source.hf import load_for_recipe
+exporter, out, argv = sys.argv[1], Path(sys.argv[2]), sys.argv[3:]
+hf = load_for_recipe(recipe_from_args(build_parser().parse_args(["export", *argv, "-o", str(out)])))
 out.mkdir(parents=True, exist_ok=True)
-hf = load_hf(f"hf:{folder}", folder.parent)
 for part in hf.parts:
+    common = dict(input_names=list(part.inputs), output_names=part.output_names,
+                  opset_version=18)
     with torch.no_grad():
-        torch.onnx.export(part.module, tuple(part.inputs.values()), str(out / part.file),
-                          dynamo=True, input_names=list(part.inputs),
-                          output_names=part.output_names, dynamic_shapes=_dims(part),
-                          opset_version=18)
+        if exporter == "torchscript":
+            torch.onnx.export(part.module, tuple(part.inputs.values()), str(out / part.file),
+                              dynamo=False, dynamic_axes=part.dynamic, **common)
+        else:
+            torch.onnx.export(part.module, tuple(part.inputs.values()), str(out / part.file),
+                              dynamo=True, dynamic_shapes=_dims(part), **common)
 """
 
 # run by the venv's python: optimum's own validation of one (possibly broken) file
@@ -89,9 +112,11 @@ else:
 """
 
 
-def environment() -> dict[str, str]:
+def environment(root: Path = ROOT) -> dict[str, str]:
+    """This environment with `root` (a checkout of the studio) first on the path."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    others = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and Path(p) != ROOT]
+    env["PYTHONPATH"] = os.pathsep.join([str(root), *others])
     env["HF_HUB_OFFLINE"] = "1"
     return env
 
@@ -109,6 +134,13 @@ def optimum_cli() -> Path | None:
     return cli
 
 
+def transformers_version(python: str) -> str:
+    """The transformers version `python` imports."""
+    done = subprocess.run([python, "-c", "import transformers; print(transformers.__version__)"],
+                          capture_output=True, text=True, check=False)
+    return done.stdout.strip() or "?"
+
+
 def build(name: str, config_class: str, config: dict[str, Any], folder: Path) -> Path:
     """A random-weight causal LM of `config_class` saved into folder/name (weights included:
     optimum loads them)."""
@@ -123,81 +155,131 @@ def build(name: str, config_class: str, config: dict[str, Any], folder: Path) ->
     return target
 
 
-def corpus_decoders() -> dict[str, tuple[str, dict[str, Any]]]:
-    """The corpus's decoders: architectures whose config transformers maps to a causal LM
-    and not to a masked LM (BERT-likes have both), by transformers' own auto tables, and
-    that are no encoder-decoder."""
-    import transformers
-    from transformers.models.auto import modeling_auto
-
+def corpus_decoders() -> list[Any]:
+    """The corpus's decoder rows (tests/corpus/architectures.py, family "decoder"), read at
+    run time so new rows appear here."""
     from tests.corpus import architectures
 
-    found = {}
-    for arch in architectures.ARCHITECTURES:
-        config = getattr(transformers, arch.config_class)(**arch.config)
-        model_type = config.model_type
-        if model_type in modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and \
-                model_type not in modeling_auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES and \
-                not getattr(config, "is_encoder_decoder", False):  # Whisper has a CausalLM too
-            found[arch.slug] = (arch.config_class, arch.config)
-    return found
+    return [arch for arch in architectures.ARCHITECTURES if arch.family == "decoder"]
 
 
 def timed(command: list[str], cwd: Path) -> tuple[float, subprocess.CompletedProcess[str]]:
+    seconds, _, done = timed_cpu(command, cwd)
+    return seconds, done
+
+
+def timed_cpu(command: list[str], cwd: Path,
+              root: Path = ROOT) -> tuple[float, float, subprocess.CompletedProcess[str]]:
+    """(wall seconds, CPU seconds of the process and the children it waited for, the run),
+    with the studio of `root` on the path."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, env=environment(),
+    done = subprocess.run(command, capture_output=True, text=True, env=environment(root),
                           cwd=cwd, check=False)
-    return time.perf_counter() - started, done
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, done
+
+
+# what the `onnx-studio` console script runs (app.launcher), without pyenv's shim in front
+LAUNCHER = "import sys; from app.launcher import main; sys.exit(main())"
 
 
 def studio(folder: Path, out: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "engine.cli", "export", f"hf:{folder}", "-o", str(out),
-            "--json", *extra]
+    return [sys.executable, "-c", LAUNCHER, "export", f"hf:{folder}", "-o", str(out), "--json",
+            *extra]
 
 
 def optimum(cli: Path, folder: Path, out: Path) -> list[str]:
     return [str(cli), "export", "onnx", "--model", str(folder), "--task", TASK, str(out)]
 
 
-def speed(models: list[str], runs: int, work: Path, cli: Path | None) -> None:
-    """Interleaved wall times of the three commands on each model; medians and ratios."""
+TOOLS = ("studio", "studio-ts", "optimum", "plain", "plain-ts")
+# --baseline DIR: the same two studio commands with another checkout of the studio (before)
+BASE_TOOLS = ("base", "base-ts")
+# (numerator, denominator, what the ratio says)
+RATIOS = (("studio", "optimum", "studio / optimum"),
+          ("studio-ts", "optimum", "torchscript / optimum"),
+          ("studio", "plain", "studio / plain"),
+          ("studio-ts", "plain-ts", "torchscript / plain-ts"),
+          ("base-ts", "optimum", "before: torchscript / optimum"),
+          ("studio", "base", "studio / before"),
+          ("studio-ts", "base-ts", "torchscript / before"))
+
+
+def speed_models(names: list[str], work: Path) -> dict[str, tuple[Path, tuple[str, ...]]]:
+    """{name: (folder, the studio's extra arguments)}: the issue's four (SPEED), or a corpus
+    row by its slug, or every corpus decoder ("corpus"); a corpus row that fails with a fix
+    is timed with its fix applied (what a user runs)."""
+    corpus = {arch.slug: arch for arch in corpus_decoders()}
+    chosen: dict[str, tuple[Path, tuple[str, ...]]] = {}
+    for name in names:
+        for slug in (list(corpus) if name == "corpus" else [name]):
+            if slug in SPEED:
+                chosen[slug] = (build(slug, *SPEED[slug], work / "models"), ())
+            else:
+                arch = corpus[slug]
+                fix = arch.fails.fix if arch.fails is not None and arch.fails.fix else ()
+                chosen[slug] = (arch.build(work / "corpus"), (*arch.args, *fix))
+    return chosen
+
+
+def speed(names: list[str], tools: list[str], runs: int, work: Path, cli: Path | None,
+          baseline: Path | None = None) -> None:
+    """Interleaved wall (and CPU) times of each tool's command on each model, every run a fresh
+    process; medians and the ratios of the tools that ran. `baseline`: another checkout of the
+    studio, timed as "base" and "base-ts" beside this one."""
     script = work / "plain.py"
     script.write_text(PLAIN, encoding="utf-8")
-    folders = {m: build(m, *SPEED[m], work / "models") for m in models}
-    times: dict[tuple[str, str], list[float]] = {}
+    models = speed_models(names, work)
+    if cli is None:
+        tools = [t for t in tools if t != "optimum"]
+    if baseline is not None:
+        tools = [*tools, *BASE_TOOLS]
+    walls: dict[tuple[str, str], list[float]] = {}
+    cpus: dict[tuple[str, str], list[float]] = {}
     for run in range(runs):
-        for model, folder in folders.items():
-            commands = {"studio": studio(folder, work / f"s_{model}_{run}"),
-                        "studio-ts": studio(folder, work / f"t_{model}_{run}", "--exporter",
-                                            "torchscript"),
-                        "plain": [sys.executable, str(script), str(folder),
-                                  str(work / f"p_{model}_{run}")]}
-            if cli is not None:
-                commands["optimum"] = optimum(cli, folder, work / f"o_{model}_{run}")
-            for tool, command in commands.items():
-                seconds, done = timed(command, work)
+        for model, (folder, extra) in models.items():
+            out = work / f"{model}_{run}"
+            commands = {
+                "studio": studio(folder, out / "s", *extra),
+                "studio-ts": studio(folder, out / "t", *extra, "--exporter", "torchscript"),
+                "optimum": optimum(cli, folder, out / "o") if cli is not None else [],
+                "plain": [sys.executable, str(script), "dynamo", str(out / "p"), f"hf:{folder}",
+                          *extra],
+                "plain-ts": [sys.executable, str(script), "torchscript", str(out / "pt"),
+                             f"hf:{folder}", *extra],
+                "base": studio(folder, out / "b", *extra),
+                "base-ts": studio(folder, out / "bt", *extra, "--exporter", "torchscript")}
+            for tool in tools:
+                root = baseline if tool in BASE_TOOLS and baseline is not None else ROOT
+                wall, cpu, done = timed_cpu(commands[tool], work, root)
                 ok = done.returncode == 0
                 print(json.dumps({"model": model, "tool": tool, "run": run,
-                                  "seconds": round(seconds, 2), "ok": ok,
+                                  "seconds": round(wall, 2), "cpu": round(cpu, 2), "ok": ok,
                                   **({} if ok else {"error": done.stderr.strip()[-300:]})}),
                       flush=True)
-                times.setdefault((model, tool), []).append(seconds if ok else float("nan"))
-    print("\n| decoder | studio s | studio --exporter torchscript s | optimum-cli s | plain "
-          "torch.onnx.export s | studio / optimum | torchscript / optimum | studio / plain |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    ratios: dict[str, list[float]] = {"studio": [], "studio-ts": []}
-    for model in models:
-        med = {t: statistics.median(times.get((model, t), [float("nan")]))
-               for t in ("studio", "studio-ts", "optimum", "plain")}
-        for tool in ratios:
-            ratios[tool].append(med[tool] / med["optimum"])
-        print(f"| {model} | {med['studio']:.1f} | {med['studio-ts']:.1f} | "
-              f"{med['optimum']:.1f} | {med['plain']:.1f} | "
-              f"{med['studio'] / med['optimum']:.2f} | {med['studio-ts'] / med['optimum']:.2f} "
-              f"| {med['studio'] / med['plain']:.2f} |")
-    print(f"\nmedian ratio to optimum-cli ({runs} runs each, interleaved): default (dynamo) "
-          f"{statistics.median(ratios['studio']):.2f}, --exporter torchscript "
-          f"{statistics.median(ratios['studio-ts']):.2f}")
+                walls.setdefault((model, tool), []).append(wall if ok else float("nan"))
+                cpus.setdefault((model, tool), []).append(cpu if ok else float("nan"))
+            shutil.rmtree(out, ignore_errors=True)
+    ratios = [r for r in RATIOS if r[0] in tools and r[1] in tools]
+    for title, times in (("wall seconds", walls), ("CPU seconds (the process and its worker)",
+                                                   cpus)):
+        print(f"\n{title}, median of {runs} interleaved run(s):\n")
+        print("| decoder | " + " | ".join(f"{t} s" for t in tools) + " | " +
+              " | ".join(r[2] for r in ratios) + " |")
+        print("|---|" + "---:|" * (len(tools) + len(ratios)))
+        medians: dict[str, list[float]] = {r[2]: [] for r in ratios}
+        for model in models:
+            med = {t: statistics.median(times[(model, t)]) for t in tools}
+            for num, den, name in ratios:
+                medians[name].append(med[num] / med[den])
+            print(f"| {model} | " + " | ".join(f"{med[t]:.1f}" for t in tools) + " | " +
+                  " | ".join(f"{med[num] / med[den]:.2f}" for num, den, _ in ratios) + " |")
+        print("\nmedian ratios: " + ", ".join(
+            f"{name} {statistics.median(values):.2f}" for name, values in medians.items()),
+            flush=True)
 
 
 def outcome_of_studio(done: subprocess.CompletedProcess[str]) -> str:
@@ -212,6 +294,12 @@ def outcome_of_studio(done: subprocess.CompletedProcess[str]) -> str:
 
 
 def outcome_of_optimum(done: subprocess.CompletedProcess[str]) -> str:
+    """optimum-cli's result: it exits 0 when its validation finds a difference too (a
+    warning: "The ONNX export succeeded with the warning: ...")."""
+    said = done.stdout + done.stderr
+    if done.returncode == 0 and "succeeded with the warning" in said:
+        warning = said.split("succeeded with the warning:", 1)[1].strip().splitlines()[0]
+        return "exported, validation warned: " + warning[:90]
     if done.returncode == 0:
         return "exported, validated"
     last = [line for line in done.stderr.strip().splitlines() if line.strip()]
@@ -219,18 +307,27 @@ def outcome_of_optimum(done: subprocess.CompletedProcess[str]) -> str:
 
 
 def outcomes(work: Path, cli: Path | None) -> None:
-    """The studio's export --validate beside optimum-cli on every decoder of the corpus."""
+    """The studio's export --validate beside optimum-cli on every decoder of the corpus; where
+    the corpus row fails with a cause whose hint has command-line arguments, the studio runs
+    again with them (the hint applied)."""
     print("\n| corpus decoder | studio (export --validate) | s | optimum-cli | s |")
     print("|---|---|---:|---|---:|")
-    for name, (config_class, config) in corpus_decoders().items():
-        folder = build(name, config_class, config, work / "corpus")
-        s_seconds, s_done = timed(studio(folder, work / f"cs_{name}", "--validate"), work)
+    for arch in corpus_decoders():
+        folder = arch.build(work / "corpus")
+        s_seconds, s_done = timed(studio(folder, work / f"cs_{arch.slug}", "--validate",
+                                         *arch.args), work)
+        s_text = outcome_of_studio(s_done)
+        if arch.fails is not None and arch.fails.fix and s_done.returncode != 0:
+            f_seconds, f_done = timed(studio(folder, work / f"cf_{arch.slug}", "--validate",
+                                             *arch.args, *arch.fails.fix), work)
+            s_text += f"; with `{' '.join(arch.fails.fix)}`: {outcome_of_studio(f_done)}"
+            s_seconds += f_seconds
         o_text, o_seconds = "not installed", float("nan")
         if cli is not None:
-            o_seconds, o_done = timed(optimum(cli, folder, work / f"co_{name}"), work)
+            o_seconds, o_done = timed(optimum(cli, folder, work / f"co_{arch.slug}"), work)
             o_text = outcome_of_optimum(o_done)
-        print(f"| {name} | {outcome_of_studio(s_done)} | {s_seconds:.1f} | {o_text} | "
-              f"{o_seconds:.1f} |", flush=True)
+        print(f"| {arch.name} | {s_text} | {s_seconds:.1f} | {o_text} | {o_seconds:.1f} |",
+              flush=True)
 
 
 def broken_copy(source: Path, target: Path) -> Path:
@@ -286,16 +383,23 @@ def catch(work: Path, cli: Path | None) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=2)
-    parser.add_argument("--models", nargs="*", default=list(SPEED), choices=list(SPEED))
+    parser.add_argument("--models", nargs="*", default=list(SPEED),
+                        help=f"speed set: {', '.join(SPEED)}, a corpus decoder's slug, or "
+                        "corpus (every corpus decoder)")
+    parser.add_argument("--tools", nargs="*", default=list(TOOLS), choices=TOOLS)
     parser.add_argument("--no-speed", action="store_true")
     parser.add_argument("--no-outcomes", action="store_true")
     parser.add_argument("--catch", action="store_true")
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="another checkout of the studio (e.g. `git archive main`), timed "
+                        "beside this one")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench_hf_"))
-    cli = optimum_cli()
+    cli = optimum_cli() if "optimum" in args.tools or not args.no_outcomes or args.catch \
+        else None
     print(f"optimum: {cli or 'not installable here'}; work folder {work}", flush=True)
     if not args.no_speed:
-        speed(args.models, args.runs, work, cli)
+        speed(args.models, args.tools, args.runs, work, cli, args.baseline)
     if not args.no_outcomes:
         outcomes(work, cli)
     if args.catch:

@@ -138,7 +138,7 @@ def test_validate_checks_an_exported_folder(exports: dict[tuple[str, str], Run],
     code, doc, err = studio_validate(out, recipe)
     assert code == 0, err
     assert doc["ok"] and doc["output"] == str(out) and doc["task"] == exported["task"]
-    assert doc["files"] == exported["files"]
+    assert doc["files"] == exported["files"] and doc["opset"] == exported["opset"] == 18
     assert {t["kind"] for t in doc["validation"]["trials"]} == {
         t["kind"] for t in exported["validation"]["trials"]}
     assert doc["validation"]["generation"] == exported["validation"]["generation"]

@@ -174,23 +174,25 @@ def eager_past(model: Any, config: Any, seed: int, batch: int, past: int) -> lis
 def _decoder_with_past(hf: Any, sizes: dict[str, int]) -> ExportPart:
     model, config = hf.model, hf.config
     owner = type(model).__name__
-    try:
-        layers = len(eager_past(model, config, 0, 1, 1)) // 2  # what the cache really holds
-    except StudioError:
-        raise
-    except Exception as exc:
-        raise forward_failure(exc, owner, {"input_ids": _token_ids(model, config, 1, 1, 0)}) \
-            from None
 
     def make(seed: int, batch: int, seq: int, past: int) -> Inputs:
         inputs = {"input_ids": _token_ids(model, config, batch, seq, seed),
                   "attention_mask": torch.ones((batch, past + seq), dtype=torch.int64),
                   "position_ids": torch.arange(past, past + seq).expand(batch, seq).clone()}
-        names = past_names("past_key_values", layers, False)
-        inputs.update(zip(names, eager_past(model, config, seed, batch, past), strict=True))
+        cache = eager_past(model, config, seed, batch, past)  # the layers it really holds
+        inputs.update(zip(past_names("past_key_values", len(cache) // 2, False), cache,
+                          strict=True))
         return inputs
 
-    inputs = make(0, sizes["batch_size"], sizes["sequence_length"], sizes["past_sequence_length"])
+    batch, past = sizes["batch_size"], sizes["past_sequence_length"]
+    try:  # the model's first run (the cache): its failure is the model's or an argument's
+        inputs = make(0, batch, sizes["sequence_length"], past)
+    except StudioError:
+        raise
+    except Exception as exc:
+        given = {"input_ids": _token_ids(model, config, batch, past, 1000)}  # what it ran on
+        raise forward_failure(exc, owner, given) from None
+    layers = (len(inputs) - 3) // 2
     dynamic: dict[str, dict[int, str]] = {
         "input_ids": {0: BATCH, 1: SEQ}, "attention_mask": {0: BATCH, 1: "total_sequence_length"},
         "position_ids": {0: BATCH, 1: SEQ}}

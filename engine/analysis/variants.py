@@ -19,6 +19,9 @@ The variant is written like an export (engine.export.onnx_file.AtomicOnnxWrite: 
 beside the target, onnx.checker, then renamed into place) and validated with
 engine.pipeline.validate_file. A variant that misses its tolerance is still written, and the
 report says it failed (ok false, error kind "validation": exit status 1).
+
+For a Hugging Face recipe the source and the variant are folders, every file of the export
+converted and the folder validated (engine.analysis.folder_variants).
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -66,7 +67,10 @@ def run_fingerprint(recipe: Recipe) -> str:
 
 @dataclass(frozen=True)
 class FileStamp:
-    """A file as it was: its path, size and modification time (nanoseconds)."""
+    """A file as it was: its path, size and modification time (nanoseconds). A folder (a
+    Hugging Face export's) as its files were: their total size and latest modification, so
+    a file rewritten in place inside it shows; subfolders (a repro saved there, an export's
+    staging) do not count."""
 
     path: Path
     size: int
@@ -74,12 +78,17 @@ class FileStamp:
 
     @classmethod
     def of(cls, path: Path) -> FileStamp | None:
-        """The file at `path` now; None when there is none."""
+        """The file or folder at `path` now; None when there is none."""
         try:
             stat = path.stat()
+            if not path.is_dir():
+                return cls(path, stat.st_size, stat.st_mtime_ns)
+            files = [entry.stat() for entry in os.scandir(path)
+                     if entry.is_file(follow_symlinks=True)]
         except OSError:
             return None
-        return cls(path, stat.st_size, stat.st_mtime_ns)
+        return cls(path, sum(f.st_size for f in files),
+                   max((f.st_mtime_ns for f in files), default=0))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -229,14 +229,20 @@ def _validate_hf_into(report: ExportReport, hf: HfModel, folder: Path, recipe: R
     _judge_into(report, lambda: _hf_validation(hf, folder, recipe, events), hf_failure_hint)
 
 
-def _load_for_folder(recipe: Recipe,
-                     folder: Path) -> tuple[HfModel, list[ExportedFile], int | None]:
-    """The recipe's Hugging Face model and the files of `folder` its task exports; a
-    `validation` error (exit 2) when a file is missing or takes other inputs than the task
-    feeds (no export yet, or an export for another task)."""
+def hf_model_for_folder(recipe: Recipe, folder: Path) -> HfModel:
+    """The recipe's Hugging Face model, its parts checked against the files of `folder` (a
+    `validation` error, exit 2, as for `validate FOLDER`)."""
+    return _load_for_folder(recipe, folder)[0]
+
+
+def _load_for_folder(recipe: Recipe, folder: Path, hf: HfModel | None = None
+                     ) -> tuple[HfModel, list[ExportedFile], int | None]:
+    """The recipe's Hugging Face model (`hf`, when loaded already), the files of `folder` its
+    task exports and their opset; a `validation` error (exit 2) when a file is missing or
+    takes other inputs than the task feeds (no export yet, or an export for another task)."""
     from engine.source.hf import load_for_recipe
 
-    hf = load_for_recipe(recipe)
+    hf = hf or load_for_recipe(recipe)
     hint = ("Export first, or choose the task the folder was exported for; name the folder "
             "the export wrote.")
     missing = [part.file for part in hf.parts if not (folder / part.file).is_file()]
@@ -262,14 +268,16 @@ def validate_hf_folder(recipe: Recipe, folder: Path, events: Events) -> dict[str
     return _hf_validation(hf, folder, recipe, events.part(0.1, 1.0))
 
 
-def validate_hf_report(recipe: Recipe, folder: Path, events: Events) -> ExportReport:
+def validate_hf_report(recipe: Recipe, folder: Path, events: Events,
+                       hf: HfModel | None = None) -> ExportReport:
     """`onnx-studio validate FOLDER --recipe R` of a Hugging Face recipe: the export document
-    of validating the folder's files (files, task, validation with generation)."""
+    of validating the folder's files (files, task, validation with generation); `hf`: the
+    recipe's model when loaded already."""
     report = ExportReport(output=str(folder), exporter=None)
     started = time.perf_counter()
     try:
         events.progress(0.0, "Loading the model")
-        hf, report.files, report.opset = _load_for_folder(recipe, folder)
+        hf, report.files, report.opset = _load_for_folder(recipe, folder, hf)
     except StudioError as err:
         return report.fail(err)
     report.seconds["load"] = time.perf_counter() - started

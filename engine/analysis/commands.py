@@ -67,10 +67,11 @@ def add_parsers(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> 
     common(profile)
 
     variant = sub.add_parser("variant", help="write an optimized, fp16 or int8 copy, validated")
-    variant.add_argument("model", help="the .onnx file")
+    variant.add_argument("model", help="the .onnx file (a Hugging Face recipe: its folder)")
     variant.add_argument("--recipe", required=True, help="recipe that rebuilds the model")
     variant.add_argument("--kind", required=True, choices=("fp16", "int8", "optimized"))
-    variant.add_argument("-o", "--output", required=True, help="the variant's .onnx path")
+    variant.add_argument("-o", "--output", required=True,
+                         help="the variant's .onnx path (a Hugging Face recipe: a folder)")
     variant.add_argument("--rtol", type=float, help="replace the kind's tolerance")
     variant.add_argument("--atol", type=float, help="replace the kind's tolerance")
     variant.add_argument("--no-keep-io-types", action="store_true",
@@ -78,8 +79,9 @@ def add_parsers(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> 
     variant.add_argument("--optimization", default="extended",
                          choices=("basic", "extended", "all"), help="optimized: the level")
     variant.add_argument("--keep-fp32", metavar="auto|NODE,...",
-                         help="fp16: nodes to keep in float32; auto finds a small set that "
-                         "lets the variant pass")
+                         help="fp16: nodes to keep in float32 (FILE:NODE for one file of a "
+                         "Hugging Face folder); auto finds a small set that lets the variant "
+                         "pass")
     common(variant)
 
     explain = sub.add_parser("explain", help="name the first node that diverges from PyTorch "

@@ -19,6 +19,9 @@ The variant is written like an export (engine.export.onnx_file.AtomicOnnxWrite: 
 beside the target, onnx.checker, then renamed into place) and validated with
 engine.pipeline.validate_file. A variant that misses its tolerance is still written, and the
 report says it failed (ok false, error kind "validation": exit status 1).
+
+For a Hugging Face recipe the source and the variant are folders, every file of the export
+converted and the folder validated (engine.analysis.folder_variants).
 """
 
 from __future__ import annotations
@@ -71,23 +74,25 @@ def make_variant(source: Path, recipe: Recipe, kind: str, output: Path,
     """
     from engine.pipeline import validate_file
     from engine.protocol import VariantFacts, VariantReport
+    from engine.source.hf import is_hf_source
 
     events = events or Events()
-    if kind not in VARIANT_KINDS:
-        raise StudioError("recipe", f"Unknown variant kind {kind!r}; use one of "
-                          f"{', '.join(VARIANT_KINDS)}.", exit_code=2)
+    check_request(kind, keep_fp32)
+    if is_hf_source(recipe.model.source):
+        from engine.analysis.folder_variants import make_folder_variant
+
+        return make_folder_variant(source, recipe, kind, output, events, rtol=rtol,
+                                   atol=atol, keep_io_types=keep_io_types,
+                                   optimization=optimization, runs=runs, keep_fp32=keep_fp32)
     source = Path(source).resolve()
     original = ModelFile.read(source)
     output = check_output_path(Path(output))
     if output == source:
         raise StudioError("write", "The variant would overwrite its source file; choose "
                           "another -o path.", exit_code=2)
-    if keep_fp32 is not None and kind != "fp16":
-        raise StudioError("recipe", f"--keep-fp32 applies to the fp16 variant, not {kind}.",
-                          exit_code=2)
     r, a = variant_tolerance(kind, recipe, rtol, atol)
     started = time.perf_counter()
-    half = _Half.prepare(source, original, recipe, keep_fp32, r, a, keep_io_types,
+    half = HalfPrecision.prepare(source, original, recipe, keep_fp32, r, a, keep_io_types,
                          events.part(0.0, 0.3)) if kind == "fp16" else None
     events.progress(0.3 if half else 0.0, f"Making the {kind} variant")
     settings = _write(kind, source, output, keep_io_types, optimization,
@@ -122,12 +127,28 @@ def make_variant(source: Path, recipe: Recipe, kind: str, output: Path,
     if half is not None:
         facts.update(half.facts())
     report.variant = VariantFacts.from_dict(facts)
-    if report.error is not None and report.error.kind == "validation":
-        report.error.message = (f"The {kind} variant was written to {output.name} but misses "
-                                f"its tolerance (rtol {r:g}, atol {a:g}): "
-                                f"{report.error.message}")
+    fail_message(report, kind, output, r, a)
     events.progress(1.0, "Variant validated" if report.ok else "Variant failed")
     return report
+
+
+def check_request(kind: str, keep_fp32: str | None) -> None:
+    """A `recipe` error (exit 2) for an unknown kind, or --keep-fp32 with another kind."""
+    if kind not in VARIANT_KINDS:
+        raise StudioError("recipe", f"Unknown variant kind {kind!r}; use one of "
+                          f"{', '.join(VARIANT_KINDS)}.", exit_code=2)
+    if keep_fp32 is not None and kind != "fp16":
+        raise StudioError("recipe", f"--keep-fp32 applies to the fp16 variant, not {kind}.",
+                          exit_code=2)
+
+
+def fail_message(report: ExportReport, kind: str, output: Path, rtol: float,
+                 atol: float) -> None:
+    """A failed verdict's message says the variant was written and which tolerance it misses."""
+    if report.error is not None and report.error.kind == "validation":
+        report.error.message = (f"The {kind} variant was written to {output.name} but misses "
+                                f"its tolerance (rtol {rtol:g}, atol {atol:g}): "
+                                f"{report.error.message}")
 
 
 def _write(kind: str, source: Path, output: Path, keep_io_types: bool, optimization: str,
@@ -136,7 +157,7 @@ def _write(kind: str, source: Path, output: Path, keep_io_types: bool, optimizat
     with AtomicOnnxWrite(output) as write:
         target = write.temp_path
         try:
-            settings = _convert(kind, source, target, keep_io_types, optimization, keep)
+            settings = write_converted(kind, source, target, keep_io_types, optimization, keep)
         except StudioError:
             raise
         except Exception as exc:
@@ -147,7 +168,7 @@ def _write(kind: str, source: Path, output: Path, keep_io_types: bool, optimizat
     return settings
 
 
-def _convert(kind: str, source: Path, target: Path, keep_io_types: bool, optimization: str,
+def write_converted(kind: str, source: Path, target: Path, keep_io_types: bool, optimization: str,
              keep: set[str]) -> dict[str, str]:
     import onnx
 
@@ -166,6 +187,13 @@ def _convert(kind: str, source: Path, target: Path, keep_io_types: bool, optimiz
 
     quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8)
     return {"weight_type": "QInt8", "method": "dynamic"}
+
+
+def explicit_names(keep_fp32: str | None) -> list[str]:
+    """The node names a --keep-fp32 NODE,... list gives (none for None or "auto")."""
+    if keep_fp32 in (None, "auto"):
+        return []
+    return [n.strip() for n in str(keep_fp32).split(",") if n.strip()]
 
 
 def topological_sort(graph: Any) -> None:
@@ -216,7 +244,7 @@ def _latencies(source: Path, variant: Path, recipe: Recipe, runs: int
 
 
 @dataclass
-class _Half:
+class HalfPrecision:
     """The fp16 variant's own part: the nodes kept in float32, the float32 value ranges on the
     validation inputs, and the overflow check of the verdict."""
 
@@ -231,37 +259,55 @@ class _Half:
 
     @classmethod
     def prepare(cls, source: Path, original: ModelFile, recipe: Recipe, keep_fp32: str | None,
-                rtol: float, atol: float, keep_io_types: bool, events: Events) -> _Half:
+                rtol: float, atol: float, keep_io_types: bool, events: Events
+                ) -> HalfPrecision:
         """Draw the validation inputs and choose the nodes to keep (a `recipe` error, exit 2,
         for names that are no node of the file)."""
-        from engine.analysis import fp16
         from engine.analysis.ranges import validation_feeds
         from engine.source.load import load_model
 
         names = [t["name"] for t in original.tensors("inputs")]
-        explicit = [] if keep_fp32 in (None, "auto") else [
-            n.strip() for n in str(keep_fp32).split(",") if n.strip()]
-        kept = fp16.kept_fp32_names(original.proto, explicit)
         events.progress(0.0, "Loading the PyTorch model for the validation inputs")
         module = load_model(recipe, device="cpu").module
-        half = cls(source, original, validation_feeds(recipe, names, module), rtol, atol,
+        return cls.choose(source, original, validation_feeds(recipe, names, module),
+                          explicit_names(keep_fp32), keep_fp32 == "auto", rtol, atol,
+                          keep_io_types, events.part(0.2, 1.0))
+
+    @classmethod
+    def choose(cls, source: Path, original: ModelFile, feeds: list[dict[str, Any]],
+               explicit: list[str], auto: bool, rtol: float, atol: float,
+               keep_io_types: bool, events: Events) -> HalfPrecision:
+        """The nodes of `source` to keep on the validation `feeds`: `explicit` ones (a
+        `recipe` error, exit 2, for a name that is no node of the file), or with `auto` those
+        engine.analysis.fp16.auto_keep finds."""
+        from engine.analysis import fp16
+
+        kept = fp16.kept_fp32_names(original.proto, explicit)
+        half = cls(source, original, feeds, rtol, atol,
                    [n.name for n in original.proto.graph.node if n.name in kept])
-        if keep_fp32 == "auto":
+        if auto:
             found = fp16.auto_keep(source, half.feeds, rtol, atol, keep_io_types=keep_io_types,
-                                   events=events.part(0.2, 1.0))
+                                   events=events)
             half.kept, half.auto = found.kept, {"passes": found.passes, "probes": found.probes}
         return half
 
     def judge(self, output: Path, report: ExportReport) -> None:
         """Fail `report` for values the variant holds in float16 beyond its range."""
-        from engine.analysis.ranges import fp16_overflows, overflow_error, value_ranges
+        from engine.analysis.ranges import overflow_error
+
+        if self.find_overflows(output) and report.ok:
+            report.fail(overflow_error(self.overflows))
+
+    def find_overflows(self, output: Path) -> list[Any]:
+        """The values the variant `output` holds in float16 beyond its range (kept in
+        `overflows`), from the float32 file's values on the validation inputs."""
+        from engine.analysis.ranges import fp16_overflows, value_ranges
 
         variant = ModelFile.read(output).proto
         ranges = value_ranges(self.source, self.original.proto, self.feeds, self.rtol,
                               self.atol)
         self.overflows = fp16_overflows(self.original.proto, variant, ranges)
-        if self.overflows and report.ok:
-            report.fail(overflow_error(self.overflows))
+        return self.overflows
 
     def facts(self) -> dict[str, Any]:
         out: dict[str, Any] = {"fp16_overflows": [o.to_dict() for o in self.overflows]}

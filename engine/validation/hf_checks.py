@@ -21,6 +21,7 @@ PROMPT_LENGTH = 5
 # (kind, batch, sequence, past): past 0 is the empty cache
 _TRIALS = (("past-empty", 1, 4, 0), ("past-nonempty", 3, 2, 6))
 _PLAIN_TRIALS = (("dynamic-size", 3, 7, 0),)
+_TRIAL_SEED = 11
 
 
 def _session(path: Path) -> Any:
@@ -49,10 +50,7 @@ def check_parts(hf: Any, folder: Path, rtol: float, atol: float,
     for index, part in enumerate(hf.parts):
         events.progress(index / max(len(hf.parts), 1), f"Validating {part.file}")
         session = _session(folder / part.file)
-        has_past = any(name.startswith("past_key_values") for name in part.inputs)
-        sizes = [("export-inputs", None)] + [
-            (kind, (b, s, p)) for kind, b, s, p in (_TRIALS if has_past else _PLAIN_TRIALS)]
-        for kind, size in sizes:
+        for kind, size in trial_sizes(part):
             trial = _trial(part, session, kind, size, rtol, atol, many)
             for metrics in trial["outputs"]:
                 per_output.setdefault(metrics["name"], []).append(metrics)
@@ -72,6 +70,20 @@ def check_parts(hf: Any, folder: Path, rtol: float, atol: float,
             "warnings": warnings, "message": message}
 
 
+def trial_sizes(part: Any) -> list[tuple[str, tuple[int, int, int] | None]]:
+    """The trials a file of the export is validated at: (kind, (batch, sequence, past)), None
+    for the export's own inputs first."""
+    has_past = any(name.startswith("past_key_values") for name in part.inputs)
+    return [("export-inputs", None)] + [
+        (kind, (b, s, p)) for kind, b, s, p in (_TRIALS if has_past else _PLAIN_TRIALS)]
+
+
+def trial_inputs(part: Any) -> list[dict[str, Any]]:
+    """The inputs (torch tensors by ONNX input name) of each trial of `trial_sizes`."""
+    return [part.inputs if size is None else part.make_inputs(_TRIAL_SEED, *size)
+            for _, size in trial_sizes(part)]
+
+
 def _trial(part: Any, session: Any, kind: str, size: tuple[int, int, int] | None,
            rtol: float, atol: float, many: bool) -> dict[str, Any]:
     """One trial of one file: its outputs against eager PyTorch's, or, when either side
@@ -79,7 +91,7 @@ def _trial(part: Any, session: Any, kind: str, size: tuple[int, int, int] | None
     from engine.validation.ort_session import ort_message
 
     started = time.perf_counter()
-    inputs = part.inputs if size is None else part.make_inputs(11, *size)
+    inputs = part.inputs if size is None else part.make_inputs(_TRIAL_SEED, *size)
     trial: dict[str, Any] = {"kind": kind, "ok": False, "outputs": []}
     if size is not None:
         trial["sizes"] = _sizes(inputs)

@@ -47,14 +47,16 @@ def recipe_of(argv: list[str], path: Path) -> Path:
     return path.resolve()
 
 
-def batch_run(recipes: list[Path], report: Path, workers: int
+def batch_run(recipes: list[Path], report: Path, workers: int, resume: bool = False
               ) -> dict[Path, tuple[int, dict[str, Any], float]]:
     """Every recipe through one `onnx-studio batch ... --workers N` (a process; each item in a
     worker of its own): by recipe, (exit status the item's export would have, its document,
-    its seconds), read from REPORT/results.jsonl."""
+    its seconds), read from REPORT/results.jsonl; `resume`: the items it holds already are
+    not run again (batch --resume)."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     subprocess.run([sys.executable, "-m", "engine.cli", "batch", *map(str, recipes), "-o",
-                    str(report), "--workers", str(workers), "--json"], capture_output=True,
+                    str(report), "--workers", str(workers), "--json",
+                    *(["--resume"] if resume else [])], capture_output=True,
                    text=True, env=env, check=False)
     found: dict[Path, tuple[int, dict[str, Any], float]] = {}
     results = report / "results.jsonl"

@@ -6,7 +6,7 @@ graph opened collapsed never lifts its 100k edges into the modules. A mixin of G
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from engine.graph.items import IN, OUT
 from engine.graph.model import GraphModel, no_gc
@@ -25,7 +25,6 @@ class LiftedEdges:
     _node_keys: list[str]  # node index -> its item key ("" when folded)
     _edges: dict[str, dict[tuple[str, str], list[str]]]
     _lifted: bool  # edges below the top level are lifted when a group opens
-    _pending: list[tuple[str, str, str]]  # the edges to lift
 
     def chain(self, key: str) -> list[str]:
         """View group ids from the root down to the group holding ``key``."""
@@ -49,52 +48,93 @@ class LiftedEdges:
                 self._edges[""] = self._top_edges()
         return self._edges.get(gid, {})
 
+    def _visible_pairs(self) -> tuple[Any, list[str], list[tuple[str, str, str]]]:
+        """The edges drawn at full expansion, in the order the lifting visits them: the
+        (node, input) pairs that make one (positions into the model's columns; a graph
+        input's edge has source -1), each pair's source item key, then the edges into the
+        graph outputs as (source item, target item, tensor)."""
+        import numpy as np  # lazily: the window shows before numpy is needed
+
+        m = self.model
+        c = m.columns
+        keys = self._node_keys
+        shown_inputs = [k[2:] for k in self.groups[""].items if k[:2] == "i:"]
+        visible = np.fromiter(map(bool, keys), bool, len(keys))
+        source = c.input_source
+        read = visible[c.input_node] if len(keys) else np.zeros(0, dtype=bool)
+        from_node = read & (source >= 0)
+        from_node[from_node] = visible[source[from_node]]
+        from_input = read & (source < 0) & c.value_mask(shown_inputs)[c.input_value]
+        pairs = np.flatnonzero(from_node | from_input)
+        names = c.value_names
+        srcs = [keys[s] if s >= 0 else "i:" + names[v] for s, v in
+                zip(source[pairs].tolist(), c.input_value[pairs].tolist(), strict=True)]
+        outs: list[tuple[str, str, str]] = []
+        for t in m.outputs:
+            p = c.made_by(t)
+            if p is not None and keys[p]:
+                outs.append((keys[p], "o:" + t, t))
+            elif t in shown_inputs:
+                outs.append(("i:" + t, "o:" + t, t))
+        return pairs, srcs, outs
+
     def _visible_edges(self) -> list[tuple[str, str, str]]:
         """(source item, target item, tensor) of every edge drawn at full expansion, in the
         order the lifting visits them (graph order of the consumers, then graph outputs)."""
-        m = self.model
-        producer = m.producer
-        keys = self._node_keys
-        shown_inputs = {k[2:] for k in self.groups[""].items if k[:2] == "i:"}
-        out: list[tuple[str, str, str]] = []
-        add = out.append
-        for node, dst in zip(m.nodes, keys, strict=True):
-            if not dst:  # folded
-                continue
-            for t in node.inputs:
-                p = producer.get(t)
-                if p is not None:
-                    src = keys[p]
-                    if src:
-                        add((src, dst, t))
-                elif t in shown_inputs:
-                    add(("i:" + t, dst, t))
-        for t in m.outputs:
-            p = producer.get(t)
-            if p is not None and keys[p]:
-                add((keys[p], "o:" + t, t))
-            elif t in shown_inputs:
-                add(("i:" + t, "o:" + t, t))
-        return out
+        pairs, srcs, outs = self._visible_pairs()
+        c = self.model.columns
+        keys, flat = self._node_keys, c.flat_inputs
+        dsts = c.input_node[pairs].tolist()
+        return [*zip(srcs, map(keys.__getitem__, dsts), map(flat.__getitem__, pairs.tolist()),
+                     strict=True), *outs]
 
     def _top_edges(self) -> dict[tuple[str, str], list[str]]:
         """The top level's edges: between the top-level items holding either end."""
-        top: dict[str, str] = {"": ""}  # view group -> its top-level group item
+        import numpy as np
+
+        top: dict[str, str] = {"": ""}  # view group -> its top-level group item ("": none)
+        for gid in self.groups:
+            if gid and gid not in top:
+                chain = [gid]
+                while chain[-1] not in top:
+                    chain.append(self.groups[chain[-1]].parent or "")
+                t = top[chain[-1]] or "g:" + chain[-2]
+                for g in chain[:-1]:
+                    top[g] = t
+        parent_of = self.parent_of
+        pairs, srcs, outs = self._visible_pairs()
+        c = self.model.columns
+        keys = self._node_keys
 
         def top_of(key: str) -> str:
-            gid = self.parent_of[key]
-            t = top.get(gid)
-            if t is None:
-                chain = self.chain(key)
-                t = top[gid] = "g:" + chain[1]
-            return t or key
+            return top[parent_of[key]] or key
 
+        # each visible node's top-level item as a number (its module's, unless it sits in
+        # the whole graph itself); the extra last entry stands for a graph input
+        numbers: dict[str, int] = {}
+        group_top = [numbers.setdefault(top[g], len(numbers)) if top[g] else -1
+                     for g in self.model.groups]
+        node_top = np.append(np.array(group_top, dtype=np.int64)[self.model.group_code], -1)
+        for i in np.flatnonzero(node_top[:-1] < 0).tolist():
+            if keys[i]:
+                node_top[i] = numbers.setdefault(top_of(keys[i]), len(numbers))
+        source = c.input_source[pairs]
+        dst = c.input_node[pairs]
+        across = np.flatnonzero((node_top[source] != node_top[dst]) | (source < 0))
         edges: dict[tuple[str, str], list[str]] = {}
-        self._pending = self._visible_edges()  # kept for the lifting, often right after
-        for src, dst, t in self._pending:
-            a, b = top_of(src), top_of(dst)
-            if a != b:
-                lst = edges.setdefault((a, b), [])
+        flat = c.flat_inputs
+        for k, p, j in zip(across.tolist(), pairs[across].tolist(), dst[across].tolist(),
+                           strict=True):
+            ta, tb = top_of(srcs[k]), top_of(keys[j])
+            if ta != tb:
+                lst = edges.setdefault((ta, tb), [])
+                t = flat[p]
+                if t not in lst:
+                    lst.append(t)
+        for src, dst, t in outs:
+            ta, tb = top_of(src), top_of(dst)
+            if ta != tb:
+                lst = edges.setdefault((ta, tb), [])
                 if t not in lst:
                     lst.append(t)
         return edges
@@ -141,7 +181,7 @@ class LiftedEdges:
             for j in range(k, len(cv)):
                 add(cv[j], IN, "g:" + cv[j + 1] if j + 1 < len(cv) else dst, tensor)
 
-        visible, self._pending = self._pending or self._visible_edges(), []
+        visible = self._visible_edges()
         for src, dst, t in visible:
             gd = parent_of[dst]
             if parent_of[src] == gd:  # most edges stay inside one module

@@ -68,8 +68,10 @@ class NodeItems(dict[str, Item]):
     def __missing__(self, key: str) -> Item:
         if not key.startswith("n"):
             raise KeyError(key)
-        node = self.model.nodes[int(key[1:])]
-        item = self[key] = Item(key, "node", node.op_type, short(node.label), float(node.index))
+        i = int(key[1:])
+        c = self.model.columns
+        label = c.names[i] or f"{c.op_types[i]}_{i}"  # as Node.label
+        item = self[key] = Item(key, "node", c.op_types[i], short(label), float(i))
         return item
 
 

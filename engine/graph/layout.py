@@ -34,19 +34,19 @@ from engine.graph.items import (
 from engine.graph.layered import H_GAP, LayeredLayout, Placement
 from engine.graph.model import GraphModel, auxiliary_nodes, format_shape, no_gc
 from engine.graph.scene import Boxes, Edge, Edges, Run, Scene, make_edge
+from engine.graph.tree import ViewTree
 
 __all__ = ["HEADER", "IN", "OUT", "PAD", "GraphLayout", "Item", "Measure", "NodeMeasure",
            "ViewGroup", "default_measure", "measure_each"]
 
 PAD = 14.0  # inside an expanded group
 HEADER = 22.0  # title strip of an expanded group
-SECTION = 500  # items per section when a group is split
 MAX_CHILDREN = 1000
 
 
 # --------------------------------------------------------------------------- the hierarchy
 
-class GraphLayout(LiftedEdges):
+class GraphLayout(ViewTree, LiftedEdges):
     """The expand/collapse state of a graph's module groups and its current layout."""
 
     def __init__(self, model: GraphModel, measure: Measure | None = None,
@@ -71,7 +71,6 @@ class GraphLayout(LiftedEdges):
         with no_gc():
             self._build_tree(max_children)
         self._lifted = False  # edges below the top level are lifted when a group opens
-        self._pending: list[tuple[str, str, str]] = []  # the edges to lift
         self.expanded: set[str] = {""}
         self._shown: dict[str, str] = {}  # view group -> the collapsed box showing it, or ""
         self._structure: dict[str, tuple[LayeredLayout, list[str], list[tuple[str, str]]]] = {}
@@ -85,124 +84,6 @@ class GraphLayout(LiftedEdges):
         self._frames: dict[str, tuple[Placement, tuple[float, float, float | None,
                                                        float | None]]] = {}
         self._scene: Scene | None = None
-
-    # ------------------------------------------------------------------ tree
-    def _build_tree(self, max_children: int) -> None:
-        m = self.model
-        for gid, g in m.groups.items():
-            label = g.name if gid else m.title
-            cls = g.class_name.rsplit(".", 1)[-1]
-            self.groups[gid] = ViewGroup(id=gid, label=label, sublabel=cls, parent=g.parent,
-                                         depth=g.depth)
-        # Children in graph order, so the layering starts from a topological order: a node is
-        # appended to its group, a group to its parent when its first node comes, so every
-        # list is in graph order without sorting.
-        first: dict[str, int] = {}
-        folded = self.folded
-        parent_of = self.parent_of
-        vgroups = self.groups
-        mgroups = m.groups
-        items = self.items
-        keys = self._node_keys
-        for node in m.nodes:
-            i = node.index
-            if i in folded:
-                keys.append("")
-                continue
-            key = f"n{i}"  # its Item is made when first asked for
-            keys.append(key)
-            gid = node.group
-            vgroups[gid].items.append(key)
-            parent_of[key] = gid
-            while gid not in first:
-                first[gid] = i
-                if not gid:
-                    break
-                parent = mgroups[gid].parent or ""
-                gkey = "g:" + gid
-                vg = vgroups[gid]
-                items[gkey] = Item(gkey, "group", vg.label, vg.sublabel, float(i))
-                vgroups[parent].items.append(gkey)
-                parent_of[gkey] = parent
-                gid = parent
-        # (a module whose nodes were all folded away has no item)
-        extra_inputs = [n for n in m.outer_inputs if not self._only_folded(n)]
-        inputs = []
-        for i, name in enumerate(m.inputs + extra_inputs):
-            key = "i:" + name
-            # the shape alone: the box's colour and place say it is an input (a graph's
-            # inputs often have long symbolic shapes, and many of them share a row)
-            shape = format_shape(m.shape(name))
-            self.items[key] = Item(key, "input", name,
-                                   shape if i < len(m.inputs) else f"outer · {shape}",
-                                   -1.0 - len(m.inputs) + i)
-            inputs.append(key)
-            self.parent_of[key] = ""
-        vgroups[""].items[:0] = inputs  # in front, in order
-        for name in m.outputs:
-            key = "o:" + name
-            self.items[key] = Item(key, "output", name, format_shape(m.shape(name)),
-                                   float(len(m.nodes) + 1))
-            self._attach(key, "")
-        for gid in list(self.groups):
-            self._split(gid, max_children)
-        self._count("")
-
-    def rank(self, key: str) -> float:
-        """Position of an item in graph order (a node's is its index)."""
-        return float(key[1:]) if key[0] == "n" else self.items[key].rank
-
-    def _only_folded(self, tensor: str) -> bool:
-        return all(c in self.folded for c in self.model.consumers.get(tensor, ()))
-
-    def _attach(self, key: str, gid: str) -> None:
-        self.groups[gid].items.append(key)
-        self.parent_of[key] = gid
-
-    def _split(self, gid: str, max_children: int) -> None:
-        """Split a group with too many children into sections (Model Explorer does too)."""
-        vg = self.groups[gid]
-        if len(vg.items) <= max_children:
-            return
-        items = sorted(vg.items, key=self.rank)
-        keep = [k for k in items if k[:2] in ("i:", "o:")]
-        rest = [k for k in items if k[:2] not in ("i:", "o:")]
-        vg.items = keep
-        for s in range(0, len(rest), SECTION):
-            chunk = rest[s:s + SECTION]
-            sid = f"{gid}/§{s // SECTION + 1}" if gid else f"§{s // SECTION + 1}"
-            label = f"section {s // SECTION + 1}"
-            sub = f"items {s + 1}–{s + len(chunk)}"
-            self.groups[sid] = ViewGroup(id=sid, label=label, sublabel=sub, parent=gid,
-                                         items=chunk, depth=vg.depth + 1)
-            for k in chunk:
-                self.parent_of[k] = sid
-                if k.startswith("g:"):
-                    self.groups[k[2:]].parent = sid
-            key = "g:" + sid
-            self.items[key] = Item(key, "section", label, sub, self.rank(chunk[0]))
-            self.parent_of[key] = gid
-            vg.items.append(key)
-        vg.items.sort(key=self.rank)
-        for k in vg.items:
-            if k.startswith("g:"):
-                self._split(k[2:], max_children)
-
-    def _count(self, gid: str) -> int:
-        vg = self.groups[gid]
-        total = 0
-        for k in vg.items:
-            if k.startswith("n"):
-                total += 1
-            elif k.startswith("g:"):
-                total += self._count(k[2:])
-        vg.count = total
-        if gid:
-            item = self.items["g:" + gid]
-            base = vg.sublabel if item.kind == "group" else ""
-            count = f"{total} node" + ("" if total == 1 else "s")
-            item.sublabel = f"{base} · {count}" if base else count
-        return total
 
     # ------------------------------------------------------------------ state
     def is_group(self, key: str) -> bool:
@@ -348,12 +229,13 @@ class GraphLayout(LiftedEdges):
 
     def _measure_nodes(self, keys: list[str]) -> None:
         """Measure node boxes in one call (their Items are made only when asked for)."""
-        nodes = self.model.nodes
+        c = self.model.columns
+        ops, names = c.op_types, c.names
         labels, subs = [], []
         for k in keys:
-            node = nodes[int(k[1:])]
-            labels.append(node.op_type)
-            subs.append(short(node.label))
+            i = int(k[1:])
+            labels.append(ops[i])
+            subs.append(short(names[i] or f"{ops[i]}_{i}"))  # the node's label
         self._sizes.update(zip(keys, self.measure_nodes(labels, subs), strict=True))
         self._op_types.update(zip(keys, labels, strict=True))
 

@@ -23,6 +23,7 @@ class LiftedEdges:
     parent_of: dict[str, str]  # item key -> view group id
     expanded: set[str]
     _node_keys: list[str]  # node index -> its item key ("" when folded)
+    _visible: Any  # numpy: node index -> not folded
     _edges: dict[str, dict[tuple[str, str], list[str]]]
     _lifted: bool  # edges below the top level are lifted when a group opens
 
@@ -48,27 +49,23 @@ class LiftedEdges:
                 self._edges[""] = self._top_edges()
         return self._edges.get(gid, {})
 
-    def _visible_pairs(self) -> tuple[Any, list[str], list[tuple[str, str, str]]]:
+    def _visible_pairs(self) -> tuple[Any, list[tuple[str, str, str]]]:
         """The edges drawn at full expansion, in the order the lifting visits them: the
-        (node, input) pairs that make one (positions into the model's columns; a graph
-        input's edge has source -1), each pair's source item key, then the edges into the
-        graph outputs as (source item, target item, tensor)."""
+        (node, input) pairs that make one (numpy positions into the model's columns; the
+        source of a graph input's edge is -1), then the edges into the graph outputs as
+        (source item, target item, tensor)."""
         import numpy as np  # lazily: the window shows before numpy is needed
 
         m = self.model
         c = m.columns
         keys = self._node_keys
         shown_inputs = [k[2:] for k in self.groups[""].items if k[:2] == "i:"]
-        visible = np.fromiter(map(bool, keys), bool, len(keys))
+        visible = self._visible
         source = c.input_source
         read = visible[c.input_node] if len(keys) else np.zeros(0, dtype=bool)
         from_node = read & (source >= 0)
         from_node[from_node] = visible[source[from_node]]
         from_input = read & (source < 0) & c.value_mask(shown_inputs)[c.input_value]
-        pairs = np.flatnonzero(from_node | from_input)
-        names = c.value_names
-        srcs = [keys[s] if s >= 0 else "i:" + names[v] for s, v in
-                zip(source[pairs].tolist(), c.input_value[pairs].tolist(), strict=True)]
         outs: list[tuple[str, str, str]] = []
         for t in m.outputs:
             p = c.made_by(t)
@@ -76,17 +73,30 @@ class LiftedEdges:
                 outs.append((keys[p], "o:" + t, t))
             elif t in shown_inputs:
                 outs.append(("i:" + t, "o:" + t, t))
-        return pairs, srcs, outs
+        return np.flatnonzero(from_node | from_input), outs
 
-    def _visible_edges(self) -> list[tuple[str, str, str]]:
-        """(source item, target item, tensor) of every edge drawn at full expansion, in the
-        order the lifting visits them (graph order of the consumers, then graph outputs)."""
-        pairs, srcs, outs = self._visible_pairs()
+    def _source_keys(self, pairs: Any) -> list[str]:
+        """The source item of each of these (node, input) pairs: a node's key or a graph
+        input's."""
         c = self.model.columns
-        keys, flat = self._node_keys, c.flat_inputs
-        dsts = c.input_node[pairs].tolist()
-        return [*zip(srcs, map(keys.__getitem__, dsts), map(flat.__getitem__, pairs.tolist()),
-                     strict=True), *outs]
+        keys, names = self._node_keys, c.value_names
+        return [keys[s] if s >= 0 else "i:" + names[v] for s, v in
+                zip(c.input_source[pairs].tolist(), c.input_value[pairs].tolist(), strict=True)]
+
+    def _visible_edges(self) -> tuple[list[str], list[str], list[str]]:
+        """Source items, target items and tensors of every edge drawn at full expansion, in
+        the order the lifting visits them (graph order of the consumers, then graph
+        outputs)."""
+        pairs, outs = self._visible_pairs()
+        c = self.model.columns
+        srcs = self._source_keys(pairs)
+        dsts = list(map(self._node_keys.__getitem__, c.input_node[pairs].tolist()))
+        tensors = list(map(c.flat_inputs.__getitem__, pairs.tolist()))
+        for src, dst, t in outs:
+            srcs.append(src)
+            dsts.append(dst)
+            tensors.append(t)
+        return srcs, dsts, tensors
 
     def _top_edges(self) -> dict[tuple[str, str], list[str]]:
         """The top level's edges: between the top-level items holding either end."""
@@ -102,7 +112,7 @@ class LiftedEdges:
                 for g in chain[:-1]:
                     top[g] = t
         parent_of = self.parent_of
-        pairs, srcs, outs = self._visible_pairs()
+        pairs, outs = self._visible_pairs()
         c = self.model.columns
         keys = self._node_keys
 
@@ -123,9 +133,9 @@ class LiftedEdges:
         across = np.flatnonzero((node_top[source] != node_top[dst]) | (source < 0))
         edges: dict[tuple[str, str], list[str]] = {}
         flat = c.flat_inputs
-        for k, p, j in zip(across.tolist(), pairs[across].tolist(), dst[across].tolist(),
-                           strict=True):
-            ta, tb = top_of(srcs[k]), top_of(keys[j])
+        for src, p, j in zip(self._source_keys(pairs[across]), pairs[across].tolist(),
+                             dst[across].tolist(), strict=True):
+            ta, tb = top_of(src), top_of(keys[j])
             if ta != tb:
                 lst = edges.setdefault((ta, tb), [])
                 t = flat[p]
@@ -181,12 +191,17 @@ class LiftedEdges:
             for j in range(k, len(cv)):
                 add(cv[j], IN, "g:" + cv[j + 1] if j + 1 < len(cv) else dst, tensor)
 
-        visible = self._visible_edges()
-        for src, dst, t in visible:
-            gd = parent_of[dst]
-            if parent_of[src] == gd:  # most edges stay inside one module
-                lst = edges.setdefault(gd, {}).setdefault((src, dst), [])
-                if t not in lst:
+        srcs, dsts, tensors = self._visible_edges()
+        for src, dst, t, gs, gd in zip(srcs, dsts, tensors, map(parent_of.__getitem__, srcs),
+                                       map(parent_of.__getitem__, dsts), strict=True):
+            if gs == gd:  # most edges stay inside one module
+                inside = edges.get(gd)
+                if inside is None:
+                    inside = edges[gd] = {}
+                lst = inside.get((src, dst))
+                if lst is None:
+                    inside[(src, dst)] = [t]
+                elif t not in lst:
                     lst.append(t)
             else:
                 connect(src, dst, t)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from functools import partial
 from itertools import pairwise
-from typing import Any
+from typing import Any, cast
 
 from engine.graph.edges import LiftedEdges
 from engine.graph.items import (
@@ -80,6 +80,7 @@ class GraphLayout(ViewTree, LiftedEdges):
         self._placed: dict[tuple[object, ...], Placement] = {}
         self._sizes: dict[str, tuple[float, float]] = {}
         self._op_types: dict[str, str] = {}  # a measured node's key -> its label, the op type
+        self._all_measured = False  # every visible node's box measured
         # per expanded group: the placement its frame was measured for, and the frame
         self._frames: dict[str, tuple[Placement, tuple[float, float, float | None,
                                                        float | None]]] = {}
@@ -228,16 +229,25 @@ class GraphLayout(ViewTree, LiftedEdges):
         return s
 
     def _measure_nodes(self, keys: list[str]) -> None:
-        """Measure node boxes in one call (their Items are made only when asked for)."""
+        """Measure node boxes in one call (their Items are made only when asked for): their
+        op types and their labels (names, cut to `short`'s length)."""
         c = self.model.columns
         ops, names = c.op_types, c.names
-        labels, subs = [], []
-        for k in keys:
-            i = int(k[1:])
-            labels.append(ops[i])
-            subs.append(short(names[i] or f"{ops[i]}_{i}"))  # the node's label
+        nodes = [int(k[1:]) for k in keys]
+        labels = list(map(ops.__getitem__, nodes))
+        subs = [name if len(name) <= 28 else short(name)
+                for name in (names[i] or f"{ops[i]}_{i}" for i in nodes)]  # Node.label
         self._sizes.update(zip(keys, self.measure_nodes(labels, subs), strict=True))
         self._op_types.update(zip(keys, labels, strict=True))
+
+    def _measure_every_node(self) -> None:
+        """Measure every visible node not measured yet in one call: most groups are open
+        (a measure per group would cost more than the measuring)."""
+        self._all_measured = True
+        known = self._sizes
+        unmeasured = [k for k in self._node_keys if k and k not in known]
+        if unmeasured:
+            self._measure_nodes(unmeasured)
 
     def _place(self, gid: str) -> Placement:
         """Lay out an expanded group (children first) and cache it."""
@@ -245,32 +255,31 @@ class GraphLayout(ViewTree, LiftedEdges):
         if pl is not None:
             return pl
         core, keys, _pairs = self._structure_of(gid)
-        sizes: list[tuple[float, float]] = []
-        in_port: list[float | None] = []
-        out_port: list[float | None] = []
         known = self._sizes
-        unmeasured = [k for k in keys if k[0] == "n" and k not in known]
-        if unmeasured:
-            self._measure_nodes(unmeasured)
-        for k in keys:
-            if k[0] == "n":  # a node: the most common child
-                sizes.append(known[k])
-                in_port.append(None)
-                out_port.append(None)
-            elif k in (IN, OUT):
-                sizes.append((0.0, 0.0))
-                in_port.append(None)
-                out_port.append(None)
-            elif k.startswith("g:") and k[2:] in self.expanded:
+        if not self._all_measured:
+            unmeasured = [k for k in keys if k[0] == "n" and k not in known]
+            if unmeasured:
+                self._measure_nodes(unmeasured)
+        # a node's size is known (the most common child); the rest are filled below
+        got: list[tuple[float, float] | None] = list(map(known.get, keys))
+        in_port: list[float | None] = [None] * len(keys)
+        out_port: list[float | None] = [None] * len(keys)
+        if keys and keys[0] == IN:
+            got[0] = (0.0, 0.0)
+        if keys and keys[-1] == OUT:
+            got[-1] = (0.0, 0.0)
+        expanded = self.expanded
+        for i in self._slots(gid, keys):
+            k = keys[i]
+            if k[2:] in expanded:
                 sub = self._place(k[2:])
-                w, h, ip, op = self._expanded_box(k[2:], sub)
-                sizes.append((w, h))
-                in_port.append(ip)
-                out_port.append(op)
+                w, h, in_port[i], out_port[i] = self._expanded_box(k[2:], sub)
+                got[i] = (w, h)
             else:
-                sizes.append(self._size(k))
-                in_port.append(None)
-                out_port.append(None)
+                got[i] = self._size(k)
+        # (None left: the whole graph's inputs and outputs)
+        sizes = [s if s is not None else self._size(k) for k, s in zip(keys, got, strict=True)
+                 ] if None in got else cast(list[tuple[float, float]], got)
         if self.left_to_right:  # lay out across: the core's "width" is our height
             sizes = [(h, w) for w, h in sizes]
         if not gid:
@@ -286,6 +295,13 @@ class GraphLayout(ViewTree, LiftedEdges):
             self._placed[sig] = pl
         self._placement[gid] = pl
         return pl
+
+    def _slots(self, gid: str, keys: list[str]) -> list[int]:
+        """Where a group's child groups are among its keys."""
+        slots = self._group_slots.get(gid)
+        if slots is None:
+            slots = self._group_slots[gid] = [i for i, k in enumerate(keys) if k[0] == "g"]
+        return slots
 
     def _expanded_box(self, gid: str, pl: Placement) -> tuple[float, float, float | None,
                                                                float | None]:
@@ -313,6 +329,8 @@ class GraphLayout(ViewTree, LiftedEdges):
         """Boxes and edges for the current expansion state, in scene coordinates."""
         if self._scene is not None:
             return self._scene
+        if not self._all_measured and 2 * len(self.expanded) > len(self.groups):
+            self._measure_every_node()
         root = self._place("")
         runs: list[Run] = []
         with no_gc():
@@ -327,10 +345,7 @@ class GraphLayout(ViewTree, LiftedEdges):
         run = Run(gid, pl, ox, oy, frame, [])
         runs.append(run)
         expanded, pos, across = self.expanded, pl.pos, self.left_to_right
-        slots = self._group_slots.get(gid)
-        if slots is None:
-            slots = self._group_slots[gid] = [i for i, k in enumerate(keys) if k[0] == "g"]
-        for i in slots:
+        for i in self._slots(gid, keys):
             k = keys[i]
             if k[2:] not in expanded:
                 continue

@@ -10,6 +10,8 @@ hundredths of a second.
 
 from __future__ import annotations
 
+from typing import Any
+
 from engine.graph.items import Item, ViewGroup
 from engine.graph.model import GraphModel, format_shape
 
@@ -25,60 +27,66 @@ class ViewTree:
     groups: dict[str, ViewGroup]
     parent_of: dict[str, str]  # item key -> view group id
     _node_keys: list[str]  # node index -> its item key ("" when folded)
+    _visible: Any  # numpy: node index -> not folded
 
     def _build_tree(self, max_children: int) -> None:
         import numpy as np  # lazily: the window shows before numpy is needed
 
         m = self.model
-        for gid, g in m.groups.items():
-            label = g.name if gid else m.title
-            cls = g.class_name.rsplit(".", 1)[-1]
-            self.groups[gid] = ViewGroup(id=gid, label=label, sublabel=cls, parent=g.parent,
-                                         depth=g.depth)
         n = len(m.nodes)
         keys = self._node_keys = [f"n{i}" for i in range(n)]  # a node's Item: when asked for
         for i in self.folded:
             keys[i] = ""
-        visible = np.ones(n, dtype=bool)
+        visible = self._visible = np.ones(n, dtype=bool)
         if self.folded:
             visible[np.fromiter(self.folded, np.int64, len(self.folded))] = False
         gids = list(m.groups)
         shown = np.flatnonzero(visible)
         shown_code = m.group_code[shown]
-        # A group's children in graph order: its nodes by index, a child group where its
-        # first visible node comes (a group whose nodes all fold away has no item).
+        # Per group: its visible nodes, its subgroups' included (`count`), and the first of
+        # them (`first`). A group's children are in graph order: its nodes by index, a
+        # child group where its first visible node comes (a group whose nodes all fold
+        # away has no item).
         never = n + 1
         first = [never] * len(gids)
         codes, at = np.unique(shown_code, return_index=True)
         for k, i in zip(codes.tolist(), shown[at].tolist(), strict=True):
             first[k] = i
+        count = np.bincount(shown_code, minlength=len(gids)).tolist()
         number = {gid: k for k, gid in enumerate(gids)}
         parent = [number[g.parent or ""] for g in m.groups.values()]
         for k in range(len(gids) - 1, 0, -1):  # children come after their parents
             p = parent[k]
+            count[p] += count[k]
             if first[k] < first[p]:
                 first[p] = first[k]
+        vgroups = self.groups
+        for (gid, g), c in zip(m.groups.items(), count, strict=True):
+            vgroups[gid] = ViewGroup(gid, g.name if gid else m.title,
+                                     g.class_name.rsplit(".", 1)[-1], g.parent, depth=g.depth,
+                                     count=c)
         order = np.argsort(shown_code, kind="stable")
         own = shown[order].tolist()  # visible nodes by group, in graph order within one
         own_keys = list(map(keys.__getitem__, own))
         bounds = np.searchsorted(shown_code[order], np.arange(len(gids) + 1)).tolist()
-        items, parent_of, vgroups = self.items, self.parent_of, self.groups
+        items, parent_of = self.items, self.parent_of
         parent_of.update(zip(own_keys, map(gids.__getitem__, shown_code[order].tolist()),
                              strict=True))
         for k, (gid, g) in enumerate(m.groups.items()):
             if first[k] == never:
                 continue
-            kids = [(first[number[c]], c) for c in g.children if first[number[c]] != never]
-            if not kids:
+            if not g.children:
                 vgroups[gid].items = own_keys[bounds[k]:bounds[k + 1]]
                 continue
+            kids = [(first[number[c]], c) for c in g.children if first[number[c]] != never]
             at_rank = {r: "g:" + c for r, c in kids}
             ranks = sorted(own[bounds[k]:bounds[k + 1]] + [r for r, _ in kids])
             vgroups[gid].items = [at_rank.get(r) or keys[r] for r in ranks]
             for r, c in kids:
                 gkey = "g:" + c
                 vg = vgroups[c]
-                items[gkey] = Item(gkey, "group", vg.label, vg.sublabel, float(r))
+                items[gkey] = Item(gkey, "group", vg.label, _counted(vg.sublabel, vg.count),
+                                   float(r))
                 parent_of[gkey] = gid
         # (a module whose nodes were all folded away has no item)
         readers = m.columns.consumers_of(set(m.outer_inputs)) if m.outer_inputs else {}
@@ -101,13 +109,8 @@ class ViewTree:
             self.items[key] = Item(key, "output", name, format_shape(m.shape(name)),
                                    float(len(m.nodes) + 1))
             self._attach(key, "")
-        for gid in list(self.groups):
+        for gid in [gid for gid, vg in vgroups.items() if len(vg.items) > max_children]:
             self._split(gid, max_children)
-        # visible nodes per group, its subgroups' included
-        count = np.bincount(shown_code, minlength=len(gids)).tolist()
-        for k in range(len(gids) - 1, 0, -1):  # children come after their parents
-            count[parent[k]] += count[k]
-        self._count(dict(zip(gids, count, strict=True)))
 
     def rank(self, key: str) -> float:
         """Position of an item in graph order (a node's is its index)."""
@@ -131,14 +134,16 @@ class ViewTree:
             sid = f"{gid}/§{s // SECTION + 1}" if gid else f"§{s // SECTION + 1}"
             label = f"section {s // SECTION + 1}"
             sub = f"items {s + 1}–{s + len(chunk)}"
+            count = sum(1 if k[0] == "n" else self.groups[k[2:]].count for k in chunk)
             self.groups[sid] = ViewGroup(id=sid, label=label, sublabel=sub, parent=gid,
-                                         items=chunk, depth=vg.depth + 1)
+                                         items=chunk, depth=vg.depth + 1, count=count)
             for k in chunk:
                 self.parent_of[k] = sid
                 if k.startswith("g:"):
                     self.groups[k[2:]].parent = sid
             key = "g:" + sid
-            self.items[key] = Item(key, "section", label, sub, self.rank(chunk[0]))
+            self.items[key] = Item(key, "section", label, _counted("", count),
+                                   self.rank(chunk[0]))
             self.parent_of[key] = gid
             vg.items.append(key)
         vg.items.sort(key=self.rank)
@@ -146,21 +151,8 @@ class ViewTree:
             if k.startswith("g:"):
                 self._split(k[2:], max_children)
 
-    def _count(self, modules: dict[str, int]) -> None:
-        """Each group's `count` and its box's "N nodes": `modules` has the module groups'
-        counts; a section's is summed from its items (nodes and module groups)."""
-        groups = self.groups
-        for gid, vg in groups.items():
-            if gid in modules:
-                vg.count = modules[gid]
-        for gid, vg in groups.items():
-            if gid not in modules:  # a section
-                vg.count = sum(1 if k[0] == "n" else groups[k[2:]].count if k[:2] == "g:"
-                               else 0 for k in vg.items)
-        items = self.items
-        for gid, vg in groups.items():
-            item = items.get("g:" + gid) if gid else None
-            if item is not None:
-                base = vg.sublabel if item.kind == "group" else ""
-                text = f"{vg.count} node" + ("" if vg.count == 1 else "s")
-                item.sublabel = f"{base} · {text}" if base else text
+
+def _counted(base: str, count: int) -> str:
+    """A group box's second line: its class (when known) and how many nodes it holds."""
+    text = f"{count} node" + ("" if count == 1 else "s")
+    return f"{base} · {text}" if base else text

@@ -81,6 +81,7 @@ class GraphLayout(ViewTree, LiftedEdges):
         self._sizes: dict[str, tuple[float, float]] = {}
         self._op_types: dict[str, str] = {}  # a measured node's key -> its label, the op type
         self._all_measured = False  # every visible node's box measured
+        self._level: dict[str, int] | None = None  # see _levels
         # per expanded group: the placement its frame was measured for, and the frame
         self._frames: dict[str, tuple[Placement, tuple[float, float, float | None,
                                                        float | None]]] = {}
@@ -120,14 +121,28 @@ class GraphLayout(ViewTree, LiftedEdges):
 
     def collapse_to_depth(self, depth: int) -> None:
         """Expand the groups ``depth`` levels deep (0: every top-level module is one box)."""
-        self.expanded = {g for g in self.groups if len(self._lineage(g)) <= depth}
+        self.expanded = {g for g, level in self._levels().items() if level <= depth}
         self._placement.clear()
         self._shown.clear()
         self._scene = None
 
     def max_depth(self) -> int:
         """How many levels of groups nest in this graph (0: none; sections count as a level)."""
-        return max((len(self._lineage(g)) for g in self.groups), default=0)
+        return max(self._levels().values(), default=0)
+
+    def _levels(self) -> dict[str, int]:
+        """Each group's level: how many groups hold it, itself included (0: the graph)."""
+        if self._level is None:
+            level: dict[str, int] = {"": 0}
+            for gid in self.groups:
+                up = [gid]
+                while up[-1] not in level:
+                    up.append(self.groups[up[-1]].parent or "")
+                base = level[up.pop()]
+                for k, g in enumerate(reversed(up), start=1):
+                    level[g] = base + k
+            self._level = level
+        return self._level
 
     def _dirty(self, gid: str) -> None:
         """A group's placement depends on what is expanded below it: drop it and its

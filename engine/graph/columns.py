@@ -11,7 +11,7 @@ everything after works on those numbers. So a graph opens at close to the cost o
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from itertools import chain, repeat
 from operator import attrgetter
 from typing import Any, overload
@@ -55,12 +55,22 @@ class NodeColumns:
         # a later node making the same value wins, as a walk of the graph would have it
         ids = dict(zip(flat_outputs, range(self.n_made), strict=True))
         ids.pop("", None)  # "" names an absent optional input or output: made by none
+        # no value made twice (as ONNX requires): a value's number is its output's place
+        self.unique_made = len(ids) == self.n_made - flat_outputs.count("")
         names = list(flat_outputs)
+        numbers = []
         for name in chain(known, ("",)):
-            if name not in ids:
-                ids[name] = len(names)
+            v = ids.get(name)
+            if v is None:
+                v = ids[name] = len(names)
                 names.append(name)
+            numbers.append(v)
+        self.known_values = np.array(numbers[:-1], dtype=np.int64)  # `known`'s numbers
         self.n_known = len(names)
+        # op types numbered: `op_code` per node, `op_names` the types in first-seen order
+        self.op_names = list(dict.fromkeys(self.op_types))
+        number = {op: k for k, op in enumerate(self.op_names)}
+        self.op_code = np.fromiter(map(number.__getitem__, self.op_types), np.int64, n)
         value = np.array(list(map(ids.get, flat_inputs, repeat(-1))), dtype=np.int64)
         for p in np.flatnonzero(value < 0).tolist():  # read, made nowhere here
             name = flat_inputs[p]
@@ -121,6 +131,13 @@ class NodeColumns:
         out.pop("", None)
         return out
 
+    def op_mask(self, ops: Collection[str]) -> Any:
+        """A numpy bool per node: True for the nodes whose op type is one of `ops`."""
+        import numpy as np
+
+        return np.array([op in ops for op in self.op_names] + [False], dtype=bool)[
+            self.op_code]
+
     def consumers_of(self, values: Collection[str]) -> dict[str, list[int]]:
         """`consumers()` of a few values only."""
         import numpy as np
@@ -151,9 +168,9 @@ class NodeList(Sequence[Node]):
     """The graph's `Node`s, each made from the columns when first looked up and kept (a
     view asks for the few it shows; iterating makes them all)."""
 
-    def __init__(self, columns: NodeColumns, groups: list[str]) -> None:
+    def __init__(self, columns: NodeColumns, group_of: Callable[[int], str]) -> None:
         self._columns = columns
-        self._groups = groups  # node -> its module group id
+        self._group_of = group_of  # node -> its module group id
         self._made: list[Node | None] = [None] * len(columns)
         self._all = False
 
@@ -166,7 +183,7 @@ class NodeList(Sequence[Node]):
             c = self._columns
             node = self._made[i] = Node(i, c.protos[i], c.names[i], c.op_types[i],
                                         c.domains[i], c.inputs[i], c.outputs[i],
-                                        self._groups[i])
+                                        self._group_of(i))
         return node
 
     @overload

@@ -36,29 +36,42 @@ def auxiliary_nodes(model: GraphModel) -> dict[int, int]:
     real consumer they are still listed (properties panel, search), but not laid out.
     """
     aux = _auxiliary(model)
-    c = model.columns
     owner: dict[int, int] = {}
     aux_set = set(aux)
-    readers = c.consumers_of([t for i in aux for t in c.outputs[i]])
     # Consumers come later in a (topologically sorted) ONNX graph: walk backwards so each
     # consumer already knows its owner.
-    for i in reversed(aux):
+    for i, readers in zip(reversed(aux), reversed(_readers(model, aux)), strict=True):
         found = -1
-        for out in c.outputs[i]:
-            for r in readers.get(out, ()):
-                if r not in aux_set:
-                    found = r
-                elif r in owner:
-                    found = owner[r]
-                if found >= 0:
-                    break
-            if found >= 0:
+        for r in readers:
+            if r not in aux_set:
+                found = r
+                break
+            if r in owner:
+                found = owner[r]
                 break
         if found >= 0:
             owner[i] = found
         else:
             aux_set.discard(i)  # feeds nothing visible: keep it on screen
     return owner
+
+
+def _readers(model: GraphModel, nodes: list[int]) -> list[list[int]]:
+    """For each of `nodes`, the nodes reading its outputs: output by output, each output's
+    readers in graph order."""
+    import numpy as np
+
+    c = model.columns
+    if not c.unique_made:  # a value made twice: its readers by name
+        by_name = c.consumers_of([t for i in nodes for t in c.outputs[i]])
+        return [[r for t in c.outputs[i] for r in by_name.get(t, ())] for i in nodes]
+    wanted = np.zeros(len(c) + 1, dtype=bool)  # (the last: "made by none", -1)
+    wanted[nodes] = True
+    pos = np.flatnonzero(wanted[c.input_source])
+    pos = pos[np.lexsort((c.input_node[pos], c.input_value[pos]))]  # by output, then reader
+    source, reader = c.input_source[pos], c.input_node[pos].tolist()
+    bounds = np.searchsorted(source, np.append(nodes, len(c))).tolist()  # (nodes ascend)
+    return [reader[bounds[k]:bounds[k + 1]] for k in range(len(nodes))]
 
 
 def _auxiliary(model: GraphModel, rounds: int = 48) -> list[int]:
@@ -70,8 +83,7 @@ def _auxiliary(model: GraphModel, rounds: int = 48) -> list[int]:
 
     c = model.columns
     n = len(c)
-    known = frozenset(_SHAPE_OPS | _WEIGHT_OPS)
-    candidate = np.fromiter(map(known.__contains__, c.op_types), bool, n)
+    candidate = c.op_mask(_SHAPE_OPS | _WEIGHT_OPS)
     if not candidate.any():
         return []
     candidate &= np.fromiter(map(_STANDARD.__contains__, c.domains), bool, n)
@@ -79,22 +91,22 @@ def _auxiliary(model: GraphModel, rounds: int = 48) -> list[int]:
         p = c.made_by(t)
         if p is not None:
             candidate[p] = False
-    ops = c.op_types
-    shape_op = candidate & np.fromiter(map(_SHAPE_OPS.__contains__, ops), bool, n)
-    weight_op = candidate & np.fromiter(map(_WEIGHT_OPS.__contains__, ops), bool, n)
-    source_op = shape_op & np.fromiter(map(_SOURCES.__contains__, ops), bool, n)
+    shape_op = candidate & c.op_mask(_SHAPE_OPS)
+    weight_op = candidate & c.op_mask(_WEIGHT_OPS)
+    source_op = shape_op & c.op_mask(_SOURCES)
     reader, value, maker = c.input_node, c.input_value, c.input_source
     earlier = (maker >= 0) & (maker < reader)  # made before it is read
     maker = np.where(earlier, maker, 0)
     inits = model.initializers
-    const_value = c.value_mask(inits)
+    const_value = np.zeros(len(c.value_names), dtype=bool)
+    const_value[model.initializer_values()] = True
     const_value[c.value_ids[""]] = True  # "": an absent optional input, never asked for
     # small initializers (shape constants): only those a shape op reads are looked at
-    read = np.unique(value[shape_op[reader] & const_value[value]]).tolist()
     names = c.value_names
-    small = {names[v] for v in read if names[v] in inits
-             and math.prod(inits[names[v]].dims) <= _SMALL_INITIALIZER}
-    static_value = c.value_mask(small)
+    static_value = np.zeros(len(names), dtype=bool)
+    for v in np.unique(value[shape_op[reader] & const_value[value]]).tolist():
+        init = inits.get(names[v])
+        static_value[v] = init is not None and math.prod(init.dims) <= _SMALL_INITIALIZER
     static_value[c.value_ids[""]] = True
     static_in = static_value[value]
     const_in = const_value[value]

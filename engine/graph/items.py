@@ -58,14 +58,23 @@ def measure_each(measure: Measure) -> NodeMeasure:
 
 
 class NodeItems(dict[str, Item]):
-    """Items by key; a node's Item is built on first use (most stay inside collapsed
-    groups and are never measured or drawn)."""
+    """Items by key; a node's Item, and a module group's (`group_item`: None for a group
+    without one), are built on first use: most stay inside collapsed groups and are never
+    measured or drawn."""
 
-    def __init__(self, model: GraphModel) -> None:
+    def __init__(self, model: GraphModel,
+                 group_item: Callable[[str], Item | None] = lambda gid: None) -> None:
         super().__init__()
         self.model = model
+        self.group_item = group_item
 
     def __missing__(self, key: str) -> Item:
+        if key.startswith("g:"):
+            made = self.group_item(key[2:])
+            if made is None:
+                raise KeyError(key)
+            self[key] = made
+            return made
         if not key.startswith("n"):
             raise KeyError(key)
         i = int(key[1:])

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from itertools import compress
+from itertools import compress, repeat
 from operator import attrgetter, not_
 from pathlib import Path
 from typing import Any
@@ -133,9 +133,16 @@ class GraphModel:
         self._search_ops: dict[str, list[int]] | None = None  # lowercase op type -> nodes
         self._search_text: list[str] | None = None  # per node, what a query may match
         self.groups: dict[str, Group] = {}
-        self.group_code: Any = None  # node -> its group's place in `groups` (numpy)
-        self.node_groups: list[str] = self._build_groups()  # node -> its group's id
-        self.nodes: Sequence[Node] = NodeList(self.columns, self.node_groups)
+        self._node_groups: list[str] | None = None
+        self.group_code: Any = self._build_groups()  # node -> its group's place in `groups`
+        self.nodes: Sequence[Node] = NodeList(self.columns, self._group_of)
+
+    def _group_of(self, i: int) -> str:
+        return self.node_groups[i]
+
+    def initializer_values(self) -> Any:
+        """The initializers' value numbers in `columns` (numpy)."""
+        return self.columns.known_values[:len(self.initializers)]
 
     @property
     def producer(self) -> dict[str, int]:
@@ -222,19 +229,22 @@ class GraphModel:
                        opset_imports=opsets, model=model)
 
     # ---------------------------------------------------------------- groups
-    def _build_groups(self) -> list[str]:
-        """Make the module groups; returns each node's group id (and fills `Group.nodes`)."""
+    def _build_groups(self) -> Any:
+        """Make the module groups (and fill `Group.nodes`); returns each node's group as
+        its place in `groups` (numpy)."""
+        import numpy as np
+
         root = Group(id="", name=self.title, qualname="")
         self.groups = {"": root}
         c = self.columns
         protos, names = c.protos, c.names
         dynamo = any(p.key == _SCOPES_KEY for n in protos[:50] for p in n.metadata_props)
-        placed: list[str | None]
+        scope_of: list[Any]  # per node: the text naming its module (None: none)
+        gid_of: dict[str, str] = {}  # that text -> the group
         if dynamo:
-            placed = []
-            add = placed.append
+            scope_of = []
+            add = scope_of.append
             # Nodes of one module share the scope text up to their own name: parse it once.
-            cache: dict[str, str] = {}
             for proto in protos:
                 text = ""
                 for p in proto.metadata_props:
@@ -245,56 +255,55 @@ class GraphModel:
                     add(None)
                     continue
                 prefix = text[: text.rfind(",")]
-                gid = cache.get(prefix)
-                if gid is None:
-                    gid = cache[prefix] = self._ensure_group(self._dynamo_path(proto, text))
-                add(gid)
+                if prefix not in gid_of:
+                    gid_of[prefix] = self._ensure_group(self._dynamo_path(proto, text))
+                add(prefix)
+            unplaced = [i for i, prefix in enumerate(scope_of) if prefix is None]
         else:
             # A TorchScript name's scope is the text up to its last "/": one group per scope
             # (made in the order the scopes first appear, parents first).
-            prefixes = [name[: name.rfind("/") + 1] for name in names]
-            scopes: dict[str, str] = {}
-            for prefix in dict.fromkeys(prefixes):
-                self._scope_group(prefix, scopes)
-            placed = list(map(scopes.__getitem__, prefixes))
-            for i in compress(range(len(names)), map(not_, names)):
-                placed[i] = None  # unnamed: no scope
-        unplaced = [i for i, gid in enumerate(placed) if gid is None]
-        node_groups: list[str] = placed  # type: ignore[assignment]  # Nones replaced below
-        for i in unplaced:
-            node_groups[i] = ""
-        self.group_code = self._fill_group_nodes(node_groups, unplaced)
+            scope_of = [name[: name.rfind("/") + 1] for name in names]
+            for prefix in dict.fromkeys(scope_of):
+                self._scope_group(prefix, gid_of)
+            unplaced = list(compress(range(len(names)), map(not_, names)))  # no scope
+        number = {gid: k for k, gid in enumerate(self.groups)}
+        code_of = {prefix: number[gid] for prefix, gid in gid_of.items()}
+        code = np.fromiter(map(code_of.get, scope_of, repeat(-1)), np.int64, len(scope_of))
+        code[unplaced] = -1
+        self._fill_group_nodes(code)
         if unplaced:
             # Nodes the exporter left without a scope (e.g. a Split made by a rewrite) join
             # the deepest module that all their neighbours share (unplaced ones placed
             # earlier count; later ones, not yet placed, do not).
             outs = {t for i in unplaced for t in c.outputs[i]}
             readers = c.consumers_of(outs)
-            number = {gid: k for k, gid in enumerate(self.groups)}
+            gids = list(self.groups)
             for i in unplaced:
-                gid = self._common_neighbour_group(i, node_groups, readers)
-                node_groups[i] = gid
+                gid = self._common_neighbour_group(i, code, gids, readers)
                 self.groups[gid].nodes.append(i)
-                self.group_code[i] = number[gid]
-        return node_groups
+                code[i] = number[gid]
+        return code
 
-    def _fill_group_nodes(self, node_groups: list[str], unplaced: list[int]) -> Any:
-        """Each group's `nodes`: the placed nodes in graph order (`unplaced` left out).
-        Returns each node's group as its place in `groups` (numpy; -1 for `unplaced`)."""
+    @property
+    def node_groups(self) -> list[str]:
+        """Each node's module group id ("": the graph itself)."""
+        if self._node_groups is None:
+            gids = list(self.groups)
+            self._node_groups = list(map(gids.__getitem__, self.group_code.tolist()))
+        return self._node_groups
+
+    def _fill_group_nodes(self, code: Any) -> None:
+        """Each group's `nodes` from each node's group (`code`; -1: not placed yet), in
+        graph order."""
         import numpy as np
 
-        number = {gid: k for k, gid in enumerate(self.groups)}
-        code = np.fromiter(map(number.__getitem__, node_groups), np.int64, len(node_groups))
-        if unplaced:
-            code[unplaced] = -1
         order = np.argsort(code, kind="stable")
-        bounds = np.searchsorted(code[order], np.arange(len(number) + 1), side="left").tolist()
+        bounds = np.searchsorted(code[order], np.arange(len(self.groups) + 1)).tolist()
         members = order.tolist()
         for k, g in enumerate(self.groups.values()):
             a, b = bounds[k], bounds[k + 1]
             if a < b:
                 g.nodes = members[a:b]
-        return code
 
     def _dynamo_path(self, proto: Any, scopes_text: str) -> list[tuple[str, str, str, str]]:
         """Module steps (id part, short name, qualified name, class) of a dynamo node."""
@@ -326,8 +335,12 @@ class GraphModel:
                 cut = prefix.rfind("/", 0, -1)
                 parent = self._scope_group(prefix[: cut + 1], cache)
                 part = prefix[cut + 1: -1]
-                qual = f"{self.groups[parent].qualname}.{part}" if parent else part
-                gid = self._ensure_group([(part, part, qual, "")], parent)
+                gid = f"{parent}/{part}" if parent else part
+                if gid not in self.groups:  # (as _ensure_group, one step)
+                    up = self.groups[parent]
+                    self.groups[gid] = Group(gid, part, f"{up.qualname}.{part}" if parent
+                                             else part, "", parent, depth=up.depth + 1)
+                    up.children.append(gid)
             cache[prefix] = gid
         return gid
 
@@ -343,18 +356,18 @@ class GraphModel:
                 self.groups[parent].children.append(gid)
         return gid
 
-    def _common_neighbour_group(self, i: int, node_groups: list[str],
+    def _common_neighbour_group(self, i: int, code: Any, gids: list[str],
                                 readers: dict[str, list[int]]) -> str:
-        """The deepest group that the neighbours of node `i` (in groups now) share."""
+        """The deepest group that the neighbours of node `i` (placed so far: `code`, each
+        node's place in `gids`, -1 for none yet) share."""
         c = self.columns
         paths = []
-        for src in c.input_source[c.input_start[i]:c.input_start[i + 1]].tolist():
-            if src >= 0 and node_groups[src]:
-                paths.append(node_groups[src].split("/"))
-        for out in c.outputs[i]:
-            for r in readers.get(out, ()):
-                if node_groups[r]:
-                    paths.append(node_groups[r].split("/"))
+        neighbours = c.input_source[c.input_start[i]:c.input_start[i + 1]].tolist()
+        neighbours += [r for out in c.outputs[i] for r in readers.get(out, ())]
+        for j in neighbours:
+            gid = gids[code[j]] if j >= 0 and code[j] >= 0 else ""
+            if gid:
+                paths.append(gid.split("/"))
         if not paths:
             return ""
         common = paths[0]

@@ -28,6 +28,7 @@ class ViewTree:
     parent_of: dict[str, str]  # item key -> view group id
     _node_keys: list[str]  # node index -> its item key ("" when folded)
     _visible: Any  # numpy: node index -> not folded
+    _first_shown: dict[str, int]  # module group -> its first visible node
 
     def _build_tree(self, max_children: int) -> None:
         import numpy as np  # lazily: the window shows before numpy is needed
@@ -69,7 +70,7 @@ class ViewTree:
         own = shown[order].tolist()  # visible nodes by group, in graph order within one
         own_keys = list(map(keys.__getitem__, own))
         bounds = np.searchsorted(shown_code[order], np.arange(len(gids) + 1)).tolist()
-        items, parent_of = self.items, self.parent_of
+        parent_of = self.parent_of
         parent_of.update(zip(own_keys, map(gids.__getitem__, shown_code[order].tolist()),
                              strict=True))
         for k, (gid, g) in enumerate(m.groups.items()):
@@ -82,12 +83,9 @@ class ViewTree:
             at_rank = {r: "g:" + c for r, c in kids}
             ranks = sorted(own[bounds[k]:bounds[k + 1]] + [r for r, _ in kids])
             vgroups[gid].items = [at_rank.get(r) or keys[r] for r in ranks]
-            for r, c in kids:
-                gkey = "g:" + c
-                vg = vgroups[c]
-                items[gkey] = Item(gkey, "group", vg.label, _counted(vg.sublabel, vg.count),
-                                   float(r))
-                parent_of[gkey] = gid
+            parent_of.update(dict.fromkeys(at_rank.values(), gid))
+        # a group's Item (its box) when first asked for: see _group_item
+        self._first_shown = {gid: r for gid, r in zip(gids, first, strict=True) if r != never}
         # (a module whose nodes were all folded away has no item)
         readers = m.columns.consumers_of(set(m.outer_inputs)) if m.outer_inputs else {}
         extra_inputs = [t for t in m.outer_inputs  # (read only by folded nodes: not shown)
@@ -111,6 +109,15 @@ class ViewTree:
             self._attach(key, "")
         for gid in [gid for gid, vg in vgroups.items() if len(vg.items) > max_children]:
             self._split(gid, max_children)
+
+    def _group_item(self, gid: str) -> Item | None:
+        """The box of a module group: its name, class and node count, ranked where its
+        first visible node is (None: a group whose nodes all fold away has none)."""
+        first = self._first_shown.get(gid)
+        vg = self.groups.get(gid)
+        if first is None or vg is None or not gid:
+            return None
+        return Item("g:" + gid, "group", vg.label, _counted(vg.sublabel, vg.count), float(first))
 
     def rank(self, key: str) -> float:
         """Position of an item in graph order (a node's is its index)."""

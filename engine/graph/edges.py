@@ -29,11 +29,15 @@ class LiftedEdges:
 
     def chain(self, key: str) -> list[str]:
         """View group ids from the root down to the group holding ``key``."""
+        return self._chain_of_group(self.parent_of[key])
+
+    def _chain_of_group(self, gid: str) -> list[str]:
+        """View group ids from the root down to `gid`."""
         out = []
-        gid: str | None = self.parent_of[key]
-        while gid is not None:
-            out.append(gid)
-            gid = self.groups[gid].parent if gid else None
+        g: str | None = gid
+        while g is not None:
+            out.append(g)
+            g = self.groups[g].parent if g else None
         return out[::-1]
 
     def _edges_of(self, gid: str) -> dict[tuple[str, str], list[str]]:
@@ -156,54 +160,45 @@ class LiftedEdges:
         construction; its layout may be cached on them)."""
         self._lifted = True
         top = self._edges.pop("", None)
-        chains: dict[str, list[str]] = {}
         edges = self._edges
+        # The groups an edge between two modules is drawn in, for each pair of the
+        # modules holding its ends: (group, source or None for the edge's own, target or
+        # None): in their lowest common group between the children holding either end,
+        # then as an exit edge in each group below it on the source's side and an entry
+        # edge on the target's.
+        plans: dict[tuple[str, str], list[tuple[str, str | None, str | None]]] = {}
 
-        def chain_of(key: str) -> list[str]:
-            gid = self.parent_of[key]
-            c = chains.get(gid)
-            if c is None:
-                c = chains[gid] = self.chain(key)
-            return c
-
-        def add(gid: str, a: str, b: str, tensor: str) -> None:
-            lst = edges.setdefault(gid, {}).setdefault((a, b), [])
-            if tensor not in lst:
-                lst.append(tensor)
-
-        parent_of = self.parent_of
-
-        def connect(src: str, dst: str, tensor: str) -> None:
-            gu = parent_of[src]
-            if gu == parent_of[dst]:  # most edges stay inside one module
-                add(gu, src, dst, tensor)
-                return
-            cu, cv = chain_of(src), chain_of(dst)
+        def plan(gu: str, gv: str) -> list[tuple[str, str | None, str | None]]:
+            cu, cv = self._chain_of_group(gu), self._chain_of_group(gv)
             k = 0
             while k < len(cu) and k < len(cv) and cu[k] == cv[k]:
                 k += 1
-            lca = cu[k - 1]
-            a = "g:" + cu[k] if k < len(cu) else src
-            b = "g:" + cv[k] if k < len(cv) else dst
-            add(lca, a, b, tensor)
-            for j in range(k, len(cu)):
-                add(cu[j], "g:" + cu[j + 1] if j + 1 < len(cu) else src, OUT, tensor)
-            for j in range(k, len(cv)):
-                add(cv[j], IN, "g:" + cv[j + 1] if j + 1 < len(cv) else dst, tensor)
+            steps: list[tuple[str, str | None, str | None]] = [
+                (cu[k - 1], "g:" + cu[k] if k < len(cu) else None,
+                 "g:" + cv[k] if k < len(cv) else None)]
+            steps += [(cu[j], "g:" + cu[j + 1] if j + 1 < len(cu) else None, OUT)
+                      for j in range(k, len(cu))]
+            steps += [(cv[j], IN, "g:" + cv[j + 1] if j + 1 < len(cv) else None)
+                      for j in range(k, len(cv))]
+            return steps
 
+        parent_of = self.parent_of
         srcs, dsts, tensors = self._visible_edges()
         for src, dst, t, gs, gd in zip(srcs, dsts, tensors, map(parent_of.__getitem__, srcs),
                                        map(parent_of.__getitem__, dsts), strict=True):
             if gs == gd:  # most edges stay inside one module
-                inside = edges.get(gd)
+                steps: list[tuple[str, str | None, str | None]] = [(gd, None, None)]
+            else:
+                steps = plans.get((gs, gd)) or plans.setdefault((gs, gd), plan(gs, gd))
+            for gid, a, b in steps:
+                inside = edges.get(gid)
                 if inside is None:
-                    inside = edges[gd] = {}
-                lst = inside.get((src, dst))
+                    inside = edges[gid] = {}
+                pair = (a or src, b or dst)
+                lst = inside.get(pair)
                 if lst is None:
-                    inside[(src, dst)] = [t]
+                    inside[pair] = [t]
                 elif t not in lst:
                     lst.append(t)
-            else:
-                connect(src, dst, t)
         if top is not None:
             edges[""] = top

@@ -430,18 +430,12 @@ class GraphLayout(ViewTree, LiftedEdges):
 
         # Labels and kinds in one pass over the boxes (a node's is its op type); a sublabel
         # is read from `items` when its Box is made.
-        op_type, items = self._op_types.get, self.items
-        labels: list[str] = []
-        kinds: list[str] = []
-        for key in keys:
-            label = op_type(key)
-            if label is None:
-                item = items[key]
-                label, kind = item.label, item.kind
-            else:
-                kind = "node"
-            labels.append(label)
-            kinds.append(kind)
+        items = self.items
+        labels: list[Any] = list(map(self._op_types.get, keys))
+        kinds = ["node"] * len(keys)
+        for i in [i for i, label in enumerate(labels) if label is None]:  # not a node
+            item = items[keys[i]]
+            labels[i], kinds[i] = item.label, item.kind
         boxes = Boxes(keys, kinds, labels, items, joined(xs, float), joined(ys, float),
                       joined(ws, float), joined(hs, float), joined(depths, int),
                       joined(opened, bool))

@@ -11,7 +11,7 @@ everything after works on those numbers. So a graph opens at close to the cost o
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from itertools import chain, repeat
 from operator import attrgetter
 from typing import Any, overload
@@ -168,11 +168,20 @@ class NodeList(Sequence[Node]):
     """The graph's `Node`s, each made from the columns when first looked up and kept (a
     view asks for the few it shows; iterating makes them all)."""
 
-    def __init__(self, columns: NodeColumns, group_of: Callable[[int], str]) -> None:
+    def __init__(self, columns: NodeColumns, groups: Mapping[str, object], code: Any) -> None:
         self._columns = columns
-        self._group_of = group_of  # node -> its module group id
+        # a node's module group: its place (`code`, numpy) among the `groups` ids (no
+        # reference to the model: a shown graph is freed by reference counting alone)
+        self._groups = groups
+        self._code = code
+        self._gids: list[str] | None = None
         self._made: list[Node | None] = [None] * len(columns)
         self._all = False
+
+    def _group_of(self, i: int) -> str:
+        if self._gids is None:
+            self._gids = list(self._groups)
+        return self._gids[self._code[i]]
 
     def __len__(self) -> int:
         return len(self._made)

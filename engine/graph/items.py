@@ -58,23 +58,26 @@ def measure_each(measure: Measure) -> NodeMeasure:
 
 
 class NodeItems(dict[str, Item]):
-    """Items by key; a node's Item, and a module group's (`group_item`: None for a group
-    without one), are built on first use: most stay inside collapsed groups and are never
-    measured or drawn."""
+    """Items by key; a node's Item, and a module group's, are built on first use: most
+    stay inside collapsed groups and are never measured or drawn. A group's needs its view
+    group (`groups`) and its first visible node (`first`), filled in by the layout (a
+    group whose nodes all fold away has none)."""
 
-    def __init__(self, model: GraphModel,
-                 group_item: Callable[[str], Item | None] = lambda gid: None) -> None:
+    def __init__(self, model: GraphModel) -> None:
         super().__init__()
         self.model = model
-        self.group_item = group_item
+        self.groups: dict[str, ViewGroup] = {}
+        self.first: dict[str, int] = {}
 
     def __missing__(self, key: str) -> Item:
         if key.startswith("g:"):
-            made = self.group_item(key[2:])
-            if made is None:
+            gid = key[2:]
+            vg, first = self.groups.get(gid), self.first.get(gid)
+            if vg is None or first is None or not gid:
                 raise KeyError(key)
-            self[key] = made
-            return made
+            item = self[key] = Item(key, "group", vg.label, counted(vg.sublabel, vg.count),
+                                    float(first))
+            return item
         if not key.startswith("n"):
             raise KeyError(key)
         i = int(key[1:])
@@ -82,6 +85,12 @@ class NodeItems(dict[str, Item]):
         label = c.names[i] or f"{c.op_types[i]}_{i}"  # as Node.label
         item = self[key] = Item(key, "node", c.op_types[i], short(label), float(i))
         return item
+
+
+def counted(base: str, count: int) -> str:
+    """A group box's second line: its class (when known) and how many nodes it holds."""
+    text = f"{count} node" + ("" if count == 1 else "s")
+    return f"{base} · {text}" if base else text
 
 
 def short(name: str, limit: int = 28) -> str:

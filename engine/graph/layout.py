@@ -63,7 +63,7 @@ class GraphLayout(ViewTree, LiftedEdges):
         self.folded_into: dict[int, list[int]] = {}
         for a, owner in self.folded.items():
             self.folded_into.setdefault(owner, []).append(a)
-        self.items: dict[str, Item] = NodeItems(model, self._group_item)
+        self.items = NodeItems(model)
         self.groups: dict[str, ViewGroup] = {}
         self.parent_of: dict[str, str] = {}  # item key -> view group id
         self._node_keys: list[str] = []  # node index -> its item key ("" when folded)

@@ -135,10 +135,7 @@ class GraphModel:
         self.groups: dict[str, Group] = {}
         self._node_groups: list[str] | None = None
         self.group_code: Any = self._build_groups()  # node -> its group's place in `groups`
-        self.nodes: Sequence[Node] = NodeList(self.columns, self._group_of)
-
-    def _group_of(self, i: int) -> str:
-        return self.node_groups[i]
+        self.nodes: Sequence[Node] = NodeList(self.columns, self.groups, self.group_code)
 
     def initializer_values(self) -> Any:
         """The initializers' value numbers in `columns` (numpy)."""

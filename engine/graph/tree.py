@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.graph.items import Item, ViewGroup
+from engine.graph.items import Item, NodeItems, ViewGroup, counted
 from engine.graph.model import GraphModel, format_shape
 
 SECTION = 500  # items per section when a group is split
@@ -23,12 +23,11 @@ class ViewTree:
 
     model: GraphModel
     folded: dict[int, int]
-    items: dict[str, Item]  # engine.graph.items.NodeItems
+    items: NodeItems
     groups: dict[str, ViewGroup]
     parent_of: dict[str, str]  # item key -> view group id
     _node_keys: list[str]  # node index -> its item key ("" when folded)
     _visible: Any  # numpy: node index -> not folded
-    _first_shown: dict[str, int]  # module group -> its first visible node
 
     def _build_tree(self, max_children: int) -> None:
         import numpy as np  # lazily: the window shows before numpy is needed
@@ -84,8 +83,9 @@ class ViewTree:
             ranks = sorted(own[bounds[k]:bounds[k + 1]] + [r for r, _ in kids])
             vgroups[gid].items = [at_rank.get(r) or keys[r] for r in ranks]
             parent_of.update(dict.fromkeys(at_rank.values(), gid))
-        # a group's Item (its box) when first asked for: see _group_item
-        self._first_shown = {gid: r for gid, r in zip(gids, first, strict=True) if r != never}
+        # a group's Item (its box) is made when first asked for (engine.graph.items)
+        self.items.groups = vgroups
+        self.items.first = {gid: r for gid, r in zip(gids, first, strict=True) if r != never}
         # (a module whose nodes were all folded away has no item)
         readers = m.columns.consumers_of(set(m.outer_inputs)) if m.outer_inputs else {}
         extra_inputs = [t for t in m.outer_inputs  # (read only by folded nodes: not shown)
@@ -109,15 +109,6 @@ class ViewTree:
             self._attach(key, "")
         for gid in [gid for gid, vg in vgroups.items() if len(vg.items) > max_children]:
             self._split(gid, max_children)
-
-    def _group_item(self, gid: str) -> Item | None:
-        """The box of a module group: its name, class and node count, ranked where its
-        first visible node is (None: a group whose nodes all fold away has none)."""
-        first = self._first_shown.get(gid)
-        vg = self.groups.get(gid)
-        if first is None or vg is None or not gid:
-            return None
-        return Item("g:" + gid, "group", vg.label, _counted(vg.sublabel, vg.count), float(first))
 
     def rank(self, key: str) -> float:
         """Position of an item in graph order (a node's is its index)."""
@@ -149,7 +140,7 @@ class ViewTree:
                 if k.startswith("g:"):
                     self.groups[k[2:]].parent = sid
             key = "g:" + sid
-            self.items[key] = Item(key, "section", label, _counted("", count),
+            self.items[key] = Item(key, "section", label, counted("", count),
                                    self.rank(chunk[0]))
             self.parent_of[key] = gid
             vg.items.append(key)
@@ -158,8 +149,3 @@ class ViewTree:
             if k.startswith("g:"):
                 self._split(k[2:], max_children)
 
-
-def _counted(base: str, count: int) -> str:
-    """A group box's second line: its class (when known) and how many nodes it holds."""
-    text = f"{count} node" + ("" if count == 1 else "s")
-    return f"{base} · {text}" if base else text

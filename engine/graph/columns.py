@@ -211,8 +211,15 @@ class NodeList(Sequence[Node]):
         return self._make(i)
 
     def __iter__(self) -> Iterator[Node]:
-        if not self._all:
-            for i in range(len(self._made)):
-                self._make(i)
+        if not self._all:  # make them all in one pass
+            c, made = self._columns, self._made
+            if self._gids is None:
+                self._gids = list(self._groups)
+            group = map(self._gids.__getitem__, self._code.tolist())
+            for i, (node, *fields) in enumerate(zip(made, c.protos, c.names, c.op_types,
+                                                    c.domains, c.inputs, c.outputs, group,
+                                                    strict=True)):
+                if node is None:
+                    made[i] = Node(i, *fields)
             self._all = True
         return iter(self._made)  # type: ignore[arg-type]  # every one made above

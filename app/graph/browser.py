@@ -306,7 +306,7 @@ class GraphBrowser(QWidget):
         marked: set[int] = set()
         marks = self.state.marks
         if marks and graph is not None:
-            for i in (n.index for n in graph.nodes if n.name in marks):
+            for i in (i for i, name in enumerate(graph.columns.names) if name in marks):
                 k = lay.visible_key(lay.node_key(i))
                 if k in sc.index:
                     marked.add(sc.index[k])

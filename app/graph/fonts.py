@@ -56,18 +56,39 @@ class BoxFonts:
     def measure_nodes(self, labels: list[str], sublabels: list[str]
                       ) -> list[tuple[float, float]]:
         """Sizes of node boxes (each with a sublabel), as `measure` gives them, for many
-        nodes at once: the few op types measured once each, the names summed in one pass."""
+        nodes at once: the few op types measured once each, the names' widths summed from
+        the character widths with numpy (100k names in a few hundredths of a second)."""
+        import numpy as np  # lazily: the window shows before numpy is needed
+
         widths = {label: self._advance(False, label) for label in set(labels)}
-        char = self._chars_sub.__getitem__
-        out = []
-        for label, sub in zip(labels, sublabels, strict=True):
-            try:  # a unique name: summed, not kept
-                ws = sum(map(char, sub))
-            except KeyError:  # a character not measured yet
-                ws = self._advance(True, sub)
-            w = max(widths[label], ws)
-            out.append((max(w + 18.0, 44.0), 34.0 if sub else 22.0))
-        return out
+        n = len(sublabels)
+        text = "".join(sublabels)
+        chars = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+        top = int(chars.max()) + 1 if len(chars) else 0
+        # the characters used (names are mostly ASCII: then no sort of them all)
+        found = (np.flatnonzero(np.bincount(chars, minlength=128)) if top <= 1 << 16
+                 else np.unique(chars))
+        table = self._chars_sub
+        for c in map(chr, found.tolist()):
+            if c not in table:  # a character not measured yet
+                table[c] = self._fm_sub.horizontalAdvance(c)
+        advance = np.zeros(max(top, 1), dtype=float) if top <= 1 << 16 else None
+        if advance is not None:
+            advance[found] = [table[c] for c in map(chr, found.tolist())]
+        lengths = np.fromiter(map(len, sublabels), np.int64, n)
+        if advance is not None and np.all(advance * 64 == np.round(advance * 64)):
+            # Qt's advances are in 1/64 px: a sum of them is exact in any order, so the
+            # running sum's differences are each name's left-to-right sum
+            total = np.concatenate(([0.0], np.cumsum(advance[chars])))
+            ends = np.cumsum(lengths)
+            sub_w = (total[ends] - total[ends - lengths]).tolist()
+        else:
+            char = table.__getitem__
+            sub_w = [sum(map(char, sub)) for sub in sublabels]
+        w = np.maximum(np.array(list(map(widths.__getitem__, labels)), dtype=float),
+                       np.array(sub_w, dtype=float)) if n else np.zeros(0)
+        return list(zip(np.maximum(w + 18.0, 44.0).tolist(),
+                        np.where(lengths > 0, 34.0, 22.0).tolist(), strict=True))
 
     def measure(self, item: Item) -> tuple[float, float]:
         """Size of an item's box: its two lines of text plus padding."""

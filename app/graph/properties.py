@@ -204,7 +204,7 @@ class PropertiesPanel(QWidget):
         if m is None:
             self._set_html("<p>No graph loaded.</p>")
             return
-        ops = Counter(n.op_type for n in m.nodes).most_common(12)
+        ops = Counter(m.columns.op_types).most_common(12)
         rows = "".join(f"<tr><td>{_e(k)}</td><td align=right>{v}</td></tr>" for k, v in ops)
         opsets = ", ".join(f"{_e(d)} {v}" for d, v in m.opset_imports.items())
         ins = "".join(self._tensor_row(t) for t in m.inputs)

@@ -6,7 +6,7 @@ graph opened collapsed never lifts its 100k edges into the modules. A mixin of G
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from engine.graph.items import IN, OUT
 from engine.graph.model import GraphModel, no_gc
@@ -23,17 +23,21 @@ class LiftedEdges:
     parent_of: dict[str, str]  # item key -> view group id
     expanded: set[str]
     _node_keys: list[str]  # node index -> its item key ("" when folded)
+    _visible: Any  # numpy: node index -> not folded
     _edges: dict[str, dict[tuple[str, str], list[str]]]
     _lifted: bool  # edges below the top level are lifted when a group opens
-    _pending: list[tuple[str, str, str]]  # the edges to lift
 
     def chain(self, key: str) -> list[str]:
         """View group ids from the root down to the group holding ``key``."""
+        return self._chain_of_group(self.parent_of[key])
+
+    def _chain_of_group(self, gid: str) -> list[str]:
+        """View group ids from the root down to `gid`."""
         out = []
-        gid: str | None = self.parent_of[key]
-        while gid is not None:
-            out.append(gid)
-            gid = self.groups[gid].parent if gid else None
+        g: str | None = gid
+        while g is not None:
+            out.append(g)
+            g = self.groups[g].parent if g else None
         return out[::-1]
 
     def _edges_of(self, gid: str) -> dict[tuple[str, str], list[str]]:
@@ -49,52 +53,102 @@ class LiftedEdges:
                 self._edges[""] = self._top_edges()
         return self._edges.get(gid, {})
 
-    def _visible_edges(self) -> list[tuple[str, str, str]]:
-        """(source item, target item, tensor) of every edge drawn at full expansion, in the
-        order the lifting visits them (graph order of the consumers, then graph outputs)."""
+    def _visible_pairs(self) -> tuple[Any, list[tuple[str, str, str]]]:
+        """The edges drawn at full expansion, in the order the lifting visits them: the
+        (node, input) pairs that make one (numpy positions into the model's columns; the
+        source of a graph input's edge is -1), then the edges into the graph outputs as
+        (source item, target item, tensor)."""
+        import numpy as np  # lazily: the window shows before numpy is needed
+
         m = self.model
-        producer = m.producer
+        c = m.columns
         keys = self._node_keys
-        shown_inputs = {k[2:] for k in self.groups[""].items if k[:2] == "i:"}
-        out: list[tuple[str, str, str]] = []
-        add = out.append
-        for node, dst in zip(m.nodes, keys, strict=True):
-            if not dst:  # folded
-                continue
-            for t in node.inputs:
-                p = producer.get(t)
-                if p is not None:
-                    src = keys[p]
-                    if src:
-                        add((src, dst, t))
-                elif t in shown_inputs:
-                    add(("i:" + t, dst, t))
+        shown_inputs = [k[2:] for k in self.groups[""].items if k[:2] == "i:"]
+        visible = self._visible
+        source = c.input_source
+        read = visible[c.input_node] if len(keys) else np.zeros(0, dtype=bool)
+        from_node = read & (source >= 0)
+        from_node[from_node] = visible[source[from_node]]
+        from_input = read & (source < 0) & c.value_mask(shown_inputs)[c.input_value]
+        outs: list[tuple[str, str, str]] = []
         for t in m.outputs:
-            p = producer.get(t)
+            p = c.made_by(t)
             if p is not None and keys[p]:
-                add((keys[p], "o:" + t, t))
+                outs.append((keys[p], "o:" + t, t))
             elif t in shown_inputs:
-                add(("i:" + t, "o:" + t, t))
-        return out
+                outs.append(("i:" + t, "o:" + t, t))
+        return np.flatnonzero(from_node | from_input), outs
+
+    def _source_keys(self, pairs: Any) -> list[str]:
+        """The source item of each of these (node, input) pairs: a node's key or a graph
+        input's."""
+        c = self.model.columns
+        keys, names = self._node_keys, c.value_names
+        return [keys[s] if s >= 0 else "i:" + names[v] for s, v in
+                zip(c.input_source[pairs].tolist(), c.input_value[pairs].tolist(), strict=True)]
+
+    def _visible_edges(self) -> tuple[list[str], list[str], list[str]]:
+        """Source items, target items and tensors of every edge drawn at full expansion, in
+        the order the lifting visits them (graph order of the consumers, then graph
+        outputs)."""
+        pairs, outs = self._visible_pairs()
+        c = self.model.columns
+        srcs = self._source_keys(pairs)
+        dsts = list(map(self._node_keys.__getitem__, c.input_node[pairs].tolist()))
+        tensors = list(map(c.flat_inputs.__getitem__, pairs.tolist()))
+        for src, dst, t in outs:
+            srcs.append(src)
+            dsts.append(dst)
+            tensors.append(t)
+        return srcs, dsts, tensors
 
     def _top_edges(self) -> dict[tuple[str, str], list[str]]:
         """The top level's edges: between the top-level items holding either end."""
-        top: dict[str, str] = {"": ""}  # view group -> its top-level group item
+        import numpy as np
+
+        top: dict[str, str] = {"": ""}  # view group -> its top-level group item ("": none)
+        for gid in self.groups:
+            if gid and gid not in top:
+                chain = [gid]
+                while chain[-1] not in top:
+                    chain.append(self.groups[chain[-1]].parent or "")
+                t = top[chain[-1]] or "g:" + chain[-2]
+                for g in chain[:-1]:
+                    top[g] = t
+        parent_of = self.parent_of
+        pairs, outs = self._visible_pairs()
+        c = self.model.columns
+        keys = self._node_keys
 
         def top_of(key: str) -> str:
-            gid = self.parent_of[key]
-            t = top.get(gid)
-            if t is None:
-                chain = self.chain(key)
-                t = top[gid] = "g:" + chain[1]
-            return t or key
+            return top[parent_of[key]] or key
 
+        # each visible node's top-level item as a number (its module's, unless it sits in
+        # the whole graph itself); the extra last entry stands for a graph input
+        numbers: dict[str, int] = {}
+        group_top = [numbers.setdefault(top[g], len(numbers)) if top[g] else -1
+                     for g in self.model.groups]
+        node_top = np.append(np.array(group_top, dtype=np.int64)[self.model.group_code], -1)
+        for i in np.flatnonzero(node_top[:-1] < 0).tolist():
+            if keys[i]:
+                node_top[i] = numbers.setdefault(top_of(keys[i]), len(numbers))
+        source = c.input_source[pairs]
+        dst = c.input_node[pairs]
+        across = np.flatnonzero((node_top[source] != node_top[dst]) | (source < 0))
         edges: dict[tuple[str, str], list[str]] = {}
-        self._pending = self._visible_edges()  # kept for the lifting, often right after
-        for src, dst, t in self._pending:
-            a, b = top_of(src), top_of(dst)
-            if a != b:
-                lst = edges.setdefault((a, b), [])
+        flat = c.flat_inputs
+        for src, p, j in zip(self._source_keys(pairs[across]), pairs[across].tolist(),
+                             dst[across].tolist(), strict=True):
+            ta, tb = top_of(src), top_of(keys[j])
+            if ta != tb:
+                lst = edges.setdefault((ta, tb), [])
+                t = flat[p]
+                if t not in lst:
+                    lst.append(t)
+        for src, dst, t in outs:
+            ta, tb = top_of(src), top_of(dst)
+            if ta != tb:
+                lst = edges.setdefault((ta, tb), [])
                 if t not in lst:
                     lst.append(t)
         return edges
@@ -106,49 +160,45 @@ class LiftedEdges:
         construction; its layout may be cached on them)."""
         self._lifted = True
         top = self._edges.pop("", None)
-        chains: dict[str, list[str]] = {}
         edges = self._edges
+        # The groups an edge between two modules is drawn in, for each pair of the
+        # modules holding its ends: (group, source or None for the edge's own, target or
+        # None): in their lowest common group between the children holding either end,
+        # then as an exit edge in each group below it on the source's side and an entry
+        # edge on the target's.
+        plans: dict[tuple[str, str], list[tuple[str, str | None, str | None]]] = {}
 
-        def chain_of(key: str) -> list[str]:
-            gid = self.parent_of[key]
-            c = chains.get(gid)
-            if c is None:
-                c = chains[gid] = self.chain(key)
-            return c
-
-        def add(gid: str, a: str, b: str, tensor: str) -> None:
-            lst = edges.setdefault(gid, {}).setdefault((a, b), [])
-            if tensor not in lst:
-                lst.append(tensor)
-
-        parent_of = self.parent_of
-
-        def connect(src: str, dst: str, tensor: str) -> None:
-            gu = parent_of[src]
-            if gu == parent_of[dst]:  # most edges stay inside one module
-                add(gu, src, dst, tensor)
-                return
-            cu, cv = chain_of(src), chain_of(dst)
+        def plan(gu: str, gv: str) -> list[tuple[str, str | None, str | None]]:
+            cu, cv = self._chain_of_group(gu), self._chain_of_group(gv)
             k = 0
             while k < len(cu) and k < len(cv) and cu[k] == cv[k]:
                 k += 1
-            lca = cu[k - 1]
-            a = "g:" + cu[k] if k < len(cu) else src
-            b = "g:" + cv[k] if k < len(cv) else dst
-            add(lca, a, b, tensor)
-            for j in range(k, len(cu)):
-                add(cu[j], "g:" + cu[j + 1] if j + 1 < len(cu) else src, OUT, tensor)
-            for j in range(k, len(cv)):
-                add(cv[j], IN, "g:" + cv[j + 1] if j + 1 < len(cv) else dst, tensor)
+            steps: list[tuple[str, str | None, str | None]] = [
+                (cu[k - 1], "g:" + cu[k] if k < len(cu) else None,
+                 "g:" + cv[k] if k < len(cv) else None)]
+            steps += [(cu[j], "g:" + cu[j + 1] if j + 1 < len(cu) else None, OUT)
+                      for j in range(k, len(cu))]
+            steps += [(cv[j], IN, "g:" + cv[j + 1] if j + 1 < len(cv) else None)
+                      for j in range(k, len(cv))]
+            return steps
 
-        visible, self._pending = self._pending or self._visible_edges(), []
-        for src, dst, t in visible:
-            gd = parent_of[dst]
-            if parent_of[src] == gd:  # most edges stay inside one module
-                lst = edges.setdefault(gd, {}).setdefault((src, dst), [])
-                if t not in lst:
-                    lst.append(t)
+        parent_of = self.parent_of
+        srcs, dsts, tensors = self._visible_edges()
+        for src, dst, t, gs, gd in zip(srcs, dsts, tensors, map(parent_of.__getitem__, srcs),
+                                       map(parent_of.__getitem__, dsts), strict=True):
+            if gs == gd:  # most edges stay inside one module
+                steps: list[tuple[str, str | None, str | None]] = [(gd, None, None)]
             else:
-                connect(src, dst, t)
+                steps = plans.get((gs, gd)) or plans.setdefault((gs, gd), plan(gs, gd))
+            for gid, a, b in steps:
+                inside = edges.get(gid)
+                if inside is None:
+                    inside = edges[gid] = {}
+                pair = (a or src, b or dst)
+                lst = inside.get(pair)
+                if lst is None:
+                    inside[pair] = [t]
+                elif t not in lst:
+                    lst.append(t)
         if top is not None:
             edges[""] = top

@@ -58,19 +58,39 @@ def measure_each(measure: Measure) -> NodeMeasure:
 
 
 class NodeItems(dict[str, Item]):
-    """Items by key; a node's Item is built on first use (most stay inside collapsed
-    groups and are never measured or drawn)."""
+    """Items by key; a node's Item, and a module group's, are built on first use: most
+    stay inside collapsed groups and are never measured or drawn. A group's needs its view
+    group (`groups`) and its first visible node (`first`), filled in by the layout (a
+    group whose nodes all fold away has none)."""
 
     def __init__(self, model: GraphModel) -> None:
         super().__init__()
         self.model = model
+        self.groups: dict[str, ViewGroup] = {}
+        self.first: dict[str, int] = {}
 
     def __missing__(self, key: str) -> Item:
+        if key.startswith("g:"):
+            gid = key[2:]
+            vg, first = self.groups.get(gid), self.first.get(gid)
+            if vg is None or first is None or not gid:
+                raise KeyError(key)
+            item = self[key] = Item(key, "group", vg.label, counted(vg.sublabel, vg.count),
+                                    float(first))
+            return item
         if not key.startswith("n"):
             raise KeyError(key)
-        node = self.model.nodes[int(key[1:])]
-        item = self[key] = Item(key, "node", node.op_type, short(node.label), float(node.index))
+        i = int(key[1:])
+        c = self.model.columns
+        label = c.names[i] or f"{c.op_types[i]}_{i}"  # as Node.label
+        item = self[key] = Item(key, "node", c.op_types[i], short(label), float(i))
         return item
+
+
+def counted(base: str, count: int) -> str:
+    """A group box's second line: its class (when known) and how many nodes it holds."""
+    text = f"{count} node" + ("" if count == 1 else "s")
+    return f"{base} · {text}" if base else text
 
 
 def short(name: str, limit: int = 28) -> str:

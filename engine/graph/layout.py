@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from functools import partial
 from itertools import pairwise
-from typing import Any
+from typing import Any, cast
 
 from engine.graph.edges import LiftedEdges
 from engine.graph.items import (
@@ -34,19 +34,19 @@ from engine.graph.items import (
 from engine.graph.layered import H_GAP, LayeredLayout, Placement
 from engine.graph.model import GraphModel, auxiliary_nodes, format_shape, no_gc
 from engine.graph.scene import Boxes, Edge, Edges, Run, Scene, make_edge
+from engine.graph.tree import ViewTree
 
 __all__ = ["HEADER", "IN", "OUT", "PAD", "GraphLayout", "Item", "Measure", "NodeMeasure",
            "ViewGroup", "default_measure", "measure_each"]
 
 PAD = 14.0  # inside an expanded group
 HEADER = 22.0  # title strip of an expanded group
-SECTION = 500  # items per section when a group is split
 MAX_CHILDREN = 1000
 
 
 # --------------------------------------------------------------------------- the hierarchy
 
-class GraphLayout(LiftedEdges):
+class GraphLayout(ViewTree, LiftedEdges):
     """The expand/collapse state of a graph's module groups and its current layout."""
 
     def __init__(self, model: GraphModel, measure: Measure | None = None,
@@ -63,7 +63,7 @@ class GraphLayout(LiftedEdges):
         self.folded_into: dict[int, list[int]] = {}
         for a, owner in self.folded.items():
             self.folded_into.setdefault(owner, []).append(a)
-        self.items: dict[str, Item] = NodeItems(model)
+        self.items = NodeItems(model)
         self.groups: dict[str, ViewGroup] = {}
         self.parent_of: dict[str, str] = {}  # item key -> view group id
         self._node_keys: list[str] = []  # node index -> its item key ("" when folded)
@@ -71,7 +71,6 @@ class GraphLayout(LiftedEdges):
         with no_gc():
             self._build_tree(max_children)
         self._lifted = False  # edges below the top level are lifted when a group opens
-        self._pending: list[tuple[str, str, str]] = []  # the edges to lift
         self.expanded: set[str] = {""}
         self._shown: dict[str, str] = {}  # view group -> the collapsed box showing it, or ""
         self._structure: dict[str, tuple[LayeredLayout, list[str], list[tuple[str, str]]]] = {}
@@ -81,128 +80,12 @@ class GraphLayout(LiftedEdges):
         self._placed: dict[tuple[object, ...], Placement] = {}
         self._sizes: dict[str, tuple[float, float]] = {}
         self._op_types: dict[str, str] = {}  # a measured node's key -> its label, the op type
+        self._all_measured = False  # every visible node's box measured
+        self._level: dict[str, int] | None = None  # see _levels
         # per expanded group: the placement its frame was measured for, and the frame
         self._frames: dict[str, tuple[Placement, tuple[float, float, float | None,
                                                        float | None]]] = {}
         self._scene: Scene | None = None
-
-    # ------------------------------------------------------------------ tree
-    def _build_tree(self, max_children: int) -> None:
-        m = self.model
-        for gid, g in m.groups.items():
-            label = g.name if gid else m.title
-            cls = g.class_name.rsplit(".", 1)[-1]
-            self.groups[gid] = ViewGroup(id=gid, label=label, sublabel=cls, parent=g.parent,
-                                         depth=g.depth)
-        # Children in graph order, so the layering starts from a topological order: a node is
-        # appended to its group, a group to its parent when its first node comes, so every
-        # list is in graph order without sorting.
-        first: dict[str, int] = {}
-        folded = self.folded
-        parent_of = self.parent_of
-        vgroups = self.groups
-        mgroups = m.groups
-        items = self.items
-        keys = self._node_keys
-        for node in m.nodes:
-            i = node.index
-            if i in folded:
-                keys.append("")
-                continue
-            key = f"n{i}"  # its Item is made when first asked for
-            keys.append(key)
-            gid = node.group
-            vgroups[gid].items.append(key)
-            parent_of[key] = gid
-            while gid not in first:
-                first[gid] = i
-                if not gid:
-                    break
-                parent = mgroups[gid].parent or ""
-                gkey = "g:" + gid
-                vg = vgroups[gid]
-                items[gkey] = Item(gkey, "group", vg.label, vg.sublabel, float(i))
-                vgroups[parent].items.append(gkey)
-                parent_of[gkey] = parent
-                gid = parent
-        # (a module whose nodes were all folded away has no item)
-        extra_inputs = [n for n in m.outer_inputs if not self._only_folded(n)]
-        inputs = []
-        for i, name in enumerate(m.inputs + extra_inputs):
-            key = "i:" + name
-            # the shape alone: the box's colour and place say it is an input (a graph's
-            # inputs often have long symbolic shapes, and many of them share a row)
-            shape = format_shape(m.shape(name))
-            self.items[key] = Item(key, "input", name,
-                                   shape if i < len(m.inputs) else f"outer · {shape}",
-                                   -1.0 - len(m.inputs) + i)
-            inputs.append(key)
-            self.parent_of[key] = ""
-        vgroups[""].items[:0] = inputs  # in front, in order
-        for name in m.outputs:
-            key = "o:" + name
-            self.items[key] = Item(key, "output", name, format_shape(m.shape(name)),
-                                   float(len(m.nodes) + 1))
-            self._attach(key, "")
-        for gid in list(self.groups):
-            self._split(gid, max_children)
-        self._count("")
-
-    def rank(self, key: str) -> float:
-        """Position of an item in graph order (a node's is its index)."""
-        return float(key[1:]) if key[0] == "n" else self.items[key].rank
-
-    def _only_folded(self, tensor: str) -> bool:
-        return all(c in self.folded for c in self.model.consumers.get(tensor, ()))
-
-    def _attach(self, key: str, gid: str) -> None:
-        self.groups[gid].items.append(key)
-        self.parent_of[key] = gid
-
-    def _split(self, gid: str, max_children: int) -> None:
-        """Split a group with too many children into sections (Model Explorer does too)."""
-        vg = self.groups[gid]
-        if len(vg.items) <= max_children:
-            return
-        items = sorted(vg.items, key=self.rank)
-        keep = [k for k in items if k[:2] in ("i:", "o:")]
-        rest = [k for k in items if k[:2] not in ("i:", "o:")]
-        vg.items = keep
-        for s in range(0, len(rest), SECTION):
-            chunk = rest[s:s + SECTION]
-            sid = f"{gid}/§{s // SECTION + 1}" if gid else f"§{s // SECTION + 1}"
-            label = f"section {s // SECTION + 1}"
-            sub = f"items {s + 1}–{s + len(chunk)}"
-            self.groups[sid] = ViewGroup(id=sid, label=label, sublabel=sub, parent=gid,
-                                         items=chunk, depth=vg.depth + 1)
-            for k in chunk:
-                self.parent_of[k] = sid
-                if k.startswith("g:"):
-                    self.groups[k[2:]].parent = sid
-            key = "g:" + sid
-            self.items[key] = Item(key, "section", label, sub, self.rank(chunk[0]))
-            self.parent_of[key] = gid
-            vg.items.append(key)
-        vg.items.sort(key=self.rank)
-        for k in vg.items:
-            if k.startswith("g:"):
-                self._split(k[2:], max_children)
-
-    def _count(self, gid: str) -> int:
-        vg = self.groups[gid]
-        total = 0
-        for k in vg.items:
-            if k.startswith("n"):
-                total += 1
-            elif k.startswith("g:"):
-                total += self._count(k[2:])
-        vg.count = total
-        if gid:
-            item = self.items["g:" + gid]
-            base = vg.sublabel if item.kind == "group" else ""
-            count = f"{total} node" + ("" if total == 1 else "s")
-            item.sublabel = f"{base} · {count}" if base else count
-        return total
 
     # ------------------------------------------------------------------ state
     def is_group(self, key: str) -> bool:
@@ -238,14 +121,28 @@ class GraphLayout(LiftedEdges):
 
     def collapse_to_depth(self, depth: int) -> None:
         """Expand the groups ``depth`` levels deep (0: every top-level module is one box)."""
-        self.expanded = {g for g in self.groups if len(self._lineage(g)) <= depth}
+        self.expanded = {g for g, level in self._levels().items() if level <= depth}
         self._placement.clear()
         self._shown.clear()
         self._scene = None
 
     def max_depth(self) -> int:
         """How many levels of groups nest in this graph (0: none; sections count as a level)."""
-        return max((len(self._lineage(g)) for g in self.groups), default=0)
+        return max(self._levels().values(), default=0)
+
+    def _levels(self) -> dict[str, int]:
+        """Each group's level: how many groups hold it, itself included (0: the graph)."""
+        if self._level is None:
+            level: dict[str, int] = {"": 0}
+            for gid in self.groups:
+                up = [gid]
+                while up[-1] not in level:
+                    up.append(self.groups[up[-1]].parent or "")
+                base = level[up.pop()]
+                for k, g in enumerate(reversed(up), start=1):
+                    level[g] = base + k
+            self._level = level
+        return self._level
 
     def _dirty(self, gid: str) -> None:
         """A group's placement depends on what is expanded below it: drop it and its
@@ -347,15 +244,25 @@ class GraphLayout(LiftedEdges):
         return s
 
     def _measure_nodes(self, keys: list[str]) -> None:
-        """Measure node boxes in one call (their Items are made only when asked for)."""
-        nodes = self.model.nodes
-        labels, subs = [], []
-        for k in keys:
-            node = nodes[int(k[1:])]
-            labels.append(node.op_type)
-            subs.append(short(node.label))
+        """Measure node boxes in one call (their Items are made only when asked for): their
+        op types and their labels (names, cut to `short`'s length)."""
+        c = self.model.columns
+        ops, names = c.op_types, c.names
+        nodes = [int(k[1:]) for k in keys]
+        labels = list(map(ops.__getitem__, nodes))
+        subs = [name if len(name) <= 28 else short(name)
+                for name in (names[i] or f"{ops[i]}_{i}" for i in nodes)]  # Node.label
         self._sizes.update(zip(keys, self.measure_nodes(labels, subs), strict=True))
         self._op_types.update(zip(keys, labels, strict=True))
+
+    def _measure_every_node(self) -> None:
+        """Measure every visible node not measured yet in one call: most groups are open
+        (a measure per group would cost more than the measuring)."""
+        self._all_measured = True
+        known = self._sizes
+        unmeasured = [k for k in self._node_keys if k and k not in known]
+        if unmeasured:
+            self._measure_nodes(unmeasured)
 
     def _place(self, gid: str) -> Placement:
         """Lay out an expanded group (children first) and cache it."""
@@ -363,32 +270,31 @@ class GraphLayout(LiftedEdges):
         if pl is not None:
             return pl
         core, keys, _pairs = self._structure_of(gid)
-        sizes: list[tuple[float, float]] = []
-        in_port: list[float | None] = []
-        out_port: list[float | None] = []
         known = self._sizes
-        unmeasured = [k for k in keys if k[0] == "n" and k not in known]
-        if unmeasured:
-            self._measure_nodes(unmeasured)
-        for k in keys:
-            if k[0] == "n":  # a node: the most common child
-                sizes.append(known[k])
-                in_port.append(None)
-                out_port.append(None)
-            elif k in (IN, OUT):
-                sizes.append((0.0, 0.0))
-                in_port.append(None)
-                out_port.append(None)
-            elif k.startswith("g:") and k[2:] in self.expanded:
+        if not self._all_measured:
+            unmeasured = [k for k in keys if k[0] == "n" and k not in known]
+            if unmeasured:
+                self._measure_nodes(unmeasured)
+        # a node's size is known (the most common child); the rest are filled below
+        got: list[tuple[float, float] | None] = list(map(known.get, keys))
+        in_port: list[float | None] = [None] * len(keys)
+        out_port: list[float | None] = [None] * len(keys)
+        if keys and keys[0] == IN:
+            got[0] = (0.0, 0.0)
+        if keys and keys[-1] == OUT:
+            got[-1] = (0.0, 0.0)
+        expanded = self.expanded
+        for i in self._slots(gid, keys):
+            k = keys[i]
+            if k[2:] in expanded:
                 sub = self._place(k[2:])
-                w, h, ip, op = self._expanded_box(k[2:], sub)
-                sizes.append((w, h))
-                in_port.append(ip)
-                out_port.append(op)
+                w, h, in_port[i], out_port[i] = self._expanded_box(k[2:], sub)
+                got[i] = (w, h)
             else:
-                sizes.append(self._size(k))
-                in_port.append(None)
-                out_port.append(None)
+                got[i] = self._size(k)
+        # (None left: the whole graph's inputs and outputs)
+        sizes = [s if s is not None else self._size(k) for k, s in zip(keys, got, strict=True)
+                 ] if None in got else cast(list[tuple[float, float]], got)
         if self.left_to_right:  # lay out across: the core's "width" is our height
             sizes = [(h, w) for w, h in sizes]
         if not gid:
@@ -404,6 +310,13 @@ class GraphLayout(LiftedEdges):
             self._placed[sig] = pl
         self._placement[gid] = pl
         return pl
+
+    def _slots(self, gid: str, keys: list[str]) -> list[int]:
+        """Where a group's child groups are among its keys."""
+        slots = self._group_slots.get(gid)
+        if slots is None:
+            slots = self._group_slots[gid] = [i for i, k in enumerate(keys) if k[0] == "g"]
+        return slots
 
     def _expanded_box(self, gid: str, pl: Placement) -> tuple[float, float, float | None,
                                                                float | None]:
@@ -431,6 +344,8 @@ class GraphLayout(LiftedEdges):
         """Boxes and edges for the current expansion state, in scene coordinates."""
         if self._scene is not None:
             return self._scene
+        if not self._all_measured and 2 * len(self.expanded) > len(self.groups):
+            self._measure_every_node()
         root = self._place("")
         runs: list[Run] = []
         with no_gc():
@@ -445,10 +360,7 @@ class GraphLayout(LiftedEdges):
         run = Run(gid, pl, ox, oy, frame, [])
         runs.append(run)
         expanded, pos, across = self.expanded, pl.pos, self.left_to_right
-        slots = self._group_slots.get(gid)
-        if slots is None:
-            slots = self._group_slots[gid] = [i for i, k in enumerate(keys) if k[0] == "g"]
-        for i in slots:
+        for i in self._slots(gid, keys):
             k = keys[i]
             if k[2:] not in expanded:
                 continue
@@ -518,18 +430,12 @@ class GraphLayout(LiftedEdges):
 
         # Labels and kinds in one pass over the boxes (a node's is its op type); a sublabel
         # is read from `items` when its Box is made.
-        op_type, items = self._op_types.get, self.items
-        labels: list[str] = []
-        kinds: list[str] = []
-        for key in keys:
-            label = op_type(key)
-            if label is None:
-                item = items[key]
-                label, kind = item.label, item.kind
-            else:
-                kind = "node"
-            labels.append(label)
-            kinds.append(kind)
+        items = self.items
+        labels: list[Any] = list(map(self._op_types.get, keys))
+        kinds = ["node"] * len(keys)
+        for i in [i for i, label in enumerate(labels) if label is None]:  # not a node
+            item = items[keys[i]]
+            labels[i], kinds[i] = item.label, item.kind
         boxes = Boxes(keys, kinds, labels, items, joined(xs, float), joined(ys, float),
                       joined(ws, float), joined(hs, float), joined(depths, int),
                       joined(opened, bool))

@@ -11,12 +11,15 @@ from __future__ import annotations
 import gc
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import compress, repeat
+from operator import attrgetter, not_
 from pathlib import Path
 from typing import Any
 
+from engine.graph.columns import NodeColumns, NodeList
 from engine.graph.file_check import Problem, check_file, problem_nodes
 from engine.graph.folding import auxiliary_nodes
 from engine.graph.nodes import (
@@ -41,6 +44,7 @@ _SCOPE_ITEM = re.compile(r"'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"")
 # The dynamo exporter files nodes made by its own passes under this pseudo module.
 _NO_MODULE = "_empty_nn_module_stack_from_metadata_hook"
 _SCOPES_KEY = "pkg.torch.onnx.name_scopes"
+_NAME = attrgetter("name")
 
 
 @contextmanager
@@ -102,45 +106,53 @@ class GraphModel:
         self.is_function = is_function
         self.problems: list[Problem] = []  # engine.graph.file_check's findings (GraphModel.load)
         self.checks_pending = False  # the file's checks left for run_checks
-        self.nodes: list[Node] = [Node(i, n) for i, n in enumerate(graph.node)]
-        producer: dict[str, int] = {}
-        consumers: dict[str, list[int]] = {}
-        for node in self.nodes:
-            i = node.index
-            for out in node.outputs:
-                producer[out] = i
-            for inp in node.inputs:
-                users = consumers.get(inp)
-                if users is None:
-                    consumers[inp] = [i]
-                else:
-                    users.append(i)
-        producer.pop("", None)  # "" names an absent optional input or output
-        consumers.pop("", None)
-        self.producer = producer
-        self.consumers = consumers
+        self._consumers: dict[str, list[int]] | None = None  # built when first asked for
         if is_function:
             self.initializers: dict[str, Any] = {}
             self.inputs: list[str] = list(graph.input)
             self.outputs: list[str] = list(graph.output)
             self._value_info: dict[str, Any] = {}
+            known = self.inputs
         else:
-            self.initializers = {t.name: t for t in graph.initializer}
-            self.inputs = [v.name for v in graph.input if v.name not in self.initializers]
+            inits = list(graph.initializer)
+            self.initializers = dict(zip(map(_NAME, inits), inits, strict=True))
+            given = [v.name for v in graph.input]
+            self.inputs = [name for name in given if name not in self.initializers]
             self.outputs = [v.name for v in graph.output]
             # graph inputs and outputs now; value_info (one per value: 100k) when first asked
             self._value_info = {v.name: v for v in graph.input}
             for v in graph.output:
                 self._value_info[v.name] = v
+            known = [*self.initializers, *given]
         self._all_value_info = is_function  # a function's values carry no types
-        # Values used here but made nowhere in this graph come from an enclosing graph.
-        known = set(self.producer) | set(self.initializers) | set(self.inputs)
-        self.outer_inputs = [n for n in self.consumers if n not in known]
+        # every node's fields read once (engine.graph.columns); Node objects when looked up
+        self.columns = NodeColumns(list(graph.node), known)
+        # Values read here but made nowhere in this graph come from an enclosing graph.
+        self.outer_inputs: list[str] = self.columns.outer
         self._subgraphs: dict[tuple[int, str], GraphModel] = {}
         self._search_ops: dict[str, list[int]] | None = None  # lowercase op type -> nodes
         self._search_text: list[str] | None = None  # per node, what a query may match
         self.groups: dict[str, Group] = {}
-        self._build_groups()
+        self._node_groups: list[str] | None = None
+        self.group_code: Any = self._build_groups()  # node -> its group's place in `groups`
+        self.nodes: Sequence[Node] = NodeList(self.columns, self.groups, self.group_code)
+
+    def initializer_values(self) -> Any:
+        """The initializers' value numbers in `columns` (numpy)."""
+        return self.columns.known_values[:len(self.initializers)]
+
+    @property
+    def producer(self) -> dict[str, int]:
+        """Value -> the node making it (built on first use)."""
+        return self.columns.producer
+
+    @property
+    def consumers(self) -> dict[str, list[int]]:
+        """Value -> the nodes reading it, in graph order (built on first use: opening a
+        graph asks `NodeColumns.consumers_of` for the few values it needs)."""
+        if self._consumers is None:
+            self._consumers = self.columns.consumers()
+        return self._consumers
 
     # ---------------------------------------------------------------- loading
     @classmethod
@@ -184,8 +196,9 @@ class GraphModel:
 
     def problem_marks(self) -> dict[str, str]:
         """Node name -> the sentence of its problem, for the named nodes `problems` names."""
-        return {self.nodes[i].name: message for i, message in problem_nodes(self.problems)
-                .items() if i < len(self.nodes) and self.nodes[i].name}
+        names = self.columns.names
+        return {names[i]: message for i, message in problem_nodes(self.problems).items()
+                if i < len(names) and names[i]}
 
     @classmethod
     def from_model(cls, model: Any, path: Path | None = None) -> GraphModel:
@@ -196,7 +209,7 @@ class GraphModel:
         with no_gc():
             built = cls(model.graph, path=path, title=title, functions=functions,
                         opset_imports=opsets, model=model)
-        made = len(built.producer)
+        made = built.columns.made_count
         typed = len(model.graph.value_info) + len(model.graph.output)
         # Dynamo exports carry types for every value; inference would only cost time there
         # (and, for a file without them, a second build with the types it adds).
@@ -213,47 +226,85 @@ class GraphModel:
                        opset_imports=opsets, model=model)
 
     # ---------------------------------------------------------------- groups
-    def _build_groups(self) -> None:
+    def _build_groups(self) -> Any:
+        """Make the module groups (and fill `Group.nodes`); returns each node's group as
+        its place in `groups` (numpy)."""
+        import numpy as np
+
         root = Group(id="", name=self.title, qualname="")
         self.groups = {"": root}
-        dynamo = any(p.key == _SCOPES_KEY for n in self.proto.node[:50] for p in n.metadata_props)
-        unplaced: list[Node] = []
-        # Nodes of one module share the scope text up to their own name: parse it once.
-        cache: dict[str, str] = {}
-        for node in self.nodes:
-            if dynamo:
+        c = self.columns
+        protos, names = c.protos, c.names
+        dynamo = any(p.key == _SCOPES_KEY for n in protos[:50] for p in n.metadata_props)
+        scope_of: list[Any]  # per node: the text naming its module (None: none)
+        gid_of: dict[str, str] = {}  # that text -> the group
+        if dynamo:
+            scope_of = []
+            add = scope_of.append
+            # Nodes of one module share the scope text up to their own name: parse it once.
+            for proto in protos:
                 text = ""
-                for p in node.proto.metadata_props:
+                for p in proto.metadata_props:
                     if p.key == _SCOPES_KEY:
                         text = p.value
                         break
                 if not text:
-                    unplaced.append(node)
+                    add(None)
                     continue
                 prefix = text[: text.rfind(",")]
-                gid = cache.get(prefix)
-                if gid is None:
-                    gid = cache[prefix] = self._ensure_group(self._dynamo_path(node, text))
-            else:
-                name = node.name
-                if not name:
-                    unplaced.append(node)
-                    continue
-                prefix = name[: name.rfind("/") + 1]
-                gid = cache.get(prefix)
-                if gid is None:
-                    gid = self._scope_group(prefix, cache)
-            node.group = gid
-            self.groups[gid].nodes.append(node.index)
-        # Nodes the exporter left without a scope (e.g. a Split made by a rewrite) join the
-        # deepest module that all their neighbours share.
-        for node in unplaced:
-            node.group = self._common_neighbour_group(node)
-            self.groups[node.group].nodes.append(node.index)
+                if prefix not in gid_of:
+                    gid_of[prefix] = self._ensure_group(self._dynamo_path(proto, text))
+                add(prefix)
+            unplaced = [i for i, prefix in enumerate(scope_of) if prefix is None]
+        else:
+            # A TorchScript name's scope is the text up to its last "/": one group per scope
+            # (made in the order the scopes first appear, parents first).
+            scope_of = [name[: name.rfind("/") + 1] for name in names]
+            for prefix in dict.fromkeys(scope_of):
+                self._scope_group(prefix, gid_of)
+            unplaced = list(compress(range(len(names)), map(not_, names)))  # no scope
+        number = {gid: k for k, gid in enumerate(self.groups)}
+        code_of = {prefix: number[gid] for prefix, gid in gid_of.items()}
+        code = np.fromiter(map(code_of.get, scope_of, repeat(-1)), np.int64, len(scope_of))
+        code[unplaced] = -1
+        self._fill_group_nodes(code)
+        if unplaced:
+            # Nodes the exporter left without a scope (e.g. a Split made by a rewrite) join
+            # the deepest module that all their neighbours share (unplaced ones placed
+            # earlier count; later ones, not yet placed, do not).
+            outs = {t for i in unplaced for t in c.outputs[i]}
+            readers = c.consumers_of(outs)
+            gids = list(self.groups)
+            for i in unplaced:
+                gid = self._common_neighbour_group(i, code, gids, readers)
+                self.groups[gid].nodes.append(i)
+                code[i] = number[gid]
+        return code
 
-    def _dynamo_path(self, node: Node, scopes_text: str) -> list[tuple[str, str, str, str]]:
+    @property
+    def node_groups(self) -> list[str]:
+        """Each node's module group id ("": the graph itself)."""
+        if self._node_groups is None:
+            gids = list(self.groups)
+            self._node_groups = list(map(gids.__getitem__, self.group_code.tolist()))
+        return self._node_groups
+
+    def _fill_group_nodes(self, code: Any) -> None:
+        """Each group's `nodes` from each node's group (`code`; -1: not placed yet), in
+        graph order."""
+        import numpy as np
+
+        order = np.argsort(code, kind="stable")
+        bounds = np.searchsorted(code[order], np.arange(len(self.groups) + 1)).tolist()
+        members = order.tolist()
+        for k, g in enumerate(self.groups.values()):
+            a, b = bounds[k], bounds[k + 1]
+            if a < b:
+                g.nodes = members[a:b]
+
+    def _dynamo_path(self, proto: Any, scopes_text: str) -> list[tuple[str, str, str, str]]:
         """Module steps (id part, short name, qualified name, class) of a dynamo node."""
-        classes_text = next((p.value for p in node.proto.metadata_props
+        classes_text = next((p.value for p in proto.metadata_props
                              if p.key == "pkg.torch.onnx.class_hierarchy"), "")
         scopes = _parse_list(scopes_text)
         if not scopes or scopes[0] == _NO_MODULE:
@@ -281,8 +332,12 @@ class GraphModel:
                 cut = prefix.rfind("/", 0, -1)
                 parent = self._scope_group(prefix[: cut + 1], cache)
                 part = prefix[cut + 1: -1]
-                qual = f"{self.groups[parent].qualname}.{part}" if parent else part
-                gid = self._ensure_group([(part, part, qual, "")], parent)
+                gid = f"{parent}/{part}" if parent else part
+                if gid not in self.groups:  # (as _ensure_group, one step)
+                    up = self.groups[parent]
+                    self.groups[gid] = Group(gid, part, f"{up.qualname}.{part}" if parent
+                                             else part, "", parent, depth=up.depth + 1)
+                    up.children.append(gid)
             cache[prefix] = gid
         return gid
 
@@ -298,24 +353,26 @@ class GraphModel:
                 self.groups[parent].children.append(gid)
         return gid
 
-    def _common_neighbour_group(self, node: Node) -> str:
+    def _common_neighbour_group(self, i: int, code: Any, gids: list[str],
+                                readers: dict[str, list[int]]) -> str:
+        """The deepest group that the neighbours of node `i` (placed so far: `code`, each
+        node's place in `gids`, -1 for none yet) share."""
+        c = self.columns
         paths = []
-        for inp in node.inputs:
-            src = self.producer.get(inp)
-            if src is not None and self.nodes[src].group:
-                paths.append(self.nodes[src].group.split("/"))
-        for out in node.outputs:
-            for c in self.consumers.get(out, ()):
-                if self.nodes[c].group:
-                    paths.append(self.nodes[c].group.split("/"))
+        neighbours = c.input_source[c.input_start[i]:c.input_start[i + 1]].tolist()
+        neighbours += [r for out in c.outputs[i] for r in readers.get(out, ())]
+        for j in neighbours:
+            gid = gids[code[j]] if j >= 0 and code[j] >= 0 else ""
+            if gid:
+                paths.append(gid.split("/"))
         if not paths:
             return ""
         common = paths[0]
         for p in paths[1:]:
-            i = 0
-            while i < len(common) and i < len(p) and common[i] == p[i]:
-                i += 1
-            common = common[:i]
+            k = 0
+            while k < len(common) and k < len(p) and common[k] == p[k]:
+                k += 1
+            common = common[:k]
         gid = "/".join(common)
         return gid if gid in self.groups else ""
 
@@ -346,12 +403,15 @@ class GraphModel:
     def tensor(self, name: str) -> TensorInfo:
         """Type and connections of one value (a ``KeyError`` when the graph has no such name)."""
         init = self.initializers.get(name)
+        made = self.columns.made_by(name)
+        readers = (list(self._consumers.get(name, ())) if self._consumers is not None
+                   else self.columns.consumers_of((name,)).get(name, []))
         shape: Shape | None
         if init is not None:
             dtype, shape = dtype_name(init.data_type), list(init.dims)
         elif (vi := self._value(name)) is not None:
             dtype, shape = _shape_of(vi)
-        elif name in self.producer or name in self.consumers:
+        elif made is not None or readers:
             dtype, shape = "?", None
         else:
             raise KeyError(name)
@@ -361,14 +421,12 @@ class GraphModel:
             kind = "output"
         elif init is not None:
             kind = "initializer"
-        elif name in self.producer:
+        elif made is not None:
             kind = "value"
         else:
             kind = "outer"
-        return TensorInfo(name=name, dtype=dtype, shape=shape, kind=kind,
-                          producer=self.producer.get(name),
-                          consumers=list(self.consumers.get(name, ())),
-                          is_initializer=init is not None)
+        return TensorInfo(name=name, dtype=dtype, shape=shape, kind=kind, producer=made,
+                          consumers=readers, is_initializer=init is not None)
 
     def shape(self, name: str) -> Shape | None:
         """The shape of a value, or None when unknown (cheap; used for edge labels)."""
@@ -397,7 +455,7 @@ class GraphModel:
         """The ValueInfoProto of a value looked for where the exporters write it: value_info
         lists values in graph order, so a value made by node p of n sits near entry p / n of
         it. Found there, the first shape labels cost no index of 100k entries; else None."""
-        p = self.producer.get(name)
+        p = self.columns.made_by(name)
         infos = self.proto.value_info
         if p is None or not len(infos):
             return None
@@ -484,27 +542,28 @@ class GraphModel:
         match (name, op type, outputs, inputs; a NUL between them keeps a query from matching
         across two fields). Built once: a tenth of a second at 100k nodes."""
         if self._search_ops is None or self._search_text is None:
+            c = self.columns
             ops: dict[str, list[int]] = {}
-            for n in self.nodes:
-                ops.setdefault(n.op_type.lower(), []).append(n.index)
-            self._search_text = ["\0".join((n.name, n.op_type, *n.outputs, *n.inputs)).lower()
-                                 for n in self.nodes]
+            for i, op in enumerate(c.op_types):
+                ops.setdefault(op.lower(), []).append(i)
+            self._search_text = ["\0".join((name, op, *outs, *ins)).lower() for name, op, outs, ins
+                                 in zip(c.names, c.op_types, c.outputs, c.inputs, strict=True)]
             self._search_ops = ops
         return self._search_ops, self._search_text
 
     def build_indexes(self) -> None:
         """Build now what search and the properties panel look things up in (the search
-        index, the value types): a quarter second at 100k nodes that the browser spends
-        while idle after the first paint instead of in the first search or click."""
+        index, the value types, each value's producer and consumers): half a second at 100k
+        nodes that the browser spends while idle after the first paint instead of before it
+        or in the first search or click."""
         self._search_index()
         self._value("")
+        _ = self.producer, self.consumers  # (each made on first use)
 
     def node_by_name(self, name: str) -> int | None:
         """Index of the node with this ONNX name."""
-        for n in self.nodes:
-            if n.name == name:
-                return n.index
-        return None
+        names = self.columns.names
+        return names.index(name) if name in names else None
 
     def breadcrumb(self) -> list[GraphModel]:
         """This graph and its enclosing graphs, outermost first."""

@@ -57,15 +57,21 @@ class Node(NodeAttributes):
     __slots__ = ("_attrs", "_meta", "_payload", "domain", "group", "index", "inputs", "name",
                  "op_type", "outputs", "proto")
 
-    def __init__(self, index: int, proto: Any) -> None:
+    def __init__(self, index: int, proto: Any, name: str | None = None, op_type: str = "",
+                 domain: str = "", inputs: list[str] | None = None,
+                 outputs: list[str] | None = None, group: str = "") -> None:
+        """The node at `index` of its graph; its fields read from `proto` unless given (as
+        engine.graph.columns read them)."""
         self.index = index
         self.proto = proto
-        self.name: str = proto.name
-        self.op_type: str = proto.op_type
-        self.domain: str = proto.domain
-        self.inputs: list[str] = proto.input[:]
-        self.outputs: list[str] = proto.output[:]
-        self.group = ""
+        if name is None:
+            name, op_type, domain = proto.name, proto.op_type, proto.domain
+        self.name: str = name
+        self.op_type: str = op_type
+        self.domain: str = domain
+        self.inputs: list[str] = proto.input[:] if inputs is None else inputs
+        self.outputs: list[str] = proto.output[:] if outputs is None else outputs
+        self.group = group  # its module group's id ("": the graph itself)
         self._attrs: dict[str, str] | None = None
         self._meta: dict[str, str] | None = None
         self._payload: tuple[list[Any], list[Any]] | None = None

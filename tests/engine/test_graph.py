@@ -267,3 +267,59 @@ def test_bad_files(tmp_path: Path) -> None:
     empty.write_bytes(b"")
     with pytest.raises(ValueError):
         GraphModel.load(empty)
+
+
+def _odd_model(path: Path) -> Path:
+    """What exports rarely write but a file may hold: a value made twice, an unnamed node,
+    a value read but made nowhere, an absent optional input, a Shape chain to fold."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="/m/Relu"),
+             helper.make_node("Shape", ["a"], ["s"], name="/m/Shape"),
+             helper.make_node("Gather", ["s", "zero"], ["d"], name="/m/Gather"),
+             helper.make_node("Reshape", ["a", "s"], ["r"]),  # unnamed
+             helper.make_node("Relu", ["r"], ["a"], name="/n/Relu"),  # "a" again
+             helper.make_node("Clip", ["a", "", "ghost"], ["c"], name="/n/Clip"),
+             helper.make_node("Add", ["c", "d"], ["y"], name="/n/Add")]
+    graph = helper.make_graph(nodes, "odd",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor("zero", TensorProto.INT64, [], [0])])
+    onnx.save(helper.make_model(graph), path)
+    return path
+
+
+def test_columns_and_folding_agree_with_a_walk_of_the_nodes(graph_exports: dict[str, Path],
+                                                            tmp_path: Path) -> None:
+    """The graph is read into columns and what opening needs is computed from them at once
+    (numbers, numpy); each must say what walking the nodes one by one says."""
+    from engine.graph import folding
+
+    paths = [graph_exports[k] for k in ("dynamo", "dynamic", "torchscript", "loop", "if")]
+    for path in [*paths, _odd_model(tmp_path / "odd.onnx")]:
+        g = GraphModel.load(path, checks_now=False)
+        producer: dict[str, int] = {}
+        consumers: dict[str, list[int]] = {}
+        for i, node in enumerate(g.proto.node):
+            for t in node.output:
+                producer[t] = i
+            for t in node.input:
+                consumers.setdefault(t, []).append(i)
+        producer.pop("", None)
+        consumers.pop("", None)
+        known = set(producer) | set(g.initializers) | set(g.inputs)
+        assert g.producer == producer and list(g.producer) == list(producer), path
+        assert list(g.consumers.items()) == list(consumers.items()), path
+        assert g.outer_inputs == [t for t in consumers if t not in known], path
+        some = list(consumers)[::3]
+        assert g.columns.consumers_of(some) == {t: consumers[t] for t in some}, path
+        for t in some:
+            assert g.tensor(t).consumers == consumers[t], (path, t)
+        assert [n.name for n in g.nodes] == [n.name for n in g.proto.node]
+        # all nodes at once, and node by node; the readers by value number and by name
+        assert folding._auxiliary(g) == folding._auxiliary(g, rounds=0), path
+        folded = auxiliary_nodes(g)
+        g.columns.unique_made = False
+        assert auxiliary_nodes(g) == folded, path
+    assert "ghost" in g.outer_inputs and 2 in folded  # the odd model's Gather is folded

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import importlib
 import json
 import sys
@@ -25,6 +26,13 @@ def _load_qt_free() -> None:
         importlib.import_module(name)
 
 
+def _collect_again() -> None:
+    """After the first frame: what the start made stays out of the collector's sight
+    (gc.freeze; still freed when its last reference goes), and it collects what comes next."""
+    gc.freeze()
+    gc.enable()
+
+
 def run(path: str | None = None, exit_after_paint: bool = False,
         expand_all: bool = False) -> int:
     """Open the window on `path` (recipe, model or .onnx); returns the exit status.
@@ -33,10 +41,15 @@ def run(path: str | None = None, exit_after_paint: bool = False,
     line and return 0 (no worker is started); with `expand_all` too, `graph_s` runs until the
     graph is painted with every module expanded.
     """
+    # The start makes ~30 000 objects that live as long as the window: the cyclic collector
+    # would walk them again and again meanwhile (engine.graph.model.no_gc does the same for a
+    # graph). It collects again once the first frame is drawn.
+    gc.disable()
     _load_qt_free()
     from PySide6.QtWidgets import QApplication
 
     from app import settings as settings_mod
+    from app.first_paint import after_first_paint
     from app.session import ExportSession
     from app.window import MainWindow
 
@@ -55,6 +68,7 @@ def run(path: str | None = None, exit_after_paint: bool = False,
     window = MainWindow(settings, notice, start_worker=not exit_after_paint, session=session)
     file = Path(path).expanduser() if path else None
     window.load_initial(file if file is None or file.suffix.lower() == ".toml" else None)
+    after_first_paint(window, _collect_again)
     window.show()
     if exit_after_paint:
         app.processEvents()

@@ -40,22 +40,24 @@ NOT_AT_FIRST_PAINT = ("numpy", "pyqtgraph", "onnx", "onnxruntime", "torch", "eng
 
 # what was loaded when exit-after-paint closes the window, right after the paint it timed
 PROBE = """
-import json, sys
+import gc, json, sys
 from app import window as window_mod
 from app.launcher import main
 
 at_paint = []
+collecting = []
 close = window_mod.MainWindow.close
 
 
 def closing(self):
     at_paint.extend(sorted(sys.modules))
+    collecting.append(gc.isenabled())
     return close(self)
 
 
 window_mod.MainWindow.close = closing
 status = main(["gui", "--exit-after-paint"])
-print(json.dumps({"status": status, "modules": at_paint}))
+print(json.dumps({"status": status, "modules": at_paint, "collecting": collecting}))
 """
 
 
@@ -76,6 +78,7 @@ def test_the_first_paint_imports_only_what_it_draws(tmp_path: Path) -> None:
                     if any(name == heavy or name.startswith(heavy + ".")
                            for heavy in NOT_AT_FIRST_PAINT))
     assert loaded == [], "imported before the first paint"
+    assert probe["collecting"] == [False], "the cyclic collector waits for the first frame"
 
 
 REAL_START = """
@@ -136,6 +139,43 @@ def test_the_worker_starts_after_the_first_frame_and_describes_the_example(
                                  "copy": False, "model": True}
     assert found["worker"] and found["copy"] and found["kind"] == "python"
     assert "TinyCNN" in found["candidates"], found
+
+
+RUN = """
+import gc, json
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication
+from app.main import run
+
+app = QApplication([])
+seen = []
+
+
+def check():  # until the first frame is drawn the collector waits; then it runs again
+    seen.append(gc.isenabled())
+    if seen[-1]:
+        for window in app.topLevelWidgets():
+            window.close()
+    else:
+        QTimer.singleShot(10, check)
+
+
+QTimer.singleShot(0, check)
+status = run()
+print(json.dumps({"status": status, "first": seen[0], "last": seen[-1]}))
+"""
+
+
+def test_the_collector_waits_for_the_first_frame_then_runs_again(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "QT_QPA_PLATFORM": "offscreen",
+           "ONNX_STUDIO_CONFIG_DIR": str(tmp_path / "config"),
+           "ONNX_STUDIO_CACHE_DIR": str(tmp_path / "cache"),
+           "ONNX_STUDIO_DATA_DIR": str(tmp_path / "data")}
+    done = subprocess.run([sys.executable, "-c", RUN], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=110)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found == {"status": 0, "first": False, "last": True}, found
 
 
 def test_only_the_shown_tabs_are_built_and_a_late_one_draws_the_session(

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -239,6 +240,7 @@ def main() -> None:
             if what:
                 cpu, wall = imports_only(python, code, runs, work)
                 print(f"| {what} | {cpu:.2f} | {wall:.2f} |")
+    shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -187,9 +187,16 @@ class LiftedEdges:
         for src, dst, t, gs, gd in zip(srcs, dsts, tensors, map(parent_of.__getitem__, srcs),
                                        map(parent_of.__getitem__, dsts), strict=True):
             if gs == gd:  # most edges stay inside one module
-                steps: list[tuple[str, str | None, str | None]] = [(gd, None, None)]
-            else:
-                steps = plans.get((gs, gd)) or plans.setdefault((gs, gd), plan(gs, gd))
+                inside = edges.get(gd)
+                if inside is None:
+                    inside = edges[gd] = {}
+                lst = inside.get((src, dst))
+                if lst is None:
+                    inside[(src, dst)] = [t]
+                elif t not in lst:
+                    lst.append(t)
+                continue
+            steps = plans.get((gs, gd)) or plans.setdefault((gs, gd), plan(gs, gd))
             for gid, a, b in steps:
                 inside = edges.get(gid)
                 if inside is None:

@@ -15,7 +15,7 @@ level (a few milliseconds either way), so the core that knows real sizes wins.
 from __future__ import annotations
 
 from functools import partial
-from itertools import pairwise
+from itertools import chain, pairwise
 from typing import Any, cast
 
 from engine.graph.edges import LiftedEdges
@@ -208,13 +208,14 @@ class GraphLayout(ViewTree, LiftedEdges):
             if any(b == OUT for _, b in pairs):
                 keys.append(OUT)
             idx = {k: i for i, k in enumerate(keys)}
-            edges = [(idx[a], idx[b]) for a, b in pairs]
+            ends = tuple(map(idx.__getitem__, chain.from_iterable(pairs)))  # a, b, a, b...
             # The blocks of a deep model are one structure repeated: lay it out once. A
             # group's items are in graph order (_build_tree), so its edges and size are all
             # of its structure.
-            sig = (tuple(edges), len(keys))
+            sig = (ends, len(keys))
             core = self._cores.get(sig)
             if core is None:
+                edges = list(zip(ends[::2], ends[1::2], strict=True))
                 core = self._cores[sig] = LayeredLayout(len(keys), edges, self._ranks(keys))
             st = self._structure[gid] = (core, keys, pairs)
         return st
@@ -405,10 +406,10 @@ class GraphLayout(ViewTree, LiftedEdges):
                 hs.append(np.tile(size[:, 1], len(group)))
                 depths.append(np.repeat([self.groups[r.gid].depth + 1 for r in group], m))
                 flags = np.zeros(len(group) * m, dtype=bool)
-                for g, r in enumerate(group):
-                    keys.extend(self._structure_of(r.gid)[1][lo:hi])
-                    for i in r.opened:
-                        flags[g * m + i - lo] = True
+                flags[[g * m + i - lo for g, r in enumerate(group) for i in r.opened]] = True
+                structure = self._structure
+                for r in group:
+                    keys.extend(structure[r.gid][1][lo:hi])
                 opened.append(flags)
             k = len(pairs0)
             if k:

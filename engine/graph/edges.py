@@ -168,8 +168,16 @@ class LiftedEdges:
         # edge on the target's.
         plans: dict[tuple[str, str], list[tuple[str, str | None, str | None]]] = {}
 
+        chains: dict[str, list[str]] = {}
+
+        def chain(gid: str) -> list[str]:
+            c = chains.get(gid)
+            if c is None:
+                c = chains[gid] = self._chain_of_group(gid)
+            return c
+
         def plan(gu: str, gv: str) -> list[tuple[str, str | None, str | None]]:
-            cu, cv = self._chain_of_group(gu), self._chain_of_group(gv)
+            cu, cv = chain(gu), chain(gv)
             k = 0
             while k < len(cu) and k < len(cv) and cu[k] == cv[k]:
                 k += 1

@@ -103,39 +103,36 @@ class GraphCanvas(QGraphicsItem):
         dark = colors.is_dark(self.palette)
         # One QColor per kind of box (op type, group depth), not one per box; each box gets
         # the code of its colour, so the buckets below are numpy selections.
-        made: dict[tuple[str, str, int, bool], int] = {}
         by_rgba: dict[int, int] = {}
         distinct: list[QColor] = []
-        codes: list[int] = []
         boxes = sc.boxes
         overlay = self.overlay is not None
-        for key, kind, label, depth, expanded in zip(boxes.keys, boxes.kinds, boxes.labels,
-                                                     self.depth.tolist(),
-                                                     self.container.tolist(), strict=True):
-            if overlay and not expanded:
-                made_key = ("overlay", key, 0, False)
+        # what decides a box's colour: its key under an overlay, else its kind and label
+        # (a node), its depth and whether it is open (a group), or nothing more (an input)
+        kinds = [(("overlay", key, 0, False) if overlay and not expanded
+                  else (kind, "", depth, expanded) if kind in ("group", "section")
+                  else ("io", "", 0, False) if kind in ("input", "output")
+                  else (kind, label, 0, False))
+                 for key, kind, label, depth, expanded in zip(
+                     boxes.keys, boxes.kinds, boxes.labels, self.depth.tolist(),
+                     self.container.tolist(), strict=True)]
+        made: dict[tuple[str, str, int, bool], int] = {}
+        for made_key in dict.fromkeys(kinds):  # in the order the boxes first show them
+            kind, name, depth, expanded = made_key
+            if kind == "overlay":
+                color = self._overlay_fill(name)
             elif kind in ("group", "section"):
-                made_key = (kind, "", depth, expanded)
-            elif kind in ("input", "output"):
-                made_key = ("io", "", 0, False)
+                color = colors.group_color(depth, dark, expanded)
+            elif kind == "io":
+                color = colors.category_color("io", dark)
             else:
-                made_key = (kind, label, 0, False)
-            code = made.get(made_key)
+                color = colors.category_color(colors.category(name), dark)
+            code = by_rgba.get(color.rgba())
             if code is None:
-                if made_key[0] == "overlay":
-                    color = self._overlay_fill(key)
-                elif kind in ("group", "section"):
-                    color = colors.group_color(depth, dark, expanded)
-                elif kind in ("input", "output"):
-                    color = colors.category_color("io", dark)
-                else:
-                    color = colors.category_color(colors.category(label), dark)
-                code = by_rgba.get(color.rgba())
-                if code is None:
-                    code = by_rgba[color.rgba()] = len(distinct)
-                    distinct.append(color)
-                made[made_key] = code
-            codes.append(code)
+                code = by_rgba[color.rgba()] = len(distinct)
+                distinct.append(color)
+            made[made_key] = code
+        codes = list(map(made.__getitem__, kinds))
         fills = [distinct[c] for c in codes]
         self._fills = fills
         code_of = np.array(codes, dtype=np.int64)

@@ -18,7 +18,8 @@ from typing import Any, overload
 
 from engine.graph.nodes import Node
 
-_FIELDS = attrgetter("name", "op_type", "domain")
+_FIELDS = attrgetter("name", "op_type")
+_DOMAIN = attrgetter("domain")
 
 
 class NodeColumns:
@@ -37,10 +38,10 @@ class NodeColumns:
 
         self.protos = protos
         n = len(protos)
-        fields = list(zip(*map(_FIELDS, protos), strict=True)) if n else [()] * 3
+        fields = list(zip(*map(_FIELDS, protos), strict=True)) if n else [()] * 2
         self.names: Sequence[str] = fields[0]
         self.op_types: Sequence[str] = fields[1]
-        self.domains: Sequence[str] = fields[2]
+        self._domains: Sequence[str] | None = None  # read when first asked for
         # a list per node, and one of them all sharing its strings (hashed once)
         self.inputs: list[list[str]] = [p.input[:] for p in protos]
         self.outputs: list[list[str]] = [p.output[:] for p in protos]
@@ -90,6 +91,19 @@ class NodeColumns:
 
     def __len__(self) -> int:
         return len(self.names)
+
+    @property
+    def domains(self) -> Sequence[str]:
+        """Each node's operator domain ("" for ONNX's own)."""
+        if self._domains is None:
+            self._domains = list(map(_DOMAIN, self.protos))
+        return self._domains
+
+    def domains_of(self, nodes: Sequence[int]) -> list[str]:
+        """The domains of a few nodes (read from their protobuf unless all are read)."""
+        if self._domains is not None:
+            return list(map(self._domains.__getitem__, nodes))
+        return [self.protos[i].domain for i in nodes]
 
     @property
     def outer(self) -> list[str]:

@@ -168,8 +168,16 @@ class LiftedEdges:
         # edge on the target's.
         plans: dict[tuple[str, str], list[tuple[str, str | None, str | None]]] = {}
 
+        chains: dict[str, list[str]] = {}
+
+        def chain(gid: str) -> list[str]:
+            c = chains.get(gid)
+            if c is None:
+                c = chains[gid] = self._chain_of_group(gid)
+            return c
+
         def plan(gu: str, gv: str) -> list[tuple[str, str | None, str | None]]:
-            cu, cv = self._chain_of_group(gu), self._chain_of_group(gv)
+            cu, cv = chain(gu), chain(gv)
             k = 0
             while k < len(cu) and k < len(cv) and cu[k] == cv[k]:
                 k += 1
@@ -187,9 +195,16 @@ class LiftedEdges:
         for src, dst, t, gs, gd in zip(srcs, dsts, tensors, map(parent_of.__getitem__, srcs),
                                        map(parent_of.__getitem__, dsts), strict=True):
             if gs == gd:  # most edges stay inside one module
-                steps: list[tuple[str, str | None, str | None]] = [(gd, None, None)]
-            else:
-                steps = plans.get((gs, gd)) or plans.setdefault((gs, gd), plan(gs, gd))
+                inside = edges.get(gd)
+                if inside is None:
+                    inside = edges[gd] = {}
+                lst = inside.get((src, dst))
+                if lst is None:
+                    inside[(src, dst)] = [t]
+                elif t not in lst:
+                    lst.append(t)
+                continue
+            steps = plans.get((gs, gd)) or plans.setdefault((gs, gd), plan(gs, gd))
             for gid, a, b in steps:
                 inside = edges.get(gid)
                 if inside is None:

@@ -86,7 +86,9 @@ def _auxiliary(model: GraphModel, rounds: int = 48) -> list[int]:
     candidate = c.op_mask(_SHAPE_OPS | _WEIGHT_OPS)
     if not candidate.any():
         return []
-    candidate &= np.fromiter(map(_STANDARD.__contains__, c.domains), bool, n)
+    at = np.flatnonzero(candidate)  # (their domains only: most nodes are not candidates)
+    candidate[at] = np.fromiter(map(_STANDARD.__contains__, c.domains_of(at.tolist())), bool,
+                                len(at))
     for t in model.outputs:  # a graph output stays on screen
         p = c.made_by(t)
         if p is not None:

@@ -15,7 +15,7 @@ level (a few milliseconds either way), so the core that knows real sizes wins.
 from __future__ import annotations
 
 from functools import partial
-from itertools import pairwise
+from itertools import chain, pairwise
 from typing import Any, cast
 
 from engine.graph.edges import LiftedEdges
@@ -81,6 +81,7 @@ class GraphLayout(ViewTree, LiftedEdges):
         self._sizes: dict[str, tuple[float, float]] = {}
         self._op_types: dict[str, str] = {}  # a measured node's key -> its label, the op type
         self._all_measured = False  # every visible node's box measured
+        self._titles: dict[tuple[str, str], float] = {}  # a group title's text -> its width
         self._level: dict[str, int] | None = None  # see _levels
         # per expanded group: the placement its frame was measured for, and the frame
         self._frames: dict[str, tuple[Placement, tuple[float, float, float | None,
@@ -208,13 +209,14 @@ class GraphLayout(ViewTree, LiftedEdges):
             if any(b == OUT for _, b in pairs):
                 keys.append(OUT)
             idx = {k: i for i, k in enumerate(keys)}
-            edges = [(idx[a], idx[b]) for a, b in pairs]
+            ends = tuple(map(idx.__getitem__, chain.from_iterable(pairs)))  # a, b, a, b...
             # The blocks of a deep model are one structure repeated: lay it out once. A
             # group's items are in graph order (_build_tree), so its edges and size are all
             # of its structure.
-            sig = (tuple(edges), len(keys))
+            sig = (ends, len(keys))
             core = self._cores.get(sig)
             if core is None:
+                edges = list(zip(ends[::2], ends[1::2], strict=True))
                 core = self._cores[sig] = LayeredLayout(len(keys), edges, self._ranks(keys))
             st = self._structure[gid] = (core, keys, pairs)
         return st
@@ -324,11 +326,10 @@ class GraphLayout(ViewTree, LiftedEdges):
         if done is not None and done[0] is pl:  # asked by _place, then again by _emit
             return done[1]
         _core, keys, _pairs = self._structure_of(gid)
-        vg = self.groups[gid]
-        title_w = self._sizes.get("t:" + gid, (0.0, 0.0))[0]
-        if not title_w:
-            title = Item("", "title", vg.label, self.items["g:" + gid].sublabel, 0)
-            title_w = self._sizes.setdefault("t:" + gid, self.measure(title))[0]
+        text = (self.groups[gid].label, self.items["g:" + gid].sublabel)  # its title strip
+        title_w = self._titles.get(text)
+        if title_w is None:  # (the blocks of a deep model share their modules' titles)
+            title_w = self._titles[text] = self.measure(Item("", "title", *text, 0))[0]
         w = max(pl.width, title_w) + 2 * PAD
         h = pl.height + HEADER + 2 * PAD
         dx = PAD + (w - 2 * PAD - pl.width) / 2
@@ -360,12 +361,15 @@ class GraphLayout(ViewTree, LiftedEdges):
         run = Run(gid, pl, ox, oy, frame, [])
         runs.append(run)
         expanded, pos, across = self.expanded, pl.pos, self.left_to_right
+        placement, frames = self._placement, self._frames
         for i in self._slots(gid, keys):
             k = keys[i]
             if k[2:] not in expanded:
                 continue
-            sub = self._place(k[2:])
-            w, h, _ip, _op = self._expanded_box(k[2:], sub)
+            sub = placement.get(k[2:]) or self._place(k[2:])  # (placed with this group)
+            done = frames.get(k[2:])
+            w, h, _ip, _op = done[1] if done is not None and done[0] is sub else \
+                self._expanded_box(k[2:], sub)
             x, y = pos[i]
             x += ox
             y += oy
@@ -405,10 +409,10 @@ class GraphLayout(ViewTree, LiftedEdges):
                 hs.append(np.tile(size[:, 1], len(group)))
                 depths.append(np.repeat([self.groups[r.gid].depth + 1 for r in group], m))
                 flags = np.zeros(len(group) * m, dtype=bool)
-                for g, r in enumerate(group):
-                    keys.extend(self._structure_of(r.gid)[1][lo:hi])
-                    for i in r.opened:
-                        flags[g * m + i - lo] = True
+                flags[[g * m + i - lo for g, r in enumerate(group) for i in r.opened]] = True
+                structure = self._structure
+                for r in group:
+                    keys.extend(structure[r.gid][1][lo:hi])
                 opened.append(flags)
             k = len(pairs0)
             if k:

@@ -1,7 +1,9 @@
 """Window benchmarks: time to a painted window, against a bare PySide6 QMainWindow started
 the same way in the same invocation (runs interleaved: app, bare, app, bare, ...), event-loop
 stalls during an export, and the start latency of an export on the warm worker. Prints a table
-(median of several runs) and the start ratio (the goal: at most 2x the bare window).
+(median of several runs) and the start ratio (the goal: at most 2x the bare window), and the
+start against a second anchor: a plain PySide6 window showing the same kinds and number of
+widgets as the studio's first frame, without application code.
 
     cd /work/main && QT_QPA_PLATFORM=offscreen python tests/benchmarks/bench_window.py \
         [--runs 5] [--start-only]
@@ -28,14 +30,61 @@ BARE_WINDOW = (
     "app = QApplication([]); w = QMainWindow(); w.setWindowTitle('bare'); w.show()\n"
     "app.processEvents(); w.repaint(); print(time.perf_counter() - t)\n"
 )
+# A second anchor: a plain PySide6 window holding what the studio's first frame shows (a menu
+# bar, a splitter, a scrolled form of labelled fields, buttons, choices, check boxes, spin boxes,
+# three tables and a list, an export bar, seven tabs, a status bar), with no application code:
+# what any PySide6 window with this much on screen pays, fonts and styles included.
+FORM_WINDOW = """\
+import time; t = time.perf_counter()
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QApplication, QCheckBox, QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit,
+    QListWidget, QMainWindow, QProgressBar, QPushButton, QScrollArea, QSpinBox, QSplitter,
+    QTableWidget, QTabWidget, QVBoxLayout, QWidget)
+app = QApplication([]); w = QMainWindow(); w.setWindowTitle("form")
+for title in ("File", "Export", "View", "Help"):
+    menu = w.menuBar().addMenu(title)
+    for i in range(6):
+        menu.addAction(f"{title} action {i}")
+left = QWidget(); column = QVBoxLayout(left)
+area = QScrollArea(); area.setWidgetResizable(True); inner = QWidget(); rows = QVBoxLayout(inner)
+for g in range(4):
+    box = QGroupBox(f"Section {g}"); form = QFormLayout(box)
+    for i in range(4):
+        line = QHBoxLayout(); line.addWidget(QLineEdit(f"value {g}.{i}"))
+        line.addWidget(QPushButton("Browse...")); form.addRow(QLabel(f"Field {g}.{i}"), line)
+    choice = QComboBox(); choice.addItems([f"choice {k}" for k in range(8)])
+    form.addRow("Choice", choice)
+    form.addRow(QCheckBox(f"Option {g}a")); form.addRow(QCheckBox(f"Option {g}b"))
+    form.addRow("Number", QSpinBox())
+    rows.addWidget(box)
+for _ in range(3):
+    table = QTableWidget(2, 6)
+    table.setHorizontalHeaderLabels(["Name", "Shape", "Dtype", "Fill", "Params", "Dynamic"])
+    rows.addWidget(table)
+listing = QListWidget(); listing.addItems(["TinyCNN(image): class", "tiny_cnn(): factory"])
+rows.addWidget(listing); area.setWidget(inner); column.addWidget(area)
+bar = QHBoxLayout(); bar.addWidget(QProgressBar())
+for text in ("Export", "Validate", "Cancel"):
+    bar.addWidget(QPushButton(text))
+column.addLayout(bar)
+tabs = QTabWidget()
+for name in ("Summary", "Warnings", "Validation", "Graph", "Python", "Log", "Compare"):
+    tabs.addTab(QLabel(f"<b>{name}</b><p>Nothing yet: export, or open an .onnx file.</p>"), name)
+split = QSplitter(Qt.Orientation.Horizontal); split.addWidget(left); split.addWidget(tabs)
+w.setCentralWidget(split); w.statusBar().showMessage("Ready"); w.resize(1366, 768); w.show()
+app.processEvents(); w.repaint(); print(time.perf_counter() - t)
+"""
 # `onnx-studio gui --exit-after-paint`, as the console script runs it
 GUI = ("import sys; from app.launcher import main; "
        "sys.exit(main(['gui', '--exit-after-paint']))")
 
 
-def launch_times(runs: int, env: dict[str, str]) -> tuple[list[float], list[float], list[float]]:
-    """(wall seconds to the JSON line, the app's own window_s, a bare QMainWindow) per run."""
-    wall, inside, bare = [], [], []
+def launch_times(runs: int, env: dict[str, str]) -> tuple[list[float], list[float], list[float],
+                                                       list[float]]:
+    """(wall seconds to the JSON line, the app's own window_s, a bare QMainWindow, the plain
+    form window) per run, each a fresh process, interleaved."""
+    wall, inside, bare, form = [], [], [], []
     for _ in range(runs):
         started = time.perf_counter()
         out = subprocess.run([sys.executable, "-c", GUI], cwd=REPO,
@@ -47,7 +96,11 @@ def launch_times(runs: int, env: dict[str, str]) -> tuple[list[float], list[floa
         subprocess.run([sys.executable, "-c", BARE_WINDOW], env=env, capture_output=True,
                        check=True, timeout=120)
         bare.append(time.perf_counter() - started)
-    return wall, inside, bare
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", FORM_WINDOW], env=env, capture_output=True,
+                       check=True, timeout=120)
+        form.append(time.perf_counter() - started)
+    return wall, inside, bare, form
 
 
 def export_measurements(runs: int) -> tuple[list[float], list[float], float]:
@@ -138,8 +191,9 @@ def main() -> int:
     env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
     launch_times(1, env)
 
-    wall, inside, bare = launch_times(args.runs, env)
+    wall, inside, bare, form = launch_times(args.runs, env)
     ratios = [app / ref for app, ref in zip(wall, bare, strict=True)]
+    form_ratios = [app / ref for app, ref in zip(wall, form, strict=True)]
     stalls, latencies, first_export = ([], [], 0.0) if args.start_only else \
         export_measurements(args.runs)
     print(f"\nbench_window ({args.runs} runs each; times in ms)\n")
@@ -148,12 +202,17 @@ def main() -> int:
     print(row("launch -> window painted (process wall time)", wall, "<= 500"))
     print(row("launch -> window painted (window_s, in-app)", inside, "<= 500"))
     print(row("bare PySide6 QMainWindow, same measure", bare, "ref"))
+    print(row("plain PySide6 window, the same widgets", form, "ref"))
     if not args.start_only:
         print(row("longest event-loop stall during an export", stalls, "<= 20"))
         print(row("warm worker: click Export -> first progress", latencies, "<= 200"))
     print(f"\nstart ratio, `onnx-studio gui --exit-after-paint` / bare QMainWindow: "
           f"{statistics.median(wall) / statistics.median(bare):.2f}x of the medians, "
           f"{statistics.median(ratios):.2f}x median of the pairs (goal <= 2x)")
+    print(f"against a plain PySide6 window with the same widgets and no application code: "
+          f"{statistics.median(wall) / statistics.median(form):.2f}x of the medians, "
+          f"{statistics.median(form_ratios):.2f}x median of the pairs (that window itself: "
+          f"{statistics.median(form) / statistics.median(bare):.2f}x the bare one)")
     if not args.start_only:
         print(f"(one export + validation of the default recipe took {first_export:.1f} s cold)")
     return 0

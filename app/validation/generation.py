@@ -54,6 +54,8 @@ class GenerationPanel(QWidget):
         color = verdict_color(equal, dark)
         if equal:
             text = f"✔ Tokens equal over {steps} greedy steps"
+        elif not onnx and generation.message:  # no step ran (ONNX Runtime could not)
+            text = f"✘ {generation.message}"
         else:
             where = f"step {self.differs_at + 1}" if self.differs_at is not None else "a step"
             text = f"✘ Tokens differ from {where} of {steps}"

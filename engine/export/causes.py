@@ -294,13 +294,9 @@ def _view_after_decomposition(text: str, exporter: str) -> Cause | None:
     bad_view = _BAD_VIEW.search(text)
     if exporter != "dynamo" or _DECOMPOSITION not in text or bad_view is None:
         return None
-    original = text.partition("Original traceback:")[2]
-    frames = list(_ORIGINAL_FRAME.finditer(original.partition("\n\n")[0] or original))
-    where = ""
-    if frames:
-        last = frames[-1]
-        where = f" at {Path(last['file']).name}:{last['line']} (`{last['code'].strip()}`)"
-    transformers = "/transformers/" in original.replace("\\", "/")
+    line = _original_line(text)
+    where = f" at {line[0]} (`{line[1]}`)" if line else ""
+    transformers = "/transformers/" in text.partition("Original traceback:")[2].replace("\\", "/")
     message = (f"The dynamo exporter captured the model but failed while decomposing it for "
                f"ONNX (step 2 of 3): a reshape{where} became a view of a tensor that the "
                "decomposed attention lays out differently in memory "
@@ -321,8 +317,22 @@ def _view_after_decomposition(text: str, exporter: str) -> Cause | None:
 
 
 def _anything_else(exc: BaseException, exporter: str) -> Cause:
-    return Cause("export", f"The {exporter} export failed: {real_message(exc)}.",
+    where = _original_line(chain_messages(exc))
+    at = f" at {where[0]} (`{where[1]}`)" if where else ""
+    return Cause("export", f"The {exporter} export failed{at}: {real_message(exc)}.",
                  _generic_hint(exporter))
+
+
+def _original_line(text: str) -> tuple[str, str] | None:
+    """("modeling_xlnet.py:1078", "input_mask = 1.0 - attention_mask"): the innermost line of
+    the model's code in the call stack torch keeps on the graph node that failed ("Original
+    traceback:"), past the studio's and torch's own frames; None when there is none."""
+    original = text.partition("Original traceback:")[2]
+    frames = [f for f in _ORIGINAL_FRAME.finditer(original.partition("\n\n")[0] or original)
+              if not _in_tooling(f["file"])]
+    if not frames:
+        return None
+    return f"{Path(frames[-1]['file']).name}:{frames[-1]['line']}", frames[-1]["code"].strip()
 
 
 def _generic_hint(exporter: str) -> str:
@@ -352,11 +362,16 @@ def real_message(exc: BaseException, limit: int = 300) -> str:
 
 
 def _first_line(text: str) -> str:
-    for line in text.splitlines():
-        line = line.strip()
-        if line and not _NOT_MEANINGFUL.match(line):
-            return line.rstrip(".")
-    return ""
+    """The first meaningful line; one that announces what follows ("The following
+    inconsistencies were found:") with the line it announces."""
+    lines = [line.strip() for line in text.splitlines()
+             if line.strip() and not _NOT_MEANINGFUL.match(line.strip())]
+    if not lines:
+        return ""
+    first = lines[0]
+    if first.endswith(":") and len(lines) > 1 and not lines[1].endswith(":"):
+        first = f"{first} {lines[1]}"
+    return first.rstrip(".:")
 
 
 def _shorten(line: str, limit: int) -> str:

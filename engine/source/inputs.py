@@ -309,8 +309,9 @@ def _read_embedding_rows(model: Any, token_types: bool) -> tuple[int, str] | Non
     config = getattr(model, "config", None)
     key = "type_vocab_size" if token_types else "vocab_size"
     if not token_types:
-        get = getattr(model, "get_input_embeddings", None)  # Hugging Face models
-        rows = _rows(get()) if callable(get) else None
+        from engine.source.hf.dummies import input_embeddings  # Hugging Face models
+
+        rows = _rows(input_embeddings(model))
         if rows:
             return rows, "the model's input embedding size"
     value = getattr(config, key, None)

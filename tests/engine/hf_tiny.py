@@ -58,6 +58,21 @@ ARCHITECTURES: dict[str, tuple[str, str, dict[str, Any]]] = {
         "decoder_ffn_dim": 64, "num_mel_bins": 16, "max_source_positions": 16,
         "max_target_positions": 32, "decoder_start_token_id": 1, "pad_token_id": 0,
         "bos_token_id": 1, "eos_token_id": 2}),
+    # beyond the corpus: a recurrent state for a cache, no vocabulary name, an exporter
+    # failure inside transformers' code, a forward() without position_ids
+    "mamba": ("MambaConfig", "MambaForCausalLM", {
+        "vocab_size": 99, "hidden_size": 32, "num_hidden_layers": 2, "state_size": 8,
+        "expand": 2, "conv_kernel": 4, "bos_token_id": 1, "eos_token_id": 2,
+        "pad_token_id": 0}),
+    "canine": ("CanineConfig", "CanineModel", {
+        "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
+        "intermediate_size": 64, "downsampling_rate": 2, "num_hash_buckets": 64,
+        "num_hash_functions": 2}),
+    "xlnet": ("XLNetConfig", "XLNetModel", {
+        "vocab_size": 99, "d_model": 32, "n_layer": 2, "n_head": 2, "d_inner": 64}),
+    "mpt": ("MptConfig", "MptForCausalLM", {
+        "vocab_size": 99, "d_model": 32, "n_layers": 2, "n_heads": 2, "max_seq_len": 64,
+        "bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0}),
 }
 
 

@@ -63,9 +63,21 @@ def vocab_size(config: Any, model: Any = None) -> int | None:
     size = getattr(text_config(config), "vocab_size", None) or find(config, "vocab_size",
                                                                    prefer="text")
     if size is None and model is not None:
-        embeddings = getattr(model, "get_input_embeddings", lambda: None)()
-        size = getattr(embeddings, "num_embeddings", None)
+        size = getattr(input_embeddings(model), "num_embeddings", None)
     return int(size) if size else None
+
+
+def input_embeddings(model: Any) -> Any:
+    """The model's input embedding module, or None: transformers' `get_input_embeddings`
+    raises NotImplementedError for a model whose embedding it cannot find by name (CANINE's
+    hash embeddings), and models outside transformers may not have it."""
+    get = getattr(model, "get_input_embeddings", None)
+    if not callable(get):
+        return None
+    try:
+        return get()
+    except (NotImplementedError, AttributeError):
+        return None
 
 
 def image_size(config: Any) -> tuple[int, int]:

@@ -269,3 +269,20 @@ def test_generation_panel_highlights_the_first_differing_step(qtbot) -> None:
     current = panel.table.currentItem()
     assert current is not None and current.text(0) == "3"
     assert texts(panel.table)[2] == ["3", "9", "8"]
+
+
+def test_generation_panel_says_why_no_step_ran(qtbot) -> None:
+    """ONNX Runtime could not run the loop (a file whose length the export fixed): the panel
+    says so in ONNX Runtime's words, and lists PyTorch's tokens with none for ONNX."""
+    from app.validation.generation import GenerationPanel
+    from engine.protocol import Generation
+
+    panel = GenerationPanel()
+    qtbot.addWidget(panel)
+    message = ("ONNX Runtime cannot run during greedy generation on input_ids[1, 6]: Got "
+               "invalid dimensions for input: input_ids")
+    panel.set_generation(Generation(steps=3, tokens_equal=False, onnx_tokens=[],
+                                    torch_tokens=[4, 5, 6], passed=False, message=message))
+    assert message in panel.verdict.text()
+    assert "differ from" not in panel.verdict.text()
+    assert texts(panel.table)[0] == ["1", "—", "4"]

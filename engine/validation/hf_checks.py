@@ -13,7 +13,7 @@ import numpy as np
 
 from engine.errors import one_line
 from engine.events import Events
-from engine.validation.metrics import cannot_tell, compare, worst
+from engine.validation.metrics import VERDICT, cannot_tell, compare, worst
 
 GENERATION_STEPS = 20
 PROMPT_LENGTH = 5
@@ -46,10 +46,23 @@ def check_parts(hf: Any, folder: Path, rtol: float, atol: float,
     """The validation dict (engine.protocol Validation's fields) of every exported part."""
     trials: list[dict[str, Any]] = []
     per_output: dict[str, list[dict[str, Any]]] = {}
+    dropped: list[dict[str, str]] = []
     many = len(hf.parts) > 1
     for index, part in enumerate(hf.parts):
         events.progress(index / max(len(hf.parts), 1), f"Validating {part.file}")
         session = _session(folder / part.file)
+        taken = {i.name for i in session.get_inputs()}
+        missing = [name for name in part.inputs if name not in taken]
+        if missing:
+            dropped.append({
+                "category": VERDICT, "source": part.file, "message":
+                f"{part.file} does not take {', '.join(missing)}, which the model was given: "
+                "the exporter dropped what the traced computation did not use, and the "
+                "trials show the outputs do not depend on it at the values tried.",
+                "hint": "Fine for an input the model ignores (position_ids of a model with "
+                        "ALiBi); a file without an input the model reads (an attention mask) "
+                        "computes as if it always had its value at export: try the other "
+                        "exporter."})
         for kind, size in trial_sizes(part):
             trial = _trial(part, session, kind, size, rtol, atol, many)
             for metrics in trial["outputs"]:
@@ -57,8 +70,8 @@ def check_parts(hf: Any, folder: Path, rtol: float, atol: float,
             trials.append(trial)
     outputs = [{"name": name, "trials": len(found), **worst(found)}
                for name, found in per_output.items()]
-    warnings = [w for w in (cannot_tell(name, found, rtol, atol)
-                            for name, found in per_output.items()) if w is not None]
+    warnings = dropped + [w for w in (cannot_tell(name, found, rtol, atol)
+                                      for name, found in per_output.items()) if w is not None]
     for warning in warnings:
         events.warning(warning)
     ok = all(t["ok"] for t in trials)

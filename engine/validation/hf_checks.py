@@ -77,8 +77,10 @@ def check_parts(hf: Any, folder: Path, rtol: float, atol: float,
     ok = all(t["ok"] for t in trials)
     failed = [o["name"] for o in outputs if not o["passed"]]
     unrun = next((t["message"] for t in trials if not t["ok"] and not t["outputs"]), None)
-    message = None if ok else unrun or (f"ONNX Runtime disagrees with PyTorch on "
-                                        f"{', '.join(failed[:3])}.")
+    random = next((t["message"] for t in trials
+                   if (t.get("message") or "").startswith(PYTORCH_RANDOM)), None)
+    message = None if ok else unrun or random or (f"ONNX Runtime disagrees with PyTorch on "
+                                                  f"{', '.join(failed[:3])}.")
     return {"ok": ok, "rtol": rtol, "atol": atol, "outputs": outputs, "trials": trials,
             "warnings": warnings, "message": message}
 
@@ -132,6 +134,11 @@ def _trial(part: Any, session: Any, kind: str, size: tuple[int, int, int] | None
             trial["ok"] = all(m["passed"] for m in trial["outputs"])
             if many:
                 trial["message"] = part.file
+            if not trial["ok"]:  # is PyTorch itself the same twice on these inputs?
+                moving = _not_repeatable(part, inputs, reference, rtol, atol)
+                if moving:
+                    trial["message"] = (f"{PYTORCH_RANDOM} on {where}: two runs on the same "
+                                        f"inputs differ on {', '.join(moving[:3])}")
     trial["seconds"] = time.perf_counter() - started
     return trial
 
@@ -139,6 +146,17 @@ def _trial(part: Any, session: Any, kind: str, size: tuple[int, int, int] | None
 # how an unrun trial's message begins, read back by `failure_hint`
 ONNX_RUNTIME_FAILED = "ONNX Runtime cannot run"
 PYTORCH_FAILED = "The PyTorch model itself fails"
+PYTORCH_RANDOM = "The PyTorch model gives other outputs each run"
+
+
+def _not_repeatable(part: Any, inputs: dict[str, Any], reference: list[np.ndarray],
+                    rtol: float, atol: float) -> list[str]:
+    """The outputs a second eager run on the same inputs gives otherwise (a model that draws
+    random numbers in forward(), as ViT-MAE's masking noise): no file can match those."""
+    again = _eager(part, inputs)
+    return [name for name, first, second in zip(part.output_names, reference, again,
+                                                strict=True)
+            if not compare(first, second, rtol, atol)["passed"]]
 
 
 def failure_hint(validation: dict[str, Any]) -> str:
@@ -153,6 +171,10 @@ def failure_hint(validation: dict[str, Any]) -> str:
                 "length) was fixed in it while exporting; look in Warnings for the axis, or "
                 "export at the size you will run: --static-dim DIM=SIZE (a recipe's [dims] "
                 "DIM = { size = SIZE }). The trial's message names the file and the sizes.")
+    if any(m.startswith(PYTORCH_RANDOM) for m in messages):
+        return ("No file can match a model that is not the same twice: make it deterministic "
+                "(its randomness as an input, as ViT-MAE's noise, or the option that turns "
+                "it off), then export and validate again.")
     if any(m.startswith(PYTORCH_FAILED) for m in messages):
         return ("The PyTorch model itself fails at these sizes, so nothing could be compared "
                 "there; the trial's details hold its error.")

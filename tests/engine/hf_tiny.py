@@ -58,8 +58,9 @@ ARCHITECTURES: dict[str, tuple[str, str, dict[str, Any]]] = {
         "decoder_ffn_dim": 64, "num_mel_bins": 16, "max_source_positions": 16,
         "max_target_positions": 32, "decoder_start_token_id": 1, "pad_token_id": 0,
         "bos_token_id": 1, "eos_token_id": 2}),
-    # beyond the corpus: a recurrent state for a cache, no vocabulary name, an exporter
-    # failure inside transformers' code, a forward() without position_ids
+    # beyond the corpus: a recurrent state for a cache or none returned, no vocabulary name,
+    # an exporter failure inside transformers' code, a forward() without position_ids,
+    # random numbers drawn in forward()
     "mamba": ("MambaConfig", "MambaForCausalLM", {
         "vocab_size": 99, "hidden_size": 32, "num_hidden_layers": 2, "state_size": 8,
         "expand": 2, "conv_kernel": 4, "bos_token_id": 1, "eos_token_id": 2,
@@ -70,6 +71,12 @@ ARCHITECTURES: dict[str, tuple[str, str, dict[str, Any]]] = {
         "num_hash_functions": 2}),
     "xlnet": ("XLNetConfig", "XLNetModel", {
         "vocab_size": 99, "d_model": 32, "n_layer": 2, "n_head": 2, "d_inner": 64}),
+    "recurrentgemma": ("RecurrentGemmaConfig", "RecurrentGemmaForCausalLM", {
+        "vocab_size": 99, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+        "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 16, "lru_width": 32,
+        "attention_window_size": 8, "block_types": ["recurrent", "attention"],
+        "bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0}),
+    "vitmae": ("ViTMAEConfig", "ViTMAEModel", {**VISION, "mask_ratio": 0.0}),
     "mpt": ("MptConfig", "MptForCausalLM", {
         "vocab_size": 99, "d_model": 32, "n_layers": 2, "n_heads": 2, "max_seq_len": 64,
         "bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0}),

@@ -2,9 +2,12 @@
 cause and what to change, never "the worker failed" or "failed unexpectedly", and a file that
 is right passes (tiny random-weight builds from tests/engine/hf_tiny, through the CLI):
 
-- Mamba's cache is a recurrent state, not keys and values: kind `inputs`, naming the layer
-  kind, with the task that exports without a cache; that export's size fixed by the model is
-  said by the trials and by the generation loop alike (ONNX Runtime's message, not a crash);
+- Mamba's cache is a recurrent state, not keys and values, and RecurrentGemma returns none:
+  kind `inputs`, naming what it keeps, with the task that exports without a cache; that
+  export's size fixed by the model is said by the trials and by the generation loop alike
+  (ONNX Runtime's message, not a crash);
+- ViT-MAE draws its masking noise in forward(): PyTorch differs from itself, which the
+  verdict says (not "the file computes something else");
 - CANINE names no vocabulary (transformers' get_input_embeddings raises for it): kind
   `inputs`, naming what is missing, exit 2;
 - XLNet's dynamo failure is placed at its line in transformers' code, and MPT's is given
@@ -37,8 +40,8 @@ def test_a_cache_that_is_no_keys_and_values_is_named_with_the_task_that_exports(
     assert code == 2, err
     error = doc["error"]
     assert error["kind"] == "inputs", error
-    assert "not keys and values" in error["message"], error
-    assert "Layer" in error["message"].split("cache holds")[1], error  # the layer kind named
+    assert "not of keys and values" in error["message"], error
+    assert "Layer" in error["message"].split("a cache of")[1], error  # the layer kind named
     assert "--task text-generation" in error["hint"]
     assert not (folder / "out_mamba").exists()
 
@@ -101,3 +104,24 @@ def test_an_input_the_exporter_dropped_is_not_fed_and_the_file_passes(folder: Pa
     said = [w for w in doc["validation"]["warnings"] if "does not take" in w["message"]]
     assert len(said) == 1 and "position_ids" in said[0]["message"], doc["validation"]
     assert said[0]["source"] == "model.onnx"
+
+
+def test_a_model_that_returns_no_cache_is_named_with_the_task_that_exports(
+        folder: Path) -> None:
+    code, doc, err = cli("export", f"hf:{build('recurrentgemma', folder)}", "-o",
+                         str(folder / "out_recurrentgemma"), cwd=folder)
+    assert code == 2, err
+    error = doc["error"]
+    assert error["kind"] == "inputs" and "returns no cache" in error["message"], error
+    assert "--task text-generation" in error["hint"]
+
+
+def test_a_model_that_is_not_the_same_twice_is_said_to_be_so(folder: Path) -> None:
+    code, doc, err = cli("export", f"hf:{build('vitmae', folder)}", "-o",
+                         str(folder / "out_vitmae"), "--validate", cwd=folder)
+    assert code == 1, err
+    error = doc["error"]
+    assert error["kind"] == "validation"
+    assert error["message"].startswith("The PyTorch model gives other outputs each run"), error
+    assert "ids_restore" in error["message"]
+    assert "deterministic" in error["hint"]

@@ -167,18 +167,26 @@ def eager_past(model: Any, config: Any, seed: int, batch: int, past: int) -> lis
     ids = _token_ids(model, config, batch, max(past, 1), seed + 1000)
     with torch.no_grad():
         out = model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=True)
-    layers = returned_cache(out).layers
+    try:
+        layers = returned_cache(out).layers
+    except AttributeError:  # it keeps its state inside (RecurrentGemma) and returns none
+        raise _no_key_value_cache(model, f"returns no cache (its output, "
+                                  f"{type(out).__name__}, holds none)") from None
     other = sorted({type(layer).__name__ for layer in layers
                     if not (hasattr(layer, "keys") and hasattr(layer, "values"))})
     if other:  # a recurrent state (Mamba's convolution and SSM states), not keys and values
-        raise StudioError(
-            "inputs", f"{type(model).__name__}'s cache holds {', '.join(other)} layers, not "
-            "keys and values: the studio exports a decoder's cache as past_key_values "
-            "inputs and present outputs, which this model does not keep.",
-            "Export it without its cache: --task text-generation (in a recipe, the task in "
-            "model.kwargs); each step then runs on the whole sequence.", exit_code=2)
+        raise _no_key_value_cache(model, f"keeps a cache of {', '.join(other)} layers, not "
+                                  "of keys and values")
     flat = [t for layer in layers for t in (layer.keys, layer.values)]
     return [t[:, :, :past].contiguous() for t in flat]
+
+
+def _no_key_value_cache(model: Any, what: str) -> StudioError:
+    return StudioError(
+        "inputs", f"{type(model).__name__} {what}: the studio exports a decoder's cache as "
+        "past_key_values inputs and present outputs, which this model does not keep.",
+        "Export it without its cache: --task text-generation (in a recipe, the task in "
+        "model.kwargs); each step then runs on the whole sequence.", exit_code=2)
 
 
 def _decoder_with_past(hf: Any, sizes: dict[str, int]) -> ExportPart:

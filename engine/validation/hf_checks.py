@@ -64,7 +64,7 @@ def check_parts(hf: Any, folder: Path, rtol: float, atol: float,
                         "computes as if it always had its value at export: try the other "
                         "exporter."})
         for kind, size in trial_sizes(part):
-            trial = _trial(part, session, kind, size, rtol, atol, many)
+            trial = _trial(part, session, taken, kind, size, rtol, atol, many)
             for metrics in trial["outputs"]:
                 per_output.setdefault(metrics["name"], []).append(metrics)
             trials.append(trial)
@@ -99,8 +99,9 @@ def trial_inputs(part: Any) -> list[dict[str, Any]]:
             for _, size in trial_sizes(part)]
 
 
-def _trial(part: Any, session: Any, kind: str, size: tuple[int, int, int] | None,
-           rtol: float, atol: float, many: bool) -> dict[str, Any]:
+def _trial(part: Any, session: Any, taken: set[str], kind: str,
+           size: tuple[int, int, int] | None, rtol: float, atol: float,
+           many: bool) -> dict[str, Any]:
     """One trial of one file: its outputs against eager PyTorch's, or, when either side
     cannot run these inputs, a failed trial saying which and why."""
     from engine.validation.ort_session import ort_message
@@ -112,9 +113,8 @@ def _trial(part: Any, session: Any, kind: str, size: tuple[int, int, int] | None
         trial["sizes"] = _sizes(inputs)
     where = f"{part.file} {kind}" + ("" if size is None else " at " + ", ".join(
         f"{k}={v}" for k, v in trial["sizes"].items()))
-    # the file's own inputs: an exporter may drop one the model ignores (TorchScript drops
-    # unused inputs), which the outputs then show not to matter
-    taken = {i.name for i in session.get_inputs()}
+    # fed the file's own inputs (`taken`): an exporter may drop one the model ignores
+    # (TorchScript drops unused inputs), which the outputs then show not to matter
     try:
         got = session.run(part.output_names,
                           {k: v.cpu().numpy() for k, v in inputs.items() if k in taken})

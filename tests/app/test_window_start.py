@@ -61,14 +61,21 @@ print(json.dumps({"status": status, "modules": at_paint, "collecting": collectin
 """
 
 
-def test_the_first_paint_imports_only_what_it_draws(tmp_path: Path) -> None:
+def fresh_process(script: str, tmp_path: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+    """`python -c SCRIPT` offscreen in a fresh process whose folders are under tmp_path; it
+    must end well."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "QT_QPA_PLATFORM": "offscreen",
            "ONNX_STUDIO_CONFIG_DIR": str(tmp_path / "config"),
            "ONNX_STUDIO_CACHE_DIR": str(tmp_path / "cache"),
            "ONNX_STUDIO_DATA_DIR": str(tmp_path / "data")}
-    done = subprocess.run([sys.executable, "-c", PROBE], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=100)
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_the_first_paint_imports_only_what_it_draws(tmp_path: Path) -> None:
+    done = fresh_process(PROBE, tmp_path, timeout=100)
     lines = done.stdout.strip().splitlines()
     timings, probe = json.loads(lines[-2]), json.loads(lines[-1])
     assert probe["status"] == 0 and timings["window_s"] > 0, "the window was painted"
@@ -127,13 +134,7 @@ def test_the_worker_starts_after_the_first_frame_and_describes_the_example(
     """The first frame starts no process and loads no job machinery; right after it the
     worker starts, and the model the example names is described by it, and the example's
     recipe is written into its folder (its model file is there from the start)."""
-    env = {**os.environ, "PYTHONPATH": str(REPO), "QT_QPA_PLATFORM": "offscreen",
-           "ONNX_STUDIO_CONFIG_DIR": str(tmp_path / "config"),
-           "ONNX_STUDIO_CACHE_DIR": str(tmp_path / "cache"),
-           "ONNX_STUDIO_DATA_DIR": str(tmp_path / "data")}
-    done = subprocess.run([sys.executable, "-c", REAL_START], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=110)
-    assert done.returncode == 0, done.stderr
+    done = fresh_process(REAL_START, tmp_path, timeout=110)
     found = json.loads(done.stdout.strip().splitlines()[-1])
     assert found["at_paint"] == {"jobs": False, "protocol": False, "described": False,
                                  "copy": False, "model": True}
@@ -167,13 +168,7 @@ print(json.dumps({"status": status, "first": seen[0], "last": seen[-1]}))
 
 
 def test_the_collector_waits_for_the_first_frame_then_runs_again(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "QT_QPA_PLATFORM": "offscreen",
-           "ONNX_STUDIO_CONFIG_DIR": str(tmp_path / "config"),
-           "ONNX_STUDIO_CACHE_DIR": str(tmp_path / "cache"),
-           "ONNX_STUDIO_DATA_DIR": str(tmp_path / "data")}
-    done = subprocess.run([sys.executable, "-c", RUN], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=110)
-    assert done.returncode == 0, done.stderr
+    done = fresh_process(RUN, tmp_path, timeout=110)
     found = json.loads(done.stdout.strip().splitlines()[-1])
     assert found == {"status": 0, "first": False, "last": True}, found
 

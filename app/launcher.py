@@ -2,7 +2,8 @@
 
 Kept free of Qt imports so `onnx-studio export` starts as fast as the engine alone; Qt loads
 only when the window is asked for, and only after `app.platform_check` has found that it can
-open one here (else the reason and the fix are printed and the exit status is 2). The window
+open one here (else the reason and the fix are printed and the exit status is 2; a pass is
+remembered while nothing it read changes: app.platform_memo). The window
 (`onnx-studio` alone, or `gui`) is served by app.main without importing the engine's command
 line, whose parsers and commands the window never uses: it opens at once. `export` and
 `validate` start their worker first thing, so that its start (torch's import) overlaps the
@@ -19,9 +20,9 @@ _ONE_WORKER_JOB = ("export", "validate")
 
 
 def _open_window(file: str | None, exit_after_paint: bool, expand_all: bool = False) -> int:
-    from app.platform_check import ensure_usable  # Qt-free: no display, missing libraries
+    from app.platform_memo import usable  # Qt-free: no display, missing libraries
 
-    status = ensure_usable("onnx-studio gui")
+    status = usable("onnx-studio gui")
     if status:
         return status
     from app.main import run

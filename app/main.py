@@ -104,10 +104,10 @@ def main(argv: list[str] | None = None, prog: str = "python -m app") -> int:
     parser.add_argument("--expand-all", action="store_true",
                         help="with --exit-after-paint: time the graph painted fully expanded")
     args = parser.parse_args(args_list)
-    from app.platform_check import ensure_usable  # before Qt: no display, missing libraries
+    from app.platform_memo import usable  # before Qt: no display, missing libraries
 
     frozen = getattr(sys, "frozen", False)
-    status = ensure_usable(Path(sys.executable).name if frozen else prog)
+    status = usable(Path(sys.executable).name if frozen else prog)
     if status:
         return status
     return run(args.file, args.exit_after_paint, args.expand_all)

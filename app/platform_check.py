@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import BinaryIO, TextIO
 
 EXIT_STATUS = 2  # the request cannot be served here; the same status as a wrong request
+LD_CACHE = "/etc/ld.so.cache"
 
 # The system libraries PySide6's Qt links against, by the platform that needs them, in the
 # order the install command lists them. Qt itself (libQt6*.so.6) ships inside the wheel.
@@ -190,7 +191,7 @@ def _read_elf(fh: BinaryIO, path: Path) -> ElfInfo | None:
 # ------------------------------------------------------------------------ library search
 
 
-def read_ld_cache(path: Path = Path("/etc/ld.so.cache")) -> dict[str, list[str]]:
+def read_ld_cache(path: Path = Path(LD_CACHE)) -> dict[str, list[str]]:
     """soname -> paths, from glibc's cache (the format `ldconfig` writes since glibc 2.2)."""
     try:
         data = path.read_bytes()
@@ -251,6 +252,9 @@ class Resolver:
 
     search_dirs: Sequence[Path] | None = None
     env: Mapping[str, str] = field(default_factory=dict)
+    # every file the answer rests on (the binaries read, the libraries found, the ld.so
+    # cache), and "dlopen:NAME" for a name only dlopen found: app.platform_memo's key
+    read: set[str] = field(default_factory=set)
     _cache: dict[str, list[str]] | None = field(default=None, init=False, repr=False)
     _loaded: set[str] | None = field(default=None, init=False, repr=False)
     _elves: dict[str, ElfInfo | None] = field(default_factory=dict, init=False, repr=False)
@@ -266,6 +270,7 @@ class Resolver:
             candidates = (os.path.join(folder, name) for folder in self._folders(name, binary))
         for candidate in candidates:
             if elf_kind(Path(candidate)) == binary.kind:
+                self.read.add(os.path.realpath(candidate))
                 return Path(candidate)
         return None
 
@@ -286,12 +291,14 @@ class Resolver:
             return
         if self._cache is None:
             self._cache = read_ld_cache()
+            self.read.add(LD_CACHE)
         for target in self._cache.get(name, []):
             yield os.path.dirname(target)
         yield from _default_dirs()
 
     def elf(self, path: Path) -> ElfInfo | None:
         key = os.path.realpath(path)
+        self.read.add(key)
         if key not in self._elves:
             info = read_elf(path)
             self._elves[key] = info
@@ -317,6 +324,7 @@ class Resolver:
             ctypes.CDLL(name)
         except OSError:
             return False
+        self.read.add(f"dlopen:{name}")
         return True
 
 
@@ -453,8 +461,8 @@ def qt_folder() -> Path | None:
 
 
 def check(env: Mapping[str, str] | None = None, *, qt_dir: Path | None = None,
-          search_dirs: Sequence[Path] | None = None,
-          system: str | None = None) -> Problem | None:
+          search_dirs: Sequence[Path] | None = None, system: str | None = None,
+          read: set[str] | None = None) -> Problem | None:
     """None when Qt can open a window here as far as can be told; else the Problem.
 
     Inputs are explicit so a test can give fake ones: `env` (default os.environ), `qt_dir`
@@ -466,7 +474,8 @@ def check(env: Mapping[str, str] | None = None, *, qt_dir: Path | None = None,
     is unset or "xcb" (any other platform the user chose, offscreen included, is theirs to
     own): a display, and the libraries of the plugin Qt will load. When in doubt (no PySide6
     found, a file that is not ELF) the answer is None: Qt then speaks for itself, and a setup
-    that works is never refused.
+    that works is never refused. `read`, when given, gets the files the answer rests on
+    (`Resolver.read`).
     """
     env = os.environ if env is None else env
     if not (system or sys.platform).startswith("linux"):
@@ -474,7 +483,7 @@ def check(env: Mapping[str, str] | None = None, *, qt_dir: Path | None = None,
     qt_dir = qt_dir or qt_folder()
     if qt_dir is None:
         return None
-    resolver = Resolver(search_dirs, dict(env))
+    resolver = Resolver(search_dirs, dict(env), read=set() if read is None else read)
 
     def missing_for(binary: Path) -> list[Missing]:
         return (_walk(binary, resolver, qt_dir) or []) if binary.is_file() else []
@@ -509,12 +518,16 @@ def check(env: Mapping[str, str] | None = None, *, qt_dir: Path | None = None,
 
 def ensure_usable(command: str = "onnx-studio gui", stream: TextIO | None = None,
                   env: Mapping[str, str] | None = None, *, qt_dir: Path | None = None,
-                  search_dirs: Sequence[Path] | None = None) -> int:
+                  search_dirs: Sequence[Path] | None = None,
+                  read: set[str] | None = None) -> int:
     """0 when the window can open; else print why (with the fix) on `stream` (stderr) and
-    return EXIT_STATUS. The other arguments are `check()`'s."""
+    return EXIT_STATUS. The other arguments are `check()`'s (`read` is left empty when the
+    check itself failed: that answer rests on nothing)."""
     try:
-        problem = check(env, qt_dir=qt_dir, search_dirs=search_dirs)
+        problem = check(env, qt_dir=qt_dir, search_dirs=search_dirs, read=read)
     except Exception:  # a bug in this check must never be what stops the window
+        if read is not None:
+            read.clear()
         return 0
     if problem is None:
         return 0

@@ -154,10 +154,16 @@ class MainWindow(QMainWindow):
         self.guard.offer_recovery(self.form.banner)
 
     def load_default_recipe(self) -> None:
-        examples = list_examples()
-        self.form.model_form.set_examples(examples)
-        # the example's recipe file is written into its folder once the window is drawn
-        self.session.load_default(examples, later=lambda write: after_first_paint(self, write))
+        """The default example at once; its recipe file is written into its folder, and the
+        gallery (every example's recipe read) filled, once the window is drawn."""
+        self.session.load_default(later=lambda write: after_first_paint(self, write))
+        if self.isVisible():
+            self._fill_gallery()
+        else:
+            after_first_paint(self, self._fill_gallery)
+
+    def _fill_gallery(self) -> None:
+        self.form.model_form.set_examples(list_examples())
 
     def open_dialog(self) -> None:
         start = self.remembered.start_folder(self.session.recipe.base_dir)

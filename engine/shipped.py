@@ -42,6 +42,12 @@ def recipe_paths() -> list[Path]:
     return sorted(recipes_dir().glob("*.toml"))
 
 
+def default_recipe() -> Path | None:
+    """The example a new window opens with (`recipes/default.toml`), if it ships."""
+    path = recipes_dir() / "default.toml"
+    return path if path.is_file() else None
+
+
 def is_shipped(path: str | os.PathLike[str]) -> bool:
     """True when `path` lies inside the shipped files."""
     return Path(path).resolve().is_relative_to(root().resolve())

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 MODEL_FILTER = "Models (*.py *.pt2 *.pt *.pth);;All files (*)"
 TRUST = "model.trust_pickle"  # the field of the pickle-trust box (problems, not applicable)
 CHECKPOINT_FILTER = "Checkpoints (*.pt *.pth *.bin *.safetensors);;All files (*)"
+GALLERY_PROMPT = "Choose an example…"  # the gallery's first item, before its examples
 
 
 class ModelForm(QGroupBox):
@@ -56,6 +57,7 @@ class ModelForm(QGroupBox):
         self.browse = QPushButton("Browse…")
         self.examples = QComboBox()
         self.examples.setToolTip("Load one of the example recipes (replaces the form)")
+        self.examples.addItem(GALLERY_PROMPT, None)  # the examples: set_examples
         self.candidates = QListWidget()
         self.candidates.setMaximumHeight(64)
         self.candidates.setToolTip("Classes and factories in the file; pick one to use it and "
@@ -196,7 +198,7 @@ class ModelForm(QGroupBox):
 
     def set_examples(self, examples: list[ExampleRecipe]) -> None:
         self.examples.clear()
-        self.examples.addItem("Choose an example…", None)
+        self.examples.addItem(GALLERY_PROMPT, None)
         for example in examples:
             self.examples.addItem(example.title, example)
             self.examples.setItemData(self.examples.count() - 1, example.description,

@@ -20,7 +20,6 @@ from PySide6.QtCore import QObject, Signal
 
 from app.outcomes import export_fingerprint, fingerprint, run_fingerprint
 from app.recipes import (
-    ExampleRecipe,
     default_output_dir,
     fallback_recipe,
     file_problems,
@@ -260,20 +259,21 @@ class RecipeEdits(QObject):
         self.set_recipe(recipe, None)
         return True
 
-    def load_default(self, examples: list[ExampleRecipe],
-                     later: Callable[[Callable[[], object]], object] | None = None) -> None:
-        """The recipe a window opens with: the default example, else a built-in tiny model.
+    def load_default(self, later: Callable[[Callable[[], object]], object] | None = None
+                     ) -> None:
+        """The recipe a window opens with: the default example (the shipped `default.toml`),
+        else a built-in tiny model.
 
         The example's working copy holds its files at once; its recipe file (what the form
         shows, written with its comments) is written by the call handed to `later` (the
         window: after its first frame), or now."""
         out_dir = default_output_dir()
-        default = next((e for e in examples if e.name == "default"), None)
+        default = shipped.default_recipe()
         try:
             if default is None:
                 recipe = fallback_recipe(out_dir)
             else:
-                recipe, write = shipped.working_recipe(default.path)
+                recipe, write = shipped.working_recipe(default)
                 (later or _now)(functools.partial(self._write_copy, write))
         except (StudioError, OSError) as exc:
             self.notice.emit(f"The example recipe did not load: {exc}")

@@ -136,6 +136,14 @@ def leave_idle(runner: JobRunner, qtbot) -> None:
                              "test; it was shut down") from None
 
 
+def example_index(window: MainWindow, qtbot, name: str) -> int:
+    """The gallery's row of the example `name`, once the gallery is filled (right after the
+    window's first frame)."""
+    combo = window.form.model_form.examples
+    qtbot.waitUntil(lambda: combo.count() > 1, timeout=10_000)
+    return next(i for i in range(1, combo.count()) if combo.itemData(i).name == name)
+
+
 def export_and_wait(window: MainWindow, qtbot) -> dict[str, Any]:
     """Click Export, wait for the job's end and return its final message as the worker wrote
     it (the typed result encoded again: the protocol writes back what it read, key for key)."""

@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QToolButton
 from app.graph.properties import MIN_WIDTH as PANEL_MIN_WIDTH
 from app.tabs import MIN_WIDTH as TABS_MIN_WIDTH
 from app.window import MainWindow
-from tests.app.conftest import export_and_wait
+from tests.app.conftest import example_index, export_and_wait
 
 pytestmark = pytest.mark.usefixtures("shared_runner")
 
@@ -24,12 +24,6 @@ TYPE = re.compile(r"^[a-z0-9]+\[[^\]]*\]$")  # float32[batch×3×32×32], as the
 def at_1024(window: MainWindow, qtbot) -> None:
     window.resize(1024, 768)
     qtbot.waitUntil(lambda: window.width() == 1024 and window.height() == 768)
-
-
-def pick_example(window: MainWindow, name: str) -> None:
-    combo = window.form.model_form.examples
-    combo.activated.emit(next(i for i in range(1, combo.count())
-                              if combo.itemData(i).name == name))
 
 
 def tabs_in_view(window: MainWindow) -> list[str]:
@@ -44,7 +38,8 @@ def test_every_tab_shows_at_1024_with_the_warning_count(live_window: MainWindow,
                                                         qtbot) -> None:
     window, tabs = live_window, live_window.tabs
     at_1024(window, qtbot)
-    pick_example(window, "item_reshape")
+    window.form.model_form.examples.activated.emit(
+        example_index(window, qtbot, "item_reshape"))
     export_and_wait(window, qtbot)
     count = tabs.warnings.count()
     assert count > 0, "the example warns"

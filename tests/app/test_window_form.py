@@ -18,6 +18,7 @@ from app.window import MainWindow
 from engine import dirs, shipped
 from engine import recipe as recipes
 from engine.protocol import DevicesResult, WarningItem
+from tests.app.conftest import example_index
 from tests.conftest import REPO
 
 
@@ -363,12 +364,11 @@ def test_drag_and_drop_opens_recipes_and_models(window: MainWindow, tmp_path: Pa
     assert not _drop(window, notes), "other files are refused at drag-enter"
 
 
-def test_examples_gallery_replaces_the_recipe(window: MainWindow) -> None:
+def test_examples_gallery_replaces_the_recipe(window: MainWindow, qtbot) -> None:
     combo = window.form.model_form.examples
+    index = example_index(window, qtbot, "lstm")
     titles = [combo.itemText(i) for i in range(combo.count())]
     assert len(titles) > 2 and titles[0].startswith("Choose")
-    index = next(i for i in range(1, combo.count())
-                 if combo.itemData(i).name == "lstm")
     combo.activated.emit(index)
     assert window.session.recipe.model.source == "example:lstm"
     assert combo.currentIndex() == 0

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import QMessageBox
 from app import settings as settings_mod
 from app.window import MainWindow
 from engine import recipe as recipes
+from tests.app.conftest import example_index
 from tests.conftest import REPO
 
 
@@ -65,8 +66,7 @@ def test_dirty_marker_and_the_prompt_before_the_form_is_replaced(
     target = tmp_path / "mine.toml"
     window.save_recipe_as = lambda: window.save_recipe_to(target)  # the file dialog's answer
     combo = window.form.model_form.examples
-    index = next(i for i in range(1, combo.count()) if combo.itemData(i).name == "lstm")
-    combo.activated.emit(index)
+    combo.activated.emit(example_index(window, qtbot, "lstm"))
     assert "before loading the example" in window.unsaved_prompt.text()
     answer(window, qtbot, QMessageBox.StandardButton.Save)
     assert recipes.load(target).model.kwargs == {"num_classes": 7}, "saved before replaced"

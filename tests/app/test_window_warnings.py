@@ -8,7 +8,7 @@ import re
 import pytest
 
 from app.window import MainWindow
-from tests.app.conftest import export_and_wait
+from tests.app.conftest import example_index, export_and_wait
 
 pytestmark = pytest.mark.usefixtures("shared_runner")
 
@@ -16,8 +16,7 @@ pytestmark = pytest.mark.usefixtures("shared_runner")
 def test_the_detail_pane_shows_a_warning_whole(live_window: MainWindow, qtbot) -> None:
     window = live_window
     combo = window.form.model_form.examples
-    combo.activated.emit(next(i for i in range(1, combo.count())
-                              if combo.itemData(i).name == "item_reshape"))
+    combo.activated.emit(example_index(window, qtbot, "item_reshape"))
     assert window.session.recipe.model.source == "example:item_reshape"
     export_and_wait(window, qtbot)
     view = window.tabs.warnings

@@ -53,7 +53,6 @@ def run(path: str | None = None, exit_after_paint: bool = False,
     from PySide6.QtWidgets import QApplication
 
     from app import settings as settings_mod
-    from app.first_paint import after_first_paint
     from app.session import ExportSession
     from app.window import MainWindow
 
@@ -72,7 +71,7 @@ def run(path: str | None = None, exit_after_paint: bool = False,
     window = MainWindow(settings, notice, start_worker=not exit_after_paint, session=session)
     file = Path(path).expanduser() if path else None
     window.load_initial(file if file is None or file.suffix.lower() == ".toml" else None)
-    after_first_paint(window, _collect_again)
+    window.first_frame.after(_collect_again)
     window.show()
     if exit_after_paint:
         app.processEvents()

@@ -13,17 +13,12 @@ from pathlib import Path
 
 from PySide6 import QtWidgets  # its dialogs, looked up (and loaded) when first opened
 from PySide6.QtCore import Qt, QTimer, QUrl
-from PySide6.QtGui import QCloseEvent, QDesktopServices, QDragEnterEvent, QDropEvent
-from PySide6.QtWidgets import (
-    QMainWindow,
-    QSplitter,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtGui import QCloseEvent, QDesktopServices, QDragEnterEvent, QDropEvent, QPaintEvent
+from PySide6.QtWidgets import QMainWindow, QSplitter, QVBoxLayout, QWidget
 
 from app import logs, theme
 from app import settings as settings_mod
-from app.first_paint import after_first_paint
+from app.first_paint import FirstFrame
 from app.fold import FormFold
 from app.form import FormPanel
 from app.graph import preload_graph_modules
@@ -49,6 +44,7 @@ class MainWindow(QMainWindow):
         """`session`: the session to show (tests hand one a shared worker); None: a new one,
         whose worker starts with the window unless `start_worker` is False."""
         super().__init__()
+        self.first_frame = FirstFrame(self)  # what waits for the window's first frame
         self.settings = settings or settings_mod.Settings()
         # the theme first: the widgets made below are polished once, in its style and colours
         self.theme = theme.Follower(self.settings.theme, self)
@@ -100,7 +96,7 @@ class MainWindow(QMainWindow):
         if settings_notice:
             self.form.banner.show_message(settings_notice)
         if start_worker:  # once the window is drawn: its first frame waits for neither
-            after_first_paint(self, self._start_background)
+            self.first_frame.after(self._start_background)
 
     def _start_background(self) -> None:
         # The worker imports torch (seconds); start it now so the first export is warm.
@@ -156,14 +152,8 @@ class MainWindow(QMainWindow):
     def load_default_recipe(self) -> None:
         """The default example at once; its recipe file is written into its folder, and the
         gallery (every example's recipe read) filled, once the window is drawn."""
-        self.session.load_default(later=lambda write: after_first_paint(self, write))
-        if self.isVisible():
-            self._fill_gallery()
-        else:
-            after_first_paint(self, self._fill_gallery)
-
-    def _fill_gallery(self) -> None:
-        self.form.model_form.set_examples(list_examples())
+        self.session.load_default(later=self.first_frame.after)
+        self.first_frame.after(lambda: self.form.model_form.set_examples(list_examples()))
 
     def open_dialog(self) -> None:
         start = self.remembered.start_folder(self.session.recipe.base_dir)
@@ -237,6 +227,10 @@ class MainWindow(QMainWindow):
         self.remembered.add_recent("recipe", path)
         self._status(f"Saved {path.resolve()}", 4000)
         return True
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        super().paintEvent(event)
+        self.first_frame.painted()
 
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:
         urls = event.mimeData().urls()

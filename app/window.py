@@ -259,6 +259,7 @@ class MainWindow(QMainWindow):
             self.menus.themes[self.theme.choice].setChecked(True)
         self.form.set_dark(dark)
         self.provenance.set_dark(dark)
+        self.tabs.summary.follow_palette()
         self.session.recheck()  # the forms mark their problems again, in the new colours
 
     # ================================================================= unsaved edits

@@ -382,12 +382,19 @@ def test_theme_switch_is_saved(window: MainWindow) -> None:
     from PySide6.QtGui import QPalette
     from PySide6.QtWidgets import QApplication
 
+    def link_colour() -> str:
+        return window.tabs.summary.facts.document().defaultStyleSheet()
+
     window.set_theme("dark")
     assert QApplication.palette().color(QPalette.ColorRole.Window).lightness() < 100
     assert window.dark and window.form.options_form.dark
+    dark_link = QApplication.palette().color(QPalette.ColorRole.Link).name()
+    assert dark_link in link_colour(), "the Summary's links in the dark palette's colour"
     assert settings_mod.load()[0].theme == "dark"
     window.set_theme("light")
     assert QApplication.palette().color(QPalette.ColorRole.Window).lightness() > 150
+    assert dark_link not in link_colour()
+    assert QApplication.palette().color(QPalette.ColorRole.Link).name() in link_colour()
     window.set_theme("system")
 
 

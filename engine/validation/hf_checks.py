@@ -14,6 +14,7 @@ import numpy as np
 from engine.errors import one_line
 from engine.events import Events
 from engine.validation.metrics import VERDICT, cannot_tell, compare, worst
+from engine.validation.ort_session import create_session
 
 GENERATION_STEPS = 20
 PROMPT_LENGTH = 5
@@ -25,11 +26,9 @@ _TRIAL_SEED = 11
 
 
 def _session(path: Path) -> Any:
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    """ONNX Runtime's session of one file, or the StudioError saying why it cannot load (an
+    operator or a type it does not run: the file's fault, not an unexpected failure)."""
+    return create_session(path, ["CPUExecutionProvider"], "all", [])
 
 
 def _eager(part: Any, inputs: dict[str, Any]) -> list[np.ndarray]:
@@ -178,6 +177,13 @@ def failure_hint(validation: dict[str, Any]) -> str:
     if any(m.startswith(PYTORCH_FAILED) for m in messages):
         return ("The PyTorch model itself fails at these sizes, so nothing could be compared "
                 "there; the trial's details hold its error.")
+    at_export = [t for t in validation.get("trials") or [] if t.get("kind") == "export-inputs"]
+    if trials and at_export and all(t.get("ok") for t in at_export):
+        return ("The file matches PyTorch at the export's sizes and not at the others: the "
+                "export fixed something that depends on a size (a Python loop over the "
+                "sequence unrolled by tracing, a shape read as a number). From TorchScript, "
+                "export with dynamo (--exporter dynamo); or export at the size you will run: "
+                "--static-dim DIM=SIZE (a recipe's [dims] DIM = { size = SIZE }).")
     if trials:
         return ("Compare the outputs per trial (the file and sizes in each trial): loosen "
                 "rtol/atol if the differences are rounding, otherwise the file computes "

@@ -17,6 +17,7 @@ from engine.errors import StudioError, one_line
 from engine.graph.summary import all_nodes
 from engine.recipe import Recipe
 from engine.validation.metrics import validation_warning as _warning
+from engine.validation.unrunnable import refused_node
 
 OPTIMIZATION_LEVELS = ("disable", "basic", "extended", "all")
 # Domains of the standard operator sets; onnxruntime's own (com.microsoft, ...) are asked
@@ -156,11 +157,13 @@ def create_session(path: Path, providers: list[str], optimization: str,
     try:
         return ort.InferenceSession(str(path), options, providers=providers)
     except Exception as exc:
-        known = " ".join(w["message"] for w in found)
-        raise StudioError(
-            "validation", f"ONNX Runtime cannot load {path.name}: {ort_message(exc)}",
-            known or "Check the opset and the operators in the Warnings; re-export if needed.",
-            details=str(exc)) from None
+        message = f"ONNX Runtime cannot load {path.name}: {ort_message(exc)}"
+        hint = " ".join(w["message"] for w in found) or (
+            "Check the opset and the operators in the Warnings; re-export if needed.")
+        node = refused_node(path, str(exc))
+        if node is not None:  # the node it names: its operator, types and the model's line
+            message, hint = f"ONNX Runtime cannot load {path.name}: {node[0]}", node[1]
+        raise StudioError("validation", message, hint, details=str(exc)) from None
 
 
 _ORT_PREFIX = re.compile(r"^\[ONNXRuntimeError\] : \d+ : \w+ : ")

@@ -80,6 +80,14 @@ ARCHITECTURES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "mpt": ("MptConfig", "MptForCausalLM", {
         "vocab_size": 99, "d_model": 32, "n_layers": 2, "n_heads": 2, "max_seq_len": 64,
         "bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0}),
+    # ALiBi computed in bfloat16 (no ONNX Runtime CPU kernel); a loop over the sequence and
+    # an attention mask forward() names but does not read
+    "falcon-alibi": ("FalconConfig", "FalconForCausalLM", {
+        "vocab_size": 99, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
+        "alibi": True, "max_position_embeddings": 64}),
+    "rwkv": ("RwkvConfig", "RwkvForCausalLM", {
+        "vocab_size": 99, "hidden_size": 32, "num_hidden_layers": 2,
+        "attention_hidden_size": 32, "intermediate_size": 64, "context_length": 64}),
 }
 
 

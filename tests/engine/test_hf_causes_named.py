@@ -12,8 +12,13 @@ is right passes (tiny random-weight builds from tests/engine/hf_tiny, through th
   `inputs`, naming what is missing, exit 2;
 - XLNet's dynamo failure is placed at its line in transformers' code, and MPT's is given
   whole (the list torch announces with a colon);
-- MPT through the TorchScript exporter: the exporter drops position_ids, which MPT's forward
-  ignores; the file is validated on the inputs it has and passes, 20 tokens equal.
+- MPT's forward names no position_ids (ALiBi): its decoder file takes none, as the window
+  lists; through TorchScript it passes, 20 tokens equal;
+- RWKV names an attention mask it does not read and loops over the sequence in Python: via
+  TorchScript the dropped mask is said, and a file right at the export's sizes only is named
+  as such, with the exporter that keeps the loop;
+- Falcon with ALiBi computes it in bfloat16, which ONNX Runtime's CPU provider does not run:
+  the node, its type and the model's line are named, not "failed unexpectedly".
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.engine.hf_tiny import build
+from engine.source.hf.inputs import input_names
+from tests.engine.hf_tiny import build, config_of
 from tests.engine.test_hf_derive import cli
 
 pytestmark = pytest.mark.timeout(900)
@@ -95,15 +101,55 @@ def test_an_exporter_failure_is_placed_in_the_models_code_and_given_whole(
     assert "torchscript" in doc["error"]["hint"]
 
 
-def test_an_input_the_exporter_dropped_is_not_fed_and_the_file_passes(folder: Path) -> None:
+def test_a_decoder_takes_position_ids_only_when_its_forward_names_them(folder: Path) -> None:
+    # the names the window lists, from the class alone, and the file's, agree
+    for name, expected in (("mpt", False), ("llama", True)):
+        names = input_names("text-generation-with-past", config_of(name))
+        assert ("position_ids" in names) is expected, (name, names)
+        assert names[:2] == ["input_ids", "attention_mask"]
     code, doc, err = cli("export", f"hf:{build('mpt', folder)}", "-o",
                          str(folder / "mpt_ts"), "--exporter", "torchscript", "--validate",
                          cwd=folder)
     assert code == 0, (doc.get("error"), err[-3000:])
     assert doc["validation"]["ok"] and doc["validation"]["generation"]["tokens_equal"]
-    said = [w for w in doc["validation"]["warnings"] if "does not take" in w["message"]]
-    assert len(said) == 1 and "position_ids" in said[0]["message"], doc["validation"]
-    assert said[0]["source"] == "model.onnx"
+    import onnx
+
+    model = onnx.load(str(folder / "mpt_ts" / "model.onnx"), load_external_data=False)
+    inputs = [i.name for i in model.graph.input]
+    assert inputs[:2] == ["input_ids", "attention_mask"] and "position_ids" not in inputs
+    assert not [w for w in doc["validation"]["warnings"] if "does not take" in w["message"]]
+
+
+def test_an_unread_input_is_said_and_a_file_right_at_its_sizes_only_is_named(
+        folder: Path) -> None:
+    # RWKV's forward names an attention mask it does not read, and loops over the sequence
+    # in Python: TorchScript drops the mask and unrolls the loop at the export's length
+    code, doc, err = cli("export", f"hf:{build('rwkv', folder)}", "-o",
+                         str(folder / "rwkv_ts"), "--exporter", "torchscript", "--task",
+                         "text-generation", "--validate", cwd=folder)
+    assert code == 1, err
+    validation = doc["validation"]
+    said = [w for w in validation["warnings"] if "does not take" in w["message"]]
+    assert len(said) == 1 and "attention_mask" in said[0]["message"], validation["warnings"]
+    trials = {t["kind"]: t for t in validation["trials"]}
+    assert trials["export-inputs"]["ok"] and not trials["dynamic-size"]["ok"], trials
+    assert "at the export's sizes and not at the others" in doc["error"]["hint"]
+    assert "--exporter dynamo" in doc["error"]["hint"]
+
+
+def test_a_node_onnx_runtime_does_not_run_is_named_with_its_type_and_the_models_line(
+        folder: Path) -> None:
+    code, doc, err = cli("export", f"hf:{build('falcon-alibi', folder)}", "-o",
+                         str(folder / "falcon"), "--validate", cwd=folder)
+    assert code == 1, err
+    error = doc["error"]
+    assert error["kind"] == "validation", error
+    message = error["message"]
+    assert "failed unexpectedly" not in message
+    assert "does not run Mul on bfloat16" in message, message
+    assert "made at transformers/models/falcon/modeling_falcon.py:" in message, message
+    assert "compute in float32 instead of bfloat16" in error["hint"], error
+    assert (folder / "falcon" / "model.onnx").is_file(), "the file is kept: it is valid ONNX"
 
 
 def test_a_model_that_returns_no_cache_is_named_with_the_task_that_exports(

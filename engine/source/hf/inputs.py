@@ -182,11 +182,6 @@ def input_names(task: str, config: Any) -> list[str]:
     import transformers
 
     files = files_of(task, config)
-    if files == "decoder" and with_past(task):
-        text = dummies.text_config(config)
-        layers = int(getattr(text, "num_hidden_layers", 0) or getattr(text, "n_layer", 0) or 0)
-        return ["input_ids", "attention_mask", "position_ids"] + [
-            f"past_key_values.{n}.{kv}" for n in range(layers) for kv in ("key", "value")]
     name = model_class_name(config, task) or ""
     if "." not in name:
         cls = getattr(transformers, name, None)
@@ -198,6 +193,12 @@ def input_names(task: str, config: Any) -> list[str]:
         cls = None
     if cls is None:
         return []
+    params = [p.name for p in forward_params(cls.forward)]
+    if files == "decoder" and with_past(task):  # as parts.DecoderWithPast takes them
+        text = dummies.text_config(config)
+        layers = int(getattr(text, "num_hidden_layers", 0) or getattr(text, "n_layer", 0) or 0)
+        positions = ["position_ids"] if "position_ids" in params else []
+        return ["input_ids", "attention_mask", *positions] + [
+            f"past_key_values.{n}.{kv}" for n in range(layers) for kv in ("key", "value")]
     main = main_input(cls)
-    return choose([p.name for p in forward_params(cls.forward)], main, config,
-                  encoder_only=files == "seq2seq")
+    return choose(params, main, config, encoder_only=files == "seq2seq")

@@ -27,6 +27,7 @@ from engine.source.hf.wrappers import (
     Seq2SeqDecoderWithPast,
     past_names,
     returned_cache,
+    takes,
 )
 
 BATCH, SEQ, PAST = "batch_size", "sequence_length", "past_sequence_length"
@@ -193,10 +194,13 @@ def _decoder_with_past(hf: Any, sizes: dict[str, int]) -> ExportPart:
     model, config = hf.model, hf.config
     owner = type(model).__name__
 
+    positions = takes(model, "position_ids")  # MPT and Bloom (ALiBi) take none
+
     def make(seed: int, batch: int, seq: int, past: int) -> Inputs:
         inputs = {"input_ids": _token_ids(model, config, batch, seq, seed),
-                  "attention_mask": torch.ones((batch, past + seq), dtype=torch.int64),
-                  "position_ids": torch.arange(past, past + seq).expand(batch, seq).clone()}
+                  "attention_mask": torch.ones((batch, past + seq), dtype=torch.int64)}
+        if positions:
+            inputs["position_ids"] = torch.arange(past, past + seq).expand(batch, seq).clone()
         cache = eager_past(model, config, seed, batch, past)  # the layers it really holds
         inputs.update(zip(past_names("past_key_values", len(cache) // 2, False), cache,
                           strict=True))
@@ -210,10 +214,11 @@ def _decoder_with_past(hf: Any, sizes: dict[str, int]) -> ExportPart:
     except Exception as exc:
         given = {"input_ids": _token_ids(model, config, batch, past, 1000)}  # what it ran on
         raise forward_failure(exc, owner, given) from None
-    layers = (len(inputs) - 3) // 2
+    layers = sum(1 for name in inputs if name.startswith("past_key_values")) // 2
     dynamic: dict[str, dict[int, str]] = {
-        "input_ids": {0: BATCH, 1: SEQ}, "attention_mask": {0: BATCH, 1: "total_sequence_length"},
-        "position_ids": {0: BATCH, 1: SEQ}}
+        "input_ids": {0: BATCH, 1: SEQ}, "attention_mask": {0: BATCH, 1: "total_sequence_length"}}
+    if positions:
+        dynamic["position_ids"] = {0: BATCH, 1: SEQ}
     for name in past_names("past_key_values", layers, False):
         dynamic[name] = {0: BATCH, 2: PAST}
     outputs = ["logits", *past_names("present", layers, False)]

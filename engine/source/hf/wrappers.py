@@ -75,26 +75,34 @@ def returned_cache(out: Any) -> Any:
 def cache_argument(model: nn.Module) -> str:
     """The name forward() takes the key/value cache by: `cache` (transformers 5.24 on), else
     `past_key_values`."""
+    return "cache" if takes(model, "cache") else "past_key_values"
+
+
+def takes(model: Any, name: str) -> bool:
+    """Whether the forward() of `model` (an instance or a class) names the argument `name`
+    (one it would only find in **kwargs does not count: MPT and Bloom place tokens by ALiBi
+    and take no `position_ids`)."""
     import inspect
 
-    params = inspect.signature(model.forward).parameters
-    return "cache" if "cache" in params else "past_key_values"
+    return name in inspect.signature(model.forward).parameters
 
 
 class DecoderWithPast(nn.Module):
     """A causal LM step: (input_ids, attention_mask, position_ids, past...) ->
-    (logits, present...)."""
+    (logits, present...); without position_ids for a model whose forward() takes none."""
 
     def __init__(self, model: nn.Module) -> None:
         super().__init__()
         self.model = model
         self.cache_name = cache_argument(model)
+        self.positions = takes(model, "position_ids")
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                position_ids: torch.Tensor, *past: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        out = self.model(input_ids=input_ids, attention_mask=attention_mask,
-                         position_ids=position_ids, use_cache=True,
-                         **{self.cache_name: _cache_of(past)})
+                *rest: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        given = {"position_ids": rest[0]} if self.positions else {}
+        past = rest[1:] if self.positions else rest
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask, use_cache=True,
+                         **given, **{self.cache_name: _cache_of(past)})
         return (out.logits, *_cache_tensors(returned_cache(out)))
 
 

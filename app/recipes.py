@@ -17,7 +17,7 @@ from engine import recipe as recipes
 from engine.errors import StudioError
 from engine.paths import source_path
 from engine.recipe import Recipe, is_folder_source, split_source
-from engine.source.describe import PICKLE_SUFFIXES, archive_kind
+from engine.source.kinds import PICKLE_SUFFIXES, archive_kind
 
 MODEL_SUFFIXES = (".py", ".pt2", ".pt", ".pth")
 OPENABLE_SUFFIXES = (*MODEL_SUFFIXES, ".onnx", ".toml")

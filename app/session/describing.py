@@ -17,7 +17,7 @@ from PySide6.QtCore import QObject, Signal
 from app.session.jobs import Jobs
 from app.session.recipe_edits import RecipeEdits
 from engine.recipe import is_folder_source
-from engine.source.describe import PICKLE_SUFFIXES
+from engine.source.kinds import PICKLE_SUFFIXES
 
 if TYPE_CHECKING:  # the protocol loads with the first description, after the first paint
     from engine.protocol import Candidate, ErrorEvent, ForwardParam, Result, SourceDescription

@@ -45,7 +45,7 @@ def choose_exporter(recipe: Recipe, loaded: Any = None) -> tuple[str, str]:
 def _source_kind(recipe: Recipe) -> str:
     """The source's kind read from its file only ("unknown" when it cannot be read: loading
     reports why)."""
-    from engine.source.describe import archive_kind, parse
+    from engine.source.kinds import archive_kind, parse
 
     try:
         parsed = parse(recipe.model.source, recipe.base_dir)

@@ -21,6 +21,7 @@ from engine.export.exporter import choose_exporter
 from engine.recipe import InputSpec, Recipe, is_folder_source
 from engine.source import describe as source_info
 from engine.source import inputs as inputs_mod
+from engine.source import kinds
 
 _TRAINING = {"eval": "EVAL", "preserve": "PRESERVE", "train": "TRAINING"}
 _DTYPE_ALIASES = {"float": "float32", "double": "float64", "half": "float16",
@@ -69,7 +70,7 @@ def _model_lines(recipe: Recipe) -> tuple[list[str], list[str], str, str]:
     """(imports, lines, name, kind): the lines bind `name` to what torch.onnx.export gets;
     kind is the source's kind as engine.source.describe names it."""
     spec = recipe.model
-    parsed = source_info.parse(spec.source, recipe.base_dir)  # StudioError for a malformed source
+    parsed = kinds.parse(spec.source, recipe.base_dir)  # StudioError for a malformed source
     if parsed.kind == "exported_program":
         return _program_lines(recipe, parsed)
     seed = recipe.export.seed
@@ -127,7 +128,7 @@ def _model_lines(recipe: Recipe) -> tuple[list[str], list[str], str, str]:
 
 
 def _program_lines(recipe: Recipe,
-                   parsed: source_info.ParsedSource) -> tuple[list[str], list[str], str, str]:
+                   parsed: kinds.ParsedSource) -> tuple[list[str], list[str], str, str]:
     """A .pt2: dynamo exports the ExportedProgram itself, TorchScript traces its .module()."""
     assert parsed.path is not None
     if recipe.model.checkpoint:
@@ -144,7 +145,7 @@ def _program_lines(recipe: Recipe,
     return [], lines, "model", parsed.kind
 
 
-def _python_lines(recipe: Recipe, parsed: source_info.ParsedSource) -> list[str]:
+def _python_lines(recipe: Recipe, parsed: kinds.ParsedSource) -> list[str]:
     """Import the user's file as the studio does and build the named class or factory."""
     assert parsed.path is not None
     desc = source_info.describe(recipe.model.source, recipe.base_dir)

@@ -3,7 +3,8 @@ loaded into a callable module (`load_model`, where user code runs), and the exam
 it takes (`make_inputs`). The built-in examples live in `engine.source.examples`.
 
 The names below are imported from their module when first looked up here, so the window's
-light uses (`describe.parse`, `inputs.resolve_fill`) do not load the loader.
+light uses (`kinds.parse`, `inputs.resolve_fill`) load neither the loader nor the source
+parser (`describe`).
 """
 
 from __future__ import annotations

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import ast
 import importlib.util
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.errors import StudioError
-from engine.recipe import Recipe, builtin_source, python_source_parts
+from engine.source.kinds import archive_kind, parse
 from engine.source.signatures import (
     ForwardParam,
     base_name,
@@ -24,8 +23,6 @@ from engine.source.signatures import (
     torchscript_signature,
 )
 
-KINDS = ("python", "exported_program", "torchscript", "pickle", "example", "torchvision")
-PICKLE_SUFFIXES = (".pt", ".pth", ".pkl", ".bin")
 NO_TORCHVISION = "torchvision is not installed, so torchvision: models cannot be loaded."
 
 @dataclass
@@ -49,52 +46,6 @@ class SourceDescription:
 
 
 # ---------------------------------------------------------------------------- parsing
-
-
-@dataclass
-class ParsedSource:
-    kind: str  # one of KINDS, or "unknown"
-    path: Path | None = None
-    name: str = ""  # class/factory for python, example or torchvision model name
-
-
-
-
-def parse(source: str, base_dir: Path) -> ParsedSource:
-    """Classify a source string without touching the file system beyond path joining."""
-    text = source.strip()
-    if not text:
-        raise StudioError("source", "No model source given.",
-                          "Name a .py file and class (net.py:Net), a .pt2/.pt file, or "
-                          "an example such as example:alexnet.")
-    builtin = builtin_source(text)
-    if builtin is not None:
-        return ParsedSource(*builtin)
-    python = python_source_parts(text)
-    if python is not None:
-        file, name = python
-        if name and not name.isidentifier():
-            raise StudioError("source", f"{name!r} is not a Python class or function name.",
-                              "Write the source as file.py:Name, e.g. net.py:Net.")
-        return ParsedSource("python", _resolve(file, base_dir), name)
-    path = _resolve(text, base_dir)
-    suffix = path.suffix.lower()
-    if suffix == ".pt2":
-        return ParsedSource("exported_program", path)
-    if suffix in PICKLE_SUFFIXES:
-        return ParsedSource("torchscript_or_pickle", path)
-    if suffix == ".onnx":
-        raise StudioError("source", f"{path.name} is already an ONNX file; there is nothing "
-                          "to export.", "Open it with `onnx-studio inspect` or the window, or "
-                          "validate it with `onnx-studio validate`.")
-    raise StudioError("source", f"Cannot tell what kind of model {text!r} is.",
-                      "Use file.py:ClassName, a .pt2 ExportedProgram, a TorchScript or "
-                      "pickled .pt/.pth file, example:NAME or torchvision:NAME.")
-
-
-def _resolve(path: str, base_dir: Path) -> Path:
-    recipe = Recipe(base_dir=base_dir)
-    return recipe.resolve(path).resolve()
 
 
 def must_exist(path: Path, what: str) -> None:
@@ -165,17 +116,6 @@ def _describe_hf(source: str, base_dir: Path, trust_remote_code: bool) -> Source
                                  f"{config.model_type} model under any task the studio exports.")
     candidates = [Candidate(task, "task", input_names(task, config)) for task in tasks]
     return SourceDescription("hf", candidates=candidates, forward_params=candidates[0].params)
-
-
-def archive_kind(path: Path) -> str:
-    """TorchScript archives carry compiled code (`code/`, `constants.pkl`); torch.save's don't."""
-    try:
-        with zipfile.ZipFile(path) as archive:
-            names = archive.namelist()
-    except (zipfile.BadZipFile, OSError):
-        return "pickle"  # legacy (pre-1.6) torch.save format is a bare pickle
-    return "torchscript" if any(n.endswith("/constants.pkl") or "/code/" in n
-                                for n in names) else "pickle"
 
 
 def _describe_example(name: str) -> SourceDescription:

@@ -30,15 +30,14 @@ from engine.recipe import ModelSpec, Recipe
 from engine.source.checkpoints import apply_checkpoint
 from engine.source.describe import (
     NO_TORCHVISION,
-    ParsedSource,
     default_name,
     find_candidates,
     missing_name_message,
     must_exist,
-    parse,
     unknown_example,
 )
 from engine.source.device import check_device
+from engine.source.kinds import ParsedSource, parse
 
 # Module-name prefix for imported user files; a counter makes each load a fresh module so a
 # warm worker picks up edits and two files called model.py never collide.

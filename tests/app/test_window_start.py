@@ -29,9 +29,13 @@ NOT_AT_FIRST_PAINT = ("numpy", "pyqtgraph", "onnx", "onnxruntime", "torch", "eng
                       # the jobs, the worker and the protocol they speak: with the first job
                       "app.jobs", "app.worker_client", "engine.worker_process",
                       "engine.process_tree", "psutil", "engine.protocol",
-                      # the export machinery and the loader (the form asks only which
-                      # exporter "auto" means: engine.export.choice)
+                      # the export machinery, the loader and the source parser (the form
+                      # asks only which exporter "auto" means: engine.export.choice, from
+                      # the source's kind, engine.source.kinds)
                       "engine.export.exporter", "engine.source.load", "engine.source.hf",
+                      "engine.source.describe", "engine.source.signatures",
+                      # the example models: the gallery fills right after the first frame
+                      "engine.source.examples",
                       # dialogs and the log file: when first opened, with the first log line
                       "app.form.dynamic_axes", "logging.handlers",
                       # the TOML writer: the example's recipe file is written after the first

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import secrets
 import shutil
 import stat
 import threading
@@ -77,7 +76,7 @@ FOLDER_MARKER = ".onnx-studio-temp"
 
 def temp_name(name: str) -> str:
     """A fresh temporary name for a file or folder `name`, owned by this process."""
-    return f".{name}.{MARKER}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    return f".{name}.{MARKER}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
 
 
 def new_temp_folder(parent: Path, name: str) -> Path:

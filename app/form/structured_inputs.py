@@ -34,7 +34,6 @@ from app.form import marks
 from app.form.tensor_tables import InputsTable
 from app.session import ExportSession
 from engine.recipe import INPUT_KINDS, DimSpec, InputSpec, is_folder_source, split_source
-from engine.source.arguments import constant_for
 
 KIND_LABELS = {"tensor": "tensor", "bool": "bool constant", "int": "int constant",
                "float": "float constant", "str": "string constant", "none": "None"}
@@ -191,6 +190,8 @@ class ArgumentEditor(QGroupBox):
         spec, param = self.spec(), self.forward_param()
         if spec is None or param is None:
             return
+        from engine.source.arguments import constant_for  # ast: with a file's signature
+
         kind, value = constant_for(param)
         row = self.row()
         with self.session.edit("inputs", self):

@@ -31,7 +31,6 @@ from engine import shipped
 from engine.errors import StudioError
 from engine.paths import check_recipe_target, rebase_recipe_paths
 from engine.recipe import Recipe, split_source
-from engine.source.arguments import follow_signature
 
 if TYPE_CHECKING:
     from engine.protocol import ForwardParam
@@ -231,6 +230,8 @@ class RecipeEdits(QObject):
         (engine.source.arguments.follow_signature: an input of the same name keeps what the
         user set, tensors from the file's shapes, constants from defaults, optional ones left
         out)."""
+        from engine.source.arguments import follow_signature  # with the first description
+
         with self.edit("inputs") as recipe:
             recipe.inputs = follow_signature(recipe.inputs, names, signature)
             self.clear_parse_errors("inputs[")

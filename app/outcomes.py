@@ -10,7 +10,6 @@ it is still current and the header can say when it was made. Qt-free.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import dataclass
@@ -35,12 +34,14 @@ __all__ = ["ExportOutcome", "FileStamp", "JobStart", "OpenedFile", "Stamp", "Val
 
 
 def _digest(data: dict[str, Any], recipe: Recipe) -> str:
+    """The data and the recipe's folder as one canonical text. Fingerprints are only compared
+    in this process, so the text itself serves: exact, and no hash module to load at start."""
     text = json.dumps(data, sort_keys=True, default=str)
-    return hashlib.sha256(f"{text}\0{recipe.base_dir}".encode()).hexdigest()
+    return f"{text}\0{recipe.base_dir}"
 
 
 def fingerprint(recipe: Recipe) -> str:
-    """A stable hash of the recipe's data and its folder: equal recipes, equal fingerprints.
+    """The recipe's data and its folder as a canonical text: equal recipes, equal fingerprints.
 
     Cheap (no TOML writing): the dirty flag and every result's stamp use it on each edit.
     """

@@ -8,8 +8,8 @@ parse keeps that text while the session holds why.
 
 from __future__ import annotations
 
-import hashlib
 import re
+import zlib
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt
@@ -123,7 +123,7 @@ def parse_params(text: str) -> dict[str, float | str | None]:
 
 def name_color(name: str, dark: bool) -> QColor:
     """A stable tint per dimension name, so shared names look alike in every row."""
-    hue = int(hashlib.md5(name.encode()).hexdigest()[:4], 16) % 360
+    hue = zlib.crc32(name.encode()) % 360
     return QColor.fromHsl(hue, 140, 70 if dark else 215)
 
 

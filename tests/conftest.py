@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -221,3 +222,29 @@ def _no_worker_left_running(request: pytest.FixtureRequest) -> Iterator[None]:
     assert not left, (f"{request.module.__name__} left {len(left)} worker process(es) running "
                       f"(now killed): " + "; ".join(f"pid {p}: {c}" for p, c in left.items()))
 
+
+# ------------------------------------------------------- one export for every test process
+
+def shared_folder(tmp_path_factory: pytest.TempPathFactory, key: str,
+                  make: Callable[[Path], object]) -> Path:
+    """The folder `key` of this test run, filled by `make(folder)` once, by whichever test
+    process asks first; the others wait on its lock and get the same folder (pytest-xdist's
+    documented pattern: a file lock in the run's temp folder, the parent of each process's
+    own). For exports a test takes as its input: tests read what it holds, and one that
+    changes a file copies it first. A folder a process left unfinished is emptied and made
+    again."""
+    from filelock import FileLock  # torch's own dependency
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # without xdist the parent holds earlier runs: not shared
+    folder = root / "shared" / key
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(f"{folder}.lock"):
+        made = folder.with_name(f"{key}.made")
+        if not made.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            make(folder)
+            made.touch()
+    return folder

@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -58,9 +59,16 @@ def pytest_configure(config: pytest.Config) -> None:
 MYPY = pytest.StashKey[tuple[subprocess.Popen[bytes], IO[bytes]]]()
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """mypy starts at once when its test is among those to run, and tests that run Qt's
-    event loop time out by pytest-timeout's thread method.
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]
+                                  ) -> Iterator[None]:
+    """The tests are grouped and ordered (`_group`, `_longest_first`) before any other
+    plugin sees them: pytest-xdist's own hook turns an xdist_group mark into the test's id
+    (`test@group`), the unit its loadgroup scheduling sends whole to one process; a mark added
+    after it is ignored, and each test went alone, its module's fixtures made again in both
+    processes. Then, on the tests left to run (after -m and -k), mypy starts at once when its
+    test is among them, and tests that run Qt's event loop time out by pytest-timeout's
+    thread method.
 
     mypy checks a fresh checkout in about 50 s of one core, mostly while the suite waits on
     a child process or on the other core; its test (tests/test_quality.py) collects the result.
@@ -73,6 +81,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         item.add_marker(pytest.mark.xdist_group(_group(item)))
     _longest_first(items)
+    yield
     # (under xdist every worker collects every test: the test runs mypy itself there)
     if not hasattr(config, "workerinput") and any(
             item.name == "test_mypy_is_clean" for item in items):
@@ -212,3 +221,30 @@ def _no_worker_left_running(request: pytest.FixtureRequest) -> Iterator[None]:
                 os.kill(pid, signal.SIGKILL)
     assert not left, (f"{request.module.__name__} left {len(left)} worker process(es) running "
                       f"(now killed): " + "; ".join(f"pid {p}: {c}" for p, c in left.items()))
+
+
+# ------------------------------------------------------- one export for every test process
+
+def shared_folder(tmp_path_factory: pytest.TempPathFactory, key: str,
+                  make: Callable[[Path], object]) -> Path:
+    """The folder `key` of this test run, filled by `make(folder)` once, by whichever test
+    process asks first; the others wait on its lock and get the same folder (pytest-xdist's
+    documented pattern: a file lock in the run's temp folder, the parent of each process's
+    own). For exports a test takes as its input: tests read what it holds, and one that
+    changes a file copies it first. A folder a process left unfinished is emptied and made
+    again."""
+    from filelock import FileLock  # torch's own dependency
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # without xdist the parent holds earlier runs: not shared
+    folder = root / "shared" / key
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(f"{folder}.lock"):
+        made = folder.with_name(f"{key}.made")
+        if not made.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            make(folder)
+            made.touch()
+    return folder

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -33,6 +35,24 @@ def test_mypy_is_clean(request: pytest.FixtureRequest) -> None:
     status = mypy.wait(timeout=380)
     output.seek(0)
     assert status == 0, output.read().decode(errors="replace")
+
+
+def test_a_modules_tests_run_in_one_test_process(tmp_path: Path) -> None:
+    """The suite's xdist groups hold (tests/conftest.py): run in two processes, each test
+    module's tests all run in one of them, so its module fixtures (an export) are made once."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    modules = ["tests/engine/test_paths.py", "tests/engine/test_recipe.py"]
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-n", "2", "-v", "-p", "no:cacheprovider",
+         f"--basetemp={tmp_path / 'run'}", *modules], cwd=REPO, env=env, capture_output=True,
+        text=True, timeout=100)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    processes: dict[str, set[str]] = {}
+    for worker, module in re.findall(r"^\[(gw\d+)\] \[ *\d+%\] PASSED (\S+?)::",
+                                     result.stdout, re.MULTILINE):
+        processes.setdefault(module, set()).add(worker)
+    assert sorted(processes) == modules, result.stdout[-3000:]
+    assert all(len(workers) == 1 for workers in processes.values()), processes
 
 
 def test_import_contracts_hold() -> None:

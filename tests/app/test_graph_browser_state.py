@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QAbstractButton, QComboBox, QToolBar, QWidget
 from app.graph import GraphBrowser
 from app.window import MainWindow
 from tests.app.conftest import EXPORT_TIMEOUT_MS
-from tests.engine.graph_files import gpt2_hf, user_models
+from tests.engine.graph_files import graph_files
 
 pytestmark = [pytest.mark.usefixtures("shared_runner"), pytest.mark.timeout(600)]
 
@@ -28,9 +28,8 @@ SIZES = [(1024, 768), (1366, 768)]
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """GPT-2 (hf:) and the user's CNN, exported by the studio's CLI once per session."""
-    base = tmp_path_factory.getbasetemp() / "graph_files"
-    return {"gpt2": gpt2_hf(base), **user_models(base)}
+    """GPT-2 (hf:) and the user's CNN, exported by the studio's CLI once per test run."""
+    return graph_files(tmp_path_factory)
 
 
 def graph_of(window: MainWindow, qtbot, path: Path, size: tuple[int, int] = (1024, 768)

@@ -1,8 +1,8 @@
 """The exports the graph browser's tests open (issue 25): a tiny GPT-2 through the `hf:`
 source (with its cache: 7 inputs and 5 outputs), and a user's .py file holding a small CNN
 and a factory of a transformers model. Each is exported by the studio's own CLI in a child
-process, once per test session (kept under pytest's base temp folder, so the engine's and the
-window's tests share them)."""
+process, once per test run (`graph_files`: the engine's and the window's tests, in every test
+process, share them)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.engine.hf_models import ROOT, build
 
@@ -79,3 +81,14 @@ def user_models(base: Path) -> dict[str, Path]:
     if not found["factory"].exists():
         studio_export("user_models.py:gpt2", found["factory"], "--input", "input_ids=1x8:int64")
     return found
+
+
+def graph_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The tiny GPT-2's model.onnx ("gpt2") and the user's file and exports (`user_models`),
+    made once per test run for every test process (tests.conftest.shared_folder)."""
+    from tests.conftest import shared_folder
+
+    def make(base: Path) -> dict[str, Path]:
+        return {"gpt2": gpt2_hf(base), **user_models(base)}
+
+    return make(shared_folder(tmp_path_factory, "graph_files", make))

@@ -18,13 +18,12 @@ from engine.graph.model import GraphModel
 from engine.graph.overlay import Overlay, Scale
 from engine.graph.source_frame import LIBRARY, MODEL_FILE, STUDIO, TORCH, USER, frames, kind_of
 from tests.conftest import REPO
-from tests.engine.graph_files import gpt2_hf, user_models
+from tests.engine.graph_files import graph_files
 
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    base = tmp_path_factory.getbasetemp() / "graph_files"
-    return {"gpt2": gpt2_hf(base), **user_models(base)}
+    return graph_files(tmp_path_factory)
 
 
 def recorder(model: BrowserModel) -> list[tuple[str, Any]]:

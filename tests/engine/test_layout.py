@@ -342,9 +342,9 @@ def test_core_stacks_rows_below_each_other() -> None:
 
 @pytest.fixture(scope="module")
 def gpt2_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tests.engine.graph_files import gpt2_hf
+    from tests.engine.graph_files import graph_files
 
-    return gpt2_hf(tmp_path_factory.getbasetemp() / "graph_files")
+    return graph_files(tmp_path_factory)["gpt2"]
 
 
 @pytest.mark.timeout(600)  # exports the tiny GPT-2 when no test did yet

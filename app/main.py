@@ -14,10 +14,6 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from PySide6.QtWidgets import QWidget
 
 _T0 = time.perf_counter()  # "launch" for window_s: this module starts loading
 
@@ -86,24 +82,11 @@ def run(path: str | None = None, exit_after_paint: bool = False,
                           "graph_s": round(graph_s, 4) if graph_s is not None else None,
                           "nodes": nodes}), flush=True)
         window.close()
-        _let_go(window)
         _collect_again()  # as a start does after its first frame (its exit scans none of it)
         return 0
     if file is not None and file.suffix.lower() != ".toml":
         window.open_path(file)
-    status = int(app.exec())
-    _let_go(window)
-    return status
-
-
-def _let_go(window: QWidget) -> None:
-    """The closed window goes now, its widgets with it, as Qt deletes a tree: left to the
-    interpreter's exit, each of its thousands of wrappers is destroyed on its own, in
-    whatever order the modules go (~30 ms more at the end of a start)."""
-    import shiboken6
-
-    if shiboken6.isValid(window):
-        shiboken6.delete(window)
+    return int(app.exec())
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m app") -> int:

@@ -37,4 +37,5 @@ class FirstFrame:
     def painted(self) -> None:
         if self._waiting is not None:
             waiting, self._waiting = self._waiting, None
-            QTimer.singleShot(0, self._owner, lambda: [call() for call in waiting])
+            for call in waiting:  # each on its own: one that raises leaves the others to run
+                QTimer.singleShot(0, self._owner, call)

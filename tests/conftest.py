@@ -182,6 +182,20 @@ def _named(proc: subprocess.Popen[str]) -> str:
     return f"pid {proc.pid} ({' '.join(map(str, args))})"
 
 
+# ------------------------------------------------------------------- waiting for a process
+
+
+def wait_until(condition: Callable[[], object], what: str, seconds: float = 60,
+               every: float = 0.05) -> None:
+    """Poll `condition` until it holds. A hang guard, never a timing check: after `seconds`
+    (generous: a loaded machine takes its time) the test fails saying `what` did not happen."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() >= deadline:
+            pytest.fail(f"{what} (waited {seconds:g} s)")
+        time.sleep(every)
+
+
 # ------------------------------------------------------------------- no worker left behind
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from engine import process_tree
-from tests.conftest import REPO
+from tests.conftest import REPO, wait_until
 from tests.reliability.models_h1 import write_process_models
 
 pytestmark = pytest.mark.slow  # real worker processes: torch imports, exports
@@ -95,13 +95,13 @@ def test_a_process_death_in_forward_is_worker_crashed(
 
 
 def wait_for(path: Path, process: subprocess.Popen[str], seconds: float = 90) -> str:
-    deadline = time.monotonic() + seconds
-    while not path.exists():
+    def written() -> bool:
         if process.poll() is not None:
             _, err = process.communicate()
             pytest.fail(f"the CLI ended first ({process.returncode}): {err[-2000:]}")
-        assert time.monotonic() < deadline, f"{path.name} never appeared"
-        time.sleep(0.1)
+        return path.exists()
+
+    wait_until(written, f"{path.name} never appeared", seconds, every=0.1)
     time.sleep(0.2)  # written, not half-written
     return path.read_text()
 

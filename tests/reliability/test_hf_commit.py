@@ -17,14 +17,14 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psutil
 import pytest
 
 from engine import file_set
-from tests.conftest import REPO
+from tests.conftest import REPO, wait_until
 from tests.engine.hf_models import build
 
 FILES = ["decoder_model.onnx", "decoder_with_past_model.onnx", "encoder_model.onnx"]
@@ -71,16 +71,19 @@ def wait_for_line(process: subprocess.Popen[str], text: str) -> None:
     for line in process.stderr:
         if text in line:
             return
-        assert time.monotonic() < deadline, f"no {text!r} in time"
+        if time.monotonic() >= deadline:  # a hang guard
+            pytest.fail(f"no {text!r} within {WAIT_S} s")
     raise AssertionError(f"the CLI ended without {text!r} (exit {process.wait()})")
 
 
-def wait_for(condition: object, process: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not condition():  # type: ignore[operator]
+def wait_for(condition: Callable[[], object], process: subprocess.Popen[str]) -> None:
+    def reached() -> bool:
+        if condition():
+            return True
         assert process.poll() is None, process.communicate()[1][-3000:]
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+        return False
+
+    wait_until(reached, "the CLI did not get there", WAIT_S)
 
 
 def staged(out: Path, name: str) -> bool:

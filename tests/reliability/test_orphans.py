@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from engine import process_tree
-from tests.conftest import REPO
+from tests.conftest import REPO, wait_until
 from tests.reliability.models_h1 import write_process_models
 
 pytestmark = pytest.mark.slow  # real worker processes: torch imports, exports
@@ -80,21 +80,14 @@ def start_window(tmp: Path, mode: str) -> subprocess.Popen[str]:
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
 
 
-def wait_until(condition, seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.1)
-
-
 def test_kill_9_of_the_window_leaves_no_worker_and_no_child_of_the_model(
         tmp_path: Path) -> None:
     write_process_models(tmp_path)
     (tmp_path / "r.toml").write_text(RECIPE, encoding="utf-8")
     window = start_window(tmp_path, "export")
     try:
-        wait_until(lambda: (tmp_path / "hang.pid").exists() or window.poll() is not None, 100,
-                   "the export never reached the model")
+        wait_until(lambda: (tmp_path / "hang.pid").exists() or window.poll() is not None,
+                   "the export never reached the model", 100, every=0.1)
         assert window.poll() is None, "the window ended by itself"
         time.sleep(0.2)
         worker_pid, child_pid = map(int, (tmp_path / "hang.pid").read_text().split())
@@ -104,8 +97,8 @@ def test_kill_9_of_the_window_leaves_no_worker_and_no_child_of_the_model(
         window.wait(10)
         # every process the window started: the export's worker, its spare, the model's child
         # a hang guard, not a time limit: each would live for good on its own
-        wait_until(lambda: not any(process_tree.alive(pid) for pid in family), 30,
-                   "a process the window started outlived it")
+        wait_until(lambda: not any(process_tree.alive(pid) for pid in family),
+                   "a process the window started outlived it", 30, every=0.1)
     finally:
         if window.poll() is None:
             window.kill()

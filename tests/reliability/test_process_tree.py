@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from engine import files, process_tree
+from tests.conftest import wait_until
 
 SPAWNER = '''
 import subprocess, sys, time
@@ -34,10 +35,8 @@ def test_kill_tree_ends_a_process_and_every_descendant() -> None:
     try:
         assert top.stdout is not None
         int(top.stdout.readline())
-        deadline = time.monotonic() + 20
-        while len(process_tree.descendants(top.pid)) < 2:  # the child and its sleep
-            assert time.monotonic() < deadline, "the grandchild never started"
-            time.sleep(0.05)
+        wait_until(lambda: len(process_tree.descendants(top.pid)) >= 2,  # child and its sleep
+                   "the grandchild never started", 20)
         family = [p.pid for p in process_tree.descendants(top.pid)]
         process_tree.kill_tree(top.pid, include_self=False)
         assert wait_gone(family) == []
@@ -57,10 +56,13 @@ def test_a_snapshot_is_killed_after_its_parent_is_gone() -> None:
     top = subprocess.Popen([sys.executable, "-c", SPAWNER], stdout=subprocess.PIPE, text=True)
     assert top.stdout is not None
     int(top.stdout.readline())
-    deadline = time.monotonic() + 20
-    while len(snapshot := process_tree.descendants(top.pid)) < 2:
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    snapshot: list = []
+
+    def both_started() -> bool:  # the child and its sleep
+        snapshot[:] = process_tree.descendants(top.pid)
+        return len(snapshot) >= 2
+
+    wait_until(both_started, "the grandchild never started", 20)
     top.kill()
     top.wait()
     assert all(process_tree.alive(p.pid) for p in snapshot), "orphans, as the OOM killer leaves"

@@ -22,6 +22,7 @@ from engine import cli
 from engine.batch.items import ItemJob, fingerprint, read_items
 from engine.errors import StudioError
 from engine.recipe import Recipe, load, loads
+from tests.conftest import wait_until
 from tests.zoo.zoo_models import batch_command, cli_env, hang_pids, write_recipe
 
 TIMEOUT_S = 200
@@ -190,14 +191,16 @@ def test_ctrl_c_ends_every_worker_and_keeps_what_finished(tmp_path: Path) -> Non
                              stderr=subprocess.PIPE, text=True)
     results = tmp_path / "report" / "results.jsonl"
     family: set[psutil.Process] = set()
-    deadline = time.monotonic() + TIMEOUT_S - 60
+    def going() -> bool:
+        if results.is_file() and results.read_text().count("\n") == 1 \
+                and hang_pids(tmp_path, "hang1") and hang_pids(tmp_path, "hang2"):
+            return True
+        assert batch.poll() is None, batch.communicate()
+        family.update(psutil.Process(batch.pid).children(recursive=True))
+        return False
+
     try:
-        while not (results.is_file() and results.read_text().count("\n") == 1
-                   and hang_pids(tmp_path, "hang1") and hang_pids(tmp_path, "hang2")):
-            assert batch.poll() is None, batch.communicate()
-            assert time.monotonic() < deadline, "the items never got going"
-            family |= set(psutil.Process(batch.pid).children(recursive=True))
-            time.sleep(0.2)
+        wait_until(going, "the items never got going", TIMEOUT_S - 60, every=0.2)
         family |= set(psutil.Process(batch.pid).children(recursive=True))
         batch.send_signal(signal.SIGINT)
         out, err = batch.communicate(timeout=60)

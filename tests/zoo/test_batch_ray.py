@@ -20,6 +20,7 @@ import pytest
 import onnx_studio
 from engine.batch.items import read_items
 from engine.batch.ray_executor import run_on_node, task_options
+from tests.conftest import wait_until
 from tests.zoo.zoo_models import batch_command, cli_env, hang_pids, write_recipe
 
 ray = pytest.importorskip("ray")
@@ -123,14 +124,16 @@ def test_ctrl_c_stops_the_tasks_and_the_local_instance_it_started(tmp_path: Path
                              stderr=subprocess.PIPE, text=True)
     results = tmp_path / "report" / "results.jsonl"
     family: dict[int, str] = {}  # the batch's descendants: pid -> command line
-    deadline = time.monotonic() + TIMEOUT_S - 60
+    def going() -> bool:
+        if results.is_file() and results.read_text().count("\n") == 1 \
+                and hang_pids(tmp_path, "hang"):
+            return True
+        assert batch.poll() is None, batch.communicate()
+        _look(batch.pid, family)
+        return False
+
     try:
-        while not (results.is_file() and results.read_text().count("\n") == 1
-                   and hang_pids(tmp_path, "hang")):
-            assert batch.poll() is None, batch.communicate()
-            assert time.monotonic() < deadline, "the items never got going"
-            _look(batch.pid, family)
-            time.sleep(0.5)
+        wait_until(going, "the items never got going", TIMEOUT_S - 60, every=0.5)
         _look(batch.pid, family)
         batch.send_signal(signal.SIGINT)
         out, err = batch.communicate(timeout=90)

@@ -15,11 +15,13 @@ import re
 from pathlib import Path
 from typing import Any
 
+from engine.graph.nodes import dtype_name
 from engine.graph.source_frame import source_frame
+from engine.graph.summary import all_nodes
 
 # dtypes ONNX Runtime's CPU provider runs for few operators: computing in float32 runs
-_NARROW = ("BFLOAT16", "FLOAT16", "COMPLEX64", "COMPLEX128", "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ",
-           "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "INT4", "UINT4")
+_NARROW = ("bfloat16", "float16", "complex64", "complex128", "float8_e4m3fn",
+           "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "int4", "uint4", "float4_e2m1")
 _NODE = (re.compile(r"node with name '([^']+)'"), re.compile(r"in node \(([^)]+)\)"))
 
 __all__ = ["refused_node"]
@@ -37,17 +39,17 @@ def refused_node(path: Path, message: str) -> tuple[str, str] | None:
         model = onnx.load(str(path), load_external_data=False)
     except Exception:  # the load error itself is said; this only adds to it
         return None
-    node = next((n for n in _all_nodes(model.graph) if n.name == name), None)
+    node = next((n for n in all_nodes(model.graph) if n.name == name), None)
     if node is None:
         return None
     types = _element_types(model.graph)
     given = [types[i] for i in node.input if i in types]
-    on = f" on {', '.join(dict.fromkeys(t.lower() for t in given))}" if given else ""
+    on = f" on {', '.join(dict.fromkeys(given))}" if given else ""
     meta = {p.key: p.value for p in node.metadata_props}
     frame = source_frame(meta.get("pkg.torch.onnx.stack_trace", ""))
     made = f", made at {frame}" if frame is not None else ""
     sentence = f"ONNX Runtime does not run {node.op_type}{on} (node {name}{made})."
-    narrow = [t.lower() for t in given if t in _NARROW]
+    narrow = [t for t in given if t in _NARROW]
     where = f"the line at {frame}" if frame is not None else f"what makes node {name}"
     if narrow:
         hint = (f"Make {where} compute in float32 instead of {narrow[0]} (the file then runs "
@@ -59,26 +61,16 @@ def refused_node(path: Path, message: str) -> tuple[str, str] | None:
     return sentence, hint
 
 
-def _all_nodes(graph: Any) -> Any:
-    for node in graph.node:
-        yield node
-        for attr in node.attribute:
-            for sub in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
-                yield from _all_nodes(sub)
-
-
 def _element_types(graph: Any) -> dict[str, str]:
-    """name -> element type (BFLOAT16, FLOAT...) of every typed value in the graph."""
-    from onnx import TensorProto
-
-    found = {t.name: TensorProto.DataType.Name(t.data_type) for t in graph.initializer}
+    """name -> element type ("bfloat16", "float32"...) of every typed value in the graph."""
+    found = {t.name: dtype_name(t.data_type) for t in graph.initializer}
     for value in (*graph.input, *graph.output, *graph.value_info):
         elem = value.type.tensor_type.elem_type
         if elem:
-            found[value.name] = TensorProto.DataType.Name(elem)
+            found[value.name] = dtype_name(elem)
     for node in graph.node:  # a Cast's output is its `to`, typed or not
         if node.op_type == "Cast":
             to = next((a.i for a in node.attribute if a.name == "to"), 0)
             if to and node.output:
-                found.setdefault(node.output[0], TensorProto.DataType.Name(to))
+                found.setdefault(node.output[0], dtype_name(to))
     return found

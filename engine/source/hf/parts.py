@@ -27,7 +27,6 @@ from engine.source.hf.wrappers import (
     Seq2SeqDecoderWithPast,
     past_names,
     returned_cache,
-    takes,
 )
 
 BATCH, SEQ, PAST = "batch_size", "sequence_length", "past_sequence_length"
@@ -194,7 +193,8 @@ def _decoder_with_past(hf: Any, sizes: dict[str, int]) -> ExportPart:
     model, config = hf.model, hf.config
     owner = type(model).__name__
 
-    positions = takes(model, "position_ids")  # MPT and Bloom (ALiBi) take none
+    step = DecoderWithPast(model)
+    positions = step.positions  # MPT and Bloom (ALiBi) take none
 
     def make(seed: int, batch: int, seq: int, past: int) -> Inputs:
         inputs = {"input_ids": _token_ids(model, config, batch, seq, seed),
@@ -222,7 +222,7 @@ def _decoder_with_past(hf: Any, sizes: dict[str, int]) -> ExportPart:
     for name in past_names("past_key_values", layers, False):
         dynamic[name] = {0: BATCH, 2: PAST}
     outputs = ["logits", *past_names("present", layers, False)]
-    return ExportPart("model.onnx", DecoderWithPast(model), inputs, outputs, dynamic, make,
+    return ExportPart("model.onnx", step, inputs, outputs, dynamic, make,
                       _position_bounds(config, SEQ, PAST))
 
 

@@ -16,37 +16,57 @@ line prints as JSON.
 A recipe is a `Recipe` object (`load_recipe(path)`, or built in code) or the path of a recipe
 file. Every job runs in a worker process of its own, as the CLI's do, so a model that crashes
 its process (`os._exit`, a segmentation fault, running out of memory) comes back as an error
-of kind `worker_crashed` and the caller goes on. The documents are engine.protocol's classes
+of kind `worker_crashed` and the caller goes on. The documents are typed classes
 (`ExportReport`, `CompareDocument`, `ProfileDocument`, `VariantReport`, `ExplainDocument`,
 `BatchSummary`):
 `doc.to_dict()` is the JSON the CLI prints. Importing this package loads no torch.
 """
 
-from engine.errors import StudioError
-from engine.protocol import (
-    BatchRecord,
-    BatchResult,
-    BatchSummary,
-    CompareDocument,
-    Error,
-    ExplainDocument,
-    ExportReport,
-    ProfileDocument,
-    VariantReport,
-)
-from engine.recipe import Recipe
-from onnx_studio.api import (
-    ProgressCallback,
-    RecipeLike,
-    batch,
-    compare,
-    explain,
-    export,
-    load_recipe,
-    profile,
-    validate,
-    variant,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from onnx_studio._version import __version__
+
+# Every name is loaded on first use (PEP 562): `import onnx_studio.app` (the window) and the
+# worker's `onnx_studio.engine` run this file first, and must not pay for the API's imports.
+_WHERE = {
+    "StudioError": "onnx_studio.engine.errors",
+    "Recipe": "onnx_studio.engine.recipe",
+    **dict.fromkeys(("BatchRecord", "BatchResult", "BatchSummary", "CompareDocument", "Error",
+                     "ExplainDocument", "ExportReport", "ProfileDocument", "VariantReport"),
+                    "onnx_studio.engine.protocol"),
+    **dict.fromkeys(("ProgressCallback", "RecipeLike", "batch", "compare", "explain", "export",
+                     "load_recipe", "profile", "validate", "variant"), "onnx_studio.api"),
+}
+
+if TYPE_CHECKING:
+    from onnx_studio.api import (
+        ProgressCallback,
+        RecipeLike,
+        batch,
+        compare,
+        explain,
+        export,
+        load_recipe,
+        profile,
+        validate,
+        variant,
+    )
+    from onnx_studio.engine.errors import StudioError
+    from onnx_studio.engine.protocol import (
+        BatchRecord,
+        BatchResult,
+        BatchSummary,
+        CompareDocument,
+        Error,
+        ExplainDocument,
+        ExportReport,
+        ProfileDocument,
+        VariantReport,
+    )
+    from onnx_studio.engine.recipe import Recipe
 
 __all__ = [
     "BatchRecord",
@@ -62,6 +82,7 @@ __all__ = [
     "RecipeLike",
     "StudioError",
     "VariantReport",
+    "__version__",
     "batch",
     "compare",
     "explain",
@@ -71,3 +92,16 @@ __all__ = [
     "validate",
     "variant",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module 'onnx_studio' has no attribute {name!r}")
+    value = getattr(importlib.import_module(where), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -2,7 +2,7 @@
 typed document the command line prints as JSON.
 
 Every call returns its document on every outcome, as the CLI does: `doc.ok` says whether it
-passed, `doc.error` (an `engine.protocol.Error`) what failed and what to change, and
+passed, `doc.error` (an `onnx_studio.engine.protocol.Error`) what failed and what to change, and
 `doc.error.exit_status()` the CLI's exit status (2: the request itself is wrong). Whatever the
 model does to its worker (`os._exit`, a segmentation fault, the out-of-memory killer) ends in
 an error of kind `worker_crashed`, never in the caller; Ctrl+C (SIGINT on the main thread)
@@ -18,11 +18,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO, TypeVar
 
-from engine import recipe as recipes
-from engine import shipped
-from engine.errors import StudioError
-from engine.paths import output_folder
-from engine.protocol import (
+from onnx_studio.engine import recipe as recipes
+from onnx_studio.engine import shipped
+from onnx_studio.engine.errors import StudioError
+from onnx_studio.engine.paths import output_folder
+from onnx_studio.engine.protocol import (
     BatchSummary,
     CompareDocument,
     CompareRequest,
@@ -44,8 +44,8 @@ from engine.protocol import (
     VariantRequest,
     VariantResult,
 )
-from engine.protocol import Progress as ProgressEvent
-from engine.recipe import Recipe
+from onnx_studio.engine.protocol import Progress as ProgressEvent
+from onnx_studio.engine.recipe import Recipe
 
 PathLike = str | os.PathLike[str]
 RecipeLike = Recipe | PathLike  # a Recipe object, or the path of a recipe file
@@ -111,7 +111,7 @@ def compare(a: PathLike, b: PathLike, *, recipe: RecipeLike | None = None, runs:
     """Compare two .onnx files (graphs, weights, outputs on the same inputs, latency), A the
     reference: what `onnx-studio compare A B --json` prints; files that disagree are a failed
     document (kind `validation`). `dims` sizes dynamic dimensions when there is no recipe."""
-    from engine.analysis.commands import judge_comparison
+    from onnx_studio.engine.analysis.commands import judge_comparison
 
     def job() -> CompareDocument:
         chosen = None if recipe is None else _recipe(recipe)
@@ -161,7 +161,7 @@ def variant(model: PathLike, recipe: RecipeLike, kind: str, output: PathLike, *,
         if kind not in ("fp16", "int8", "optimized"):
             raise StudioError("recipe", f"kind {kind!r}: use fp16, int8 or optimized.",
                               exit_code=2)
-        from engine.analysis.commands import keep_fp32_request
+        from onnx_studio.engine.analysis.commands import keep_fp32_request
 
         chosen = _recipe(recipe)
         target = _absolute(output)
@@ -211,7 +211,7 @@ def batch(items: Sequence[RecipeLike], report_dir: PathLike, *, list_file: PathL
     `"hf-config:DIR"` folder. REPORT_DIR gets results.jsonl and report.html; progress lines go
     to `stream` (default standard error).
     """
-    from engine.batch import BatchOptions, read_items, run_batch
+    from onnx_studio.engine.batch import BatchOptions, read_items, run_batch
 
     options = BatchOptions(workers=workers, executor=executor, ray_address=ray_address,
                            timeout=timeout, resume=resume, verbose=verbose)
@@ -247,9 +247,10 @@ def _at_least_one(value: int, name: str) -> int:
 
 def _run(request: Request, folder: Path, progress: ProgressCallback | None,
          timeout: float | None) -> Result:
-    """The job in a fresh worker process (engine.job_client), its stages told to `progress`."""
-    from engine.job_client import run_job
-    from engine.worker_process import remove_abandoned_temps
+    """The job in a fresh worker process (onnx_studio.engine.job_client), its stages told to
+    `progress`."""
+    from onnx_studio.engine.job_client import run_job
+    from onnx_studio.engine.worker_process import remove_abandoned_temps
 
     def hear(event: Event) -> None:
         if progress is not None and isinstance(event, ProgressEvent):
@@ -260,8 +261,8 @@ def _run(request: Request, folder: Path, progress: ProgressCallback | None,
 
 
 def _report(result: Result) -> ExportReport:
-    from engine.batch.item_run import report_of
-    from engine.job_client import remove_job_folder
+    from onnx_studio.engine.batch.item_run import report_of
+    from onnx_studio.engine.job_client import remove_job_folder
 
     assert isinstance(result, ExportResult)
     remove_job_folder(result.job_dir)
@@ -270,7 +271,7 @@ def _report(result: Result) -> ExportReport:
 
 def _document(empty: type[D], job: Callable[[], D]) -> D:
     """The job's document, or an empty one failed with the error that stopped it."""
-    from engine.job_client import CancelledAfterWrite
+    from onnx_studio.engine.job_client import CancelledAfterWrite
 
     try:
         return job()

@@ -52,7 +52,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     import compileall
 
-    for package in ("engine", "app", "onnx_studio"):
+    for package in ("onnx_studio",):
         compileall.compile_dir(REPO / package, quiet=1, workers=0)
 
 
@@ -200,8 +200,8 @@ def wait_until(condition: Callable[[], object], what: str, seconds: float = 60,
 
 
 def worker_children() -> dict[int, str]:
-    """Running children of this process whose command line runs engine.worker (Linux: /proc;
-    elsewhere always empty)."""
+    """Running children of this process whose command line runs onnx_studio.engine.worker (Linux:
+    /proc; elsewhere always empty)."""
     found: dict[int, str] = {}
     me = str(os.getpid())
     for stat in Path("/proc").glob("[0-9]*/stat"):
@@ -210,7 +210,7 @@ def worker_children() -> dict[int, str]:
             command = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ")
         except (OSError, ValueError):
             continue  # it ended while we looked
-        if ppid == me and state != "Z" and b"engine.worker" in command:
+        if ppid == me and state != "Z" and b"onnx_studio.engine.worker" in command:
             found[int(stat.parent.name)] = command.decode(errors="replace").strip()
     return found
 

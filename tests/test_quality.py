@@ -67,7 +67,7 @@ def test_import_contracts_hold() -> None:
 def test_the_cli_process_stays_light() -> None:
     """The CLI's own process parses the command and talks to its worker: importing it loads
     none of the heavy libraries the job needs (they would cost every command their import)."""
-    code = ("import sys, engine.cli\n"
+    code = ("import sys, onnx_studio.engine.cli\n"
             "heavy = {'torch', 'numpy', 'onnx', 'onnxruntime', 'onnxscript', 'transformers'}\n"
             "print(sorted(heavy & set(sys.modules)))\n")
     result = _run(sys.executable, "-c", code)
@@ -85,8 +85,8 @@ def test_app_imports_without_torch() -> None:
         "        if name.split('.')[0] == 'torch':\n"
         "            raise ImportError('blocked: ' + name)\n"
         "sys.meta_path.insert(0, Block())\n"
-        "import app\n"
-        "for m in pkgutil.walk_packages(app.__path__, 'app.'):\n"
+        "import onnx_studio.app as app\n"
+        "for m in pkgutil.walk_packages(app.__path__, 'onnx_studio.app.'):\n"
         "    importlib.import_module(m.name)\n"
         "assert 'torch' not in sys.modules\n"
         "print('ok')\n"
@@ -102,11 +102,11 @@ _ENVIRONMENT = re.compile(r"\b(?:environ|env)\.get\(")
 
 
 def test_the_window_reads_typed_fields_not_dicts() -> None:
-    """No `.get("…")` on a message or document dict anywhere in app/ (issue 25): the window
-    reads engine.protocol's typed fields, from the worker's line to the glass. Environment
+    """No `.get("…")` on a message or document dict anywhere in app/ (issue 25): the window reads
+    onnx_studio.engine.protocol's typed fields, from the worker's line to the glass. Environment
     variables (os.environ, or a copy of it named env) are the one mapping read by name."""
     found = [f"{path.relative_to(REPO)}:{number}: {line.strip()}"
-             for path in sorted((REPO / "app").rglob("*.py"))
+             for path in sorted((REPO / "onnx_studio" / "app").rglob("*.py"))
              for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
              if _DICT_READ.search(_ENVIRONMENT.sub("", line))]
     assert not found, "read typed fields instead:\n" + "\n".join(found)
@@ -117,7 +117,7 @@ def test_the_window_modules_are_short() -> None:
     module under 300 (menus, status line and session parts live in their own modules)."""
     lengths = {path.relative_to(REPO).as_posix(): len(path.read_text(encoding="utf-8")
                                                       .splitlines())
-               for path in (REPO / "app").rglob("*.py")}
+               for path in (REPO / "onnx_studio" / "app").rglob("*.py")}
     long = {name: n for name, n in lengths.items() if n > 600}
     assert not long, long
-    assert lengths["app/window.py"] < 300
+    assert lengths["onnx_studio/app/window.py"] < 300

@@ -15,12 +15,12 @@ from onnx import TensorProto, helper, numpy_helper
 from PySide6.QtCore import Qt
 from pytestqt.exceptions import TimeoutError as QtWaitTimeout
 
-from app import settings as settings_mod
-from app.jobs import JobRunner
-from app.outcomes import ExportOutcome
-from app.session import ExportSession
-from app.window import MainWindow
-from engine.protocol import Event, PingRequest
+from onnx_studio.app import settings as settings_mod
+from onnx_studio.app.jobs import JobRunner
+from onnx_studio.app.outcomes import ExportOutcome
+from onnx_studio.app.session import ExportSession
+from onnx_studio.app.window import MainWindow
+from onnx_studio.engine.protocol import Event, PingRequest
 
 SLOW_MODEL = '''
 import subprocess

@@ -48,9 +48,9 @@ def main(out_dir: Path, only: set[str] | None = None) -> int:
     from PySide6.QtCore import QEventLoop
     from PySide6.QtWidgets import QApplication
 
-    from app.recipes import load_example
-    from app.window import MainWindow
-    from engine import shipped
+    from onnx_studio.app.recipes import load_example
+    from onnx_studio.app.window import MainWindow
+    from onnx_studio.engine import shipped
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     window = MainWindow()
@@ -131,7 +131,7 @@ def main(out_dir: Path, only: set[str] | None = None) -> int:
     (tmp / "baked.py").write_text(
         "import torch\n\n\nclass Baked(torch.nn.Module):\n    def forward(self, x):\n"
         "        return x * x.mean().item()\n", encoding="utf-8")
-    from engine import recipe as recipes
+    from onnx_studio.engine import recipe as recipes
 
     window.session.set_recipe(recipes.loads(
         'version = 1\n[model]\nsource = "baked.py:Baked"\n[[inputs]]\nname = "x"\n'
@@ -257,7 +257,7 @@ def issue13(window, pump, shoot, only: set[str]) -> None:  # type: ignore[no-unt
         window.form.model_form.kwargs.editingFinished.emit()
         both("stale")
     if "warning_detail" in only:
-        from engine import shipped
+        from onnx_studio.engine import shipped
 
         session.load_example(shipped.recipes_dir() / "item_reshape.toml")
         export()
@@ -329,7 +329,7 @@ ISSUE11_STATES = ("auto_exporter", "fills", "warnings", "dropped_input", "failur
 
 def issue11(window, pump, shoot, only: set[str], tmp: Path) -> None:  # type: ignore[no-untyped-def]
     """The window showing each verdict of issue 11 (the models of test_window_verdicts)."""
-    from engine import recipe as recipes
+    from onnx_studio.engine import recipe as recipes
     from tests.app.test_window_verdicts import MODELS, TOKENS
 
     (tmp / "nets.py").write_text(MODELS, encoding="utf-8")

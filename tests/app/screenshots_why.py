@@ -31,8 +31,8 @@ def main(out_dir: Path, width: int = 1024, height: int = 768) -> int:
     from PySide6.QtCore import QEventLoop
     from PySide6.QtWidgets import QApplication
 
-    from app import settings as settings_mod
-    from app.window import MainWindow
+    from onnx_studio.app import settings as settings_mod
+    from onnx_studio.app.window import MainWindow
     from tests.engine.explain_models import exported, patched
 
     folder = tmp / "model"

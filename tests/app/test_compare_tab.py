@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 
-from app.jobs import JobRunner
-from app.session import ExportSession
-from app.tabs import ResultTabs
-from engine import recipe as recipes
+from onnx_studio.app.jobs import JobRunner
+from onnx_studio.app.session import ExportSession
+from onnx_studio.app.tabs import ResultTabs
+from onnx_studio.engine import recipe as recipes
 from tests.app.conftest import EXPORT_TIMEOUT_MS, leave_idle, write_mlp
 from tests.engine.models import write_models
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from app import platform_check as pc
+from onnx_studio.app import platform_check as pc
 from tests.conftest import REPO
 
 QT = pc.qt_folder()
@@ -192,7 +192,7 @@ def _without_display(**extra: str) -> dict[str, str]:
     return {**env, "PYTHONPATH": str(REPO), **extra}
 
 
-@pytest.mark.parametrize("args", [[], ["gui"], ["-m", "app"]],
+@pytest.mark.parametrize("args", [[], ["gui"], ["-m", "onnx_studio.app"]],
                          ids=["onnx-studio", "onnx-studio gui", "python -m app"])
 def test_no_display_through_the_real_entry_points(args: list[str]) -> None:
     command = [sys.executable, *args] if args[:1] == ["-m"] else [str(_console_script()), *args]

@@ -16,8 +16,8 @@ import pytest
 from PySide6.QtCore import QPointF, QRect, Qt
 from PySide6.QtWidgets import QAbstractButton, QComboBox, QToolBar, QWidget
 
-from app.graph import GraphBrowser
-from app.window import MainWindow
+from onnx_studio.app.graph import GraphBrowser
+from onnx_studio.app.window import MainWindow
 from tests.app.conftest import EXPORT_TIMEOUT_MS
 from tests.engine.graph_files import graph_files
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QApplication
 
-from app.graph.fonts import BoxFonts
-from engine.graph.items import Item
+from onnx_studio.app.graph.fonts import BoxFonts
+from onnx_studio.engine.graph.items import Item
 
 NAMES = {"/h.0/attn/MatMul_1": "MatMul", "": "Add", "a" * 40: "Gemm",
          "/encoder/layer.11/attention/self/Softmax": "Softmax", "tab\there": "Add",

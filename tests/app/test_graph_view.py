@@ -9,7 +9,7 @@ import pytest
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QColor, QImage, QPalette
 
-from app.graph import GraphBrowser, time_first_paint
+from onnx_studio.app.graph import GraphBrowser, time_first_paint
 
 
 @pytest.fixture
@@ -205,7 +205,7 @@ def test_overlay_on_absolute_scale_and_problem_marks(browser: GraphBrowser,
     """The overlay API other tabs use: a fixed scale colours the same value the same way
     whatever else is shown (within tolerance stays at the cool end), and marks outline the
     nodes that have a problem, their groups too while collapsed."""
-    from app.graph.colors import Scale, ramp_color
+    from onnx_studio.app.graph.colors import Scale, ramp_color
 
     browser.load_file(graph_exports["dynamo"])
     browser.expand_all()
@@ -384,7 +384,7 @@ def test_minimap_not_blank_for_a_tall_graph(browser: GraphBrowser, tmp_path: Pat
 
 
 def test_labels_drawn_wherever_they_fit(browser: GraphBrowser, graph_exports) -> None:
-    from app.graph.canvas import TEXT_LOD
+    from onnx_studio.app.graph.canvas import TEXT_LOD
 
     browser.load_file(graph_exports["dynamo"])
     browser.expand_all()

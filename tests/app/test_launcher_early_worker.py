@@ -1,8 +1,8 @@
-"""`onnx-studio export` and `validate` start their worker first thing (app.launcher,
-engine.worker_process.start_early): the job runs in that worker, no second one is started, and
-a command that fails before its job ends the worker it started.
+"""`onnx-studio export` and `validate` start their worker first thing (onnx_studio.app.launcher,
+onnx_studio.engine.worker_process.start_early): the job runs in that worker, no second one is
+started, and a command that fails before its job ends the worker it started.
 
-Each case runs the console script's code (app.launcher.main) in a child process, with
+Each case runs the console script's code (onnx_studio.app.launcher.main) in a child process, with
 worker_process.spawn wrapped to list the workers it starts.
 """
 
@@ -21,16 +21,16 @@ from tests.conftest import REPO
 
 PROBE = """
 import json, sys
-from engine import worker_process
+from onnx_studio.engine import worker_process
 spawned, before_cli = [], []
 original = worker_process.spawn
 def spawn(token):
     worker = original(token)
     spawned.append(worker)
-    before_cli.append("engine.cli" not in sys.modules)
+    before_cli.append("onnx_studio.engine.cli" not in sys.modules)
     return worker
 worker_process.spawn = spawn
-from app.launcher import main
+from onnx_studio.app.launcher import main
 try:
     status = main(sys.argv[1:])
 except SystemExit as exc:

@@ -1,6 +1,6 @@
-"""A platform check that passed is remembered (app.platform_memo): the next start skips it
-while nothing it read has changed, and runs it again when anything has (another display,
-a library changed); a problem is never remembered."""
+"""A platform check that passed is remembered (onnx_studio.app.platform_memo): the next start skips
+it while nothing it read has changed, and runs it again when anything has (another display, a
+library changed); a problem is never remembered."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from app import platform_memo
+from onnx_studio.app import platform_memo
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
@@ -26,9 +26,9 @@ OFFSCREEN = {"QT_QPA_PLATFORM": "offscreen"}
 PROBE = """
 import json, sys
 from pathlib import Path
-from app.platform_memo import usable
+from onnx_studio.app.platform_memo import usable
 status = usable("onnx-studio gui", env=json.loads(sys.argv[1]), memo=Path(sys.argv[2]))
-print(json.dumps({"status": status, "checked": "app.platform_check" in sys.modules}))
+print(json.dumps({"status": status, "checked": "onnx_studio.app.platform_check" in sys.modules}))
 """
 
 

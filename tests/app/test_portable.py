@@ -86,7 +86,8 @@ def unguarded_posix_calls(source: str, filename: str = "<source>") -> list[str]:
 def product_sources() -> list[Path]:
     # the worker, and what ends processes and trees for the window and the CLI
     engine = ["worker.py", "worker_process.py", "process_tree.py", "job_client.py"]
-    return [*sorted((REPO / "app").rglob("*.py")), *(REPO / "engine" / n for n in engine)]
+    return [*sorted((REPO / "onnx_studio" / "app").rglob("*.py")),
+            *(REPO / "onnx_studio" / "engine" / n for n in engine)]
 
 
 def test_app_and_worker_have_no_unguarded_posix_only_calls() -> None:

@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from app.jobs import JobRunner
-from app.outcomes import ExportOutcome, FileStamp, ValidationOutcome, fingerprint
-from app.recipes import fallback_recipe
-from app.session import ExportSession
-from engine import recipe as recipes
-from engine import shipped
-from engine.protocol import Event, PingRequest, Pong, Ready
+from onnx_studio.app.jobs import JobRunner
+from onnx_studio.app.outcomes import ExportOutcome, FileStamp, ValidationOutcome, fingerprint
+from onnx_studio.app.recipes import fallback_recipe
+from onnx_studio.app.session import ExportSession
+from onnx_studio.engine import recipe as recipes
+from onnx_studio.engine import shipped
+from onnx_studio.engine.protocol import Event, PingRequest, Pong, Ready
 from tests.app.conftest import EXPORT_TIMEOUT_MS, leave_idle
 
 
@@ -182,8 +182,8 @@ def test_parse_errors_and_problems_in_form_order(qtbot, tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_a_worker_that_retires_after_extensions_is_replaced_quietly(
         session: ExportSession, shared_runner: JobRunner, qtbot) -> None:
-    """engine.worker ends (status 0) after a job that ran extension files: no error is shown,
-    no job fails, the spare takes over, and a request sent meanwhile reaches the spare."""
+    """onnx_studio.engine.worker ends (status 0) after a job that ran extension files: no error is
+    shown, no job fails, the spare takes over, and a request sent meanwhile reaches the spare."""
     qtbot.waitUntil(lambda: shared_runner.spare_ready, timeout=60_000)
     old, spare = shared_runner.worker_pid, shared_runner.spare_pid
     lost: list[str] = []

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from app import settings as settings_mod
-from engine import dirs
+from onnx_studio.app import settings as settings_mod
+from onnx_studio.engine import dirs
 from tests.conftest import REPO
 
 STAMP = r"\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d(-\d+)?"
@@ -195,7 +195,7 @@ def banner_text(window: Any) -> str | None:
 
 
 def test_the_window_shows_the_notice_once(qtbot) -> None:
-    from app.window import MainWindow
+    from onnx_studio.app.window import MainWindow
 
     settings_file().write_text("{ not toml", encoding="utf-8")
     settings, notice = settings_mod.load()
@@ -219,7 +219,8 @@ def test_the_start_up_tells_once_and_leaves_a_good_file(tmp_path: Path) -> None:
     path = settings_file()
     path.write_bytes(b"\xff\xfe\x00")
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(REPO)}
-    result = subprocess.run([sys.executable, "-m", "app", "--exit-after-paint"], cwd=REPO,
+    result = subprocess.run([sys.executable, "-m", "onnx_studio.app", "--exit-after-paint"],
+                            cwd=REPO,
                             env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert settings_mod.load()[1] is None and path.is_file()

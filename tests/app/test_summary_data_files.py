@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.jobs import JobRunner
-from app.outcomes import ExportOutcome, Stamp
-from app.results.summary import SummaryView
-from app.session import ExportSession
-from engine.protocol import ExportReport, ExportResult
+from onnx_studio.app.jobs import JobRunner
+from onnx_studio.app.outcomes import ExportOutcome, Stamp
+from onnx_studio.app.results.summary import SummaryView
+from onnx_studio.app.session import ExportSession
+from onnx_studio.engine.protocol import ExportReport, ExportResult
 
 
 def test_the_summary_lists_each_files_data_files(qapp, tmp_path: Path) -> None:

@@ -10,9 +10,9 @@ import pytest
 from PySide6.QtGui import QTextBlock, QTextDocument
 from PySide6.QtWidgets import QToolButton
 
-from app.graph.properties import MIN_WIDTH as PANEL_MIN_WIDTH
-from app.tabs import MIN_WIDTH as TABS_MIN_WIDTH
-from app.window import MainWindow
+from onnx_studio.app.graph.properties import MIN_WIDTH as PANEL_MIN_WIDTH
+from onnx_studio.app.tabs import MIN_WIDTH as TABS_MIN_WIDTH
+from onnx_studio.app.window import MainWindow
 from tests.app.conftest import example_index, export_and_wait
 
 pytestmark = pytest.mark.usefixtures("shared_runner")

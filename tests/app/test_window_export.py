@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 
-from app.window import MainWindow
-from engine import recipe as recipes
-from engine.protocol import ErrorEvent, Event, ExportRequest, ExportResult, Progress
+from onnx_studio.app.window import MainWindow
+from onnx_studio.engine import recipe as recipes
+from onnx_studio.engine.protocol import ErrorEvent, Event, ExportRequest, ExportResult, Progress
 from tests.app.conftest import (
     EXPORT_TIMEOUT_MS,
     STOP_TIMEOUT_MS,

@@ -14,7 +14,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QListWidget
 
-from app.window import MainWindow
+from onnx_studio.app.window import MainWindow
 from tests.app.conftest import EXPORT_TIMEOUT_MS, export_and_wait
 
 pytestmark = pytest.mark.usefixtures("shared_runner")
@@ -197,7 +197,7 @@ def test_a_working_folder_loads_a_pickled_module_beside_its_py(
     import subprocess
     import sys
 
-    from engine import recipe as recipes
+    from onnx_studio.engine import recipe as recipes
 
     project = tmp_path / "project"
     project.mkdir()

@@ -12,12 +12,12 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QMessageBox
 
-from app import settings as settings_mod
-from app.form.options_form import FALLBACK_CAPABILITIES
-from app.window import MainWindow
-from engine import dirs, shipped
-from engine import recipe as recipes
-from engine.protocol import DevicesResult, WarningItem
+from onnx_studio.app import settings as settings_mod
+from onnx_studio.app.form.options_form import FALLBACK_CAPABILITIES
+from onnx_studio.app.window import MainWindow
+from onnx_studio.engine import dirs, shipped
+from onnx_studio.engine import recipe as recipes
+from onnx_studio.engine.protocol import DevicesResult, WarningItem
 from tests.app.conftest import example_index
 from tests.conftest import REPO
 
@@ -270,7 +270,7 @@ def test_gui_process_never_imports_torch(tmp_path: Path) -> None:
         "from PySide6.QtCore import QEventLoop, QTimer\n"
         "from PySide6.QtWidgets import QApplication\n"
         "app = QApplication([])\n"
-        "from app.window import MainWindow\n"
+        "from onnx_studio.app.window import MainWindow\n"
         "w = MainWindow()\n"
         "w.load_initial(None)\n"
         "w.show(); app.processEvents()\n"
@@ -294,7 +294,8 @@ def test_exit_after_paint_prints_timings(tmp_path: Path) -> None:
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(REPO),
            "ONNX_STUDIO_OUTPUT_DIR": str(tmp_path)}
     recipe = shipped.recipes_dir() / "default.toml"
-    result = subprocess.run([sys.executable, "-m", "app", str(recipe), "--exit-after-paint"],
+    result = subprocess.run([sys.executable, "-m", "onnx_studio.app", str(recipe),
+                             "--exit-after-paint"],
                             cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout.strip().splitlines()[-1])
@@ -452,7 +453,8 @@ def test_onnx_studio_gui_exit_after_paint_reports_the_graph(tmp_path) -> None:
     onnx.save(helper.make_model(graph), str(path))
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
     result = subprocess.run(
-        [sys.executable, "-c", "import sys; from app.launcher import main; sys.exit(main())",
+        [sys.executable, "-c",
+         "import sys; from onnx_studio.app.launcher import main; sys.exit(main())",
          "gui", str(path), "--exit-after-paint"],
         capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0, result.stderr
@@ -503,8 +505,8 @@ def test_the_window_s_exporter_rule_is_the_engine_s(tmp_path: Path, source: str,
                                                      changes: dict, expected: str) -> None:
     """The window's exporter rule is the engine's choose_exporter, which reads the source
     without loading it, so the window's process stays free of torch."""
-    from app.recipes import implied_exporter
-    from engine.export.exporter import choose_exporter
+    from onnx_studio.app.recipes import implied_exporter
+    from onnx_studio.engine.export.exporter import choose_exporter
 
     _zip(tmp_path / "scripted.pt", ["scripted/code/__torch__.py", "scripted/constants.pkl"])
     _zip(tmp_path / "whole.pt", ["whole/data.pkl"])

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 
-from app.compare.variants import COLUMNS, KEPT_MARK
-from app.window import MainWindow
+from onnx_studio.app.compare.variants import COLUMNS, KEPT_MARK
+from onnx_studio.app.window import MainWindow
 from tests.app.conftest import EXPORT_TIMEOUT_MS
 from tests.engine.explain_models import exported
 

@@ -14,16 +14,16 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 
-from app.outcomes import ValidationOutcome
-from app.validation.common import rows, texts
-from app.window import MainWindow
+from onnx_studio.app.outcomes import ValidationOutcome
+from onnx_studio.app.validation.common import rows, texts
+from onnx_studio.app.window import MainWindow
 from tests.app.conftest import EXPORT_TIMEOUT_MS
 from tests.engine.hf_models import build, studio_export
 
 pytestmark = pytest.mark.usefixtures("shared_runner")
 
 HF_TIMEOUT_MS = 300_000  # an encoder-decoder is three exports; a loaded 2-core machine
-STEPS = 20  # engine.validation.hf_checks.GENERATION_STEPS, the issue's 20
+STEPS = 20  # onnx_studio.engine.validation.hf_checks.GENERATION_STEPS, the issue's 20
 
 # architecture -> (its config's task, the files its export writes)
 ENC_DEC = ["encoder_model.onnx", "decoder_model.onnx", "decoder_with_past_model.onnx"]
@@ -257,8 +257,8 @@ def _validate(window: MainWindow, qtbot) -> ValidationOutcome:
 
 
 def test_generation_panel_highlights_the_first_differing_step(qtbot) -> None:
-    from app.validation.generation import GenerationPanel
-    from engine.protocol import Generation
+    from onnx_studio.app.validation.generation import GenerationPanel
+    from onnx_studio.engine.protocol import Generation
 
     panel = GenerationPanel()
     qtbot.addWidget(panel)
@@ -274,8 +274,8 @@ def test_generation_panel_highlights_the_first_differing_step(qtbot) -> None:
 def test_generation_panel_says_why_no_step_ran(qtbot) -> None:
     """ONNX Runtime could not run the loop (a file whose length the export fixed): the panel
     says so in ONNX Runtime's words, and lists PyTorch's tokens with none for ONNX."""
-    from app.validation.generation import GenerationPanel
-    from engine.protocol import Generation
+    from onnx_studio.app.validation.generation import GenerationPanel
+    from onnx_studio.engine.protocol import Generation
 
     panel = GenerationPanel()
     qtbot.addWidget(panel)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 
-from app.window import MainWindow
+from onnx_studio.app.window import MainWindow
 from tests.app.conftest import EXPORT_TIMEOUT_MS
 from tests.engine.hf_tiny import build, custom_code_folder
 

@@ -11,9 +11,9 @@ from PySide6.QtCore import QCoreApplication, QEvent, Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QAbstractScrollArea, QApplication
 
-from app import logs
-from app import settings as settings_mod
-from app.window import MainWindow
+from onnx_studio.app import logs
+from onnx_studio.app import settings as settings_mod
+from onnx_studio.app.window import MainWindow
 
 
 @pytest.fixture(autouse=True)

@@ -25,10 +25,10 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QLabel, QWidget
 
-from app.validation.common import texts
-from app.validation.tab import TRIAL_OUTPUT_HEADERS
-from app.window import MainWindow
-from engine import recipe as recipes
+from onnx_studio.app.validation.common import texts
+from onnx_studio.app.validation.tab import TRIAL_OUTPUT_HEADERS
+from onnx_studio.app.window import MainWindow
+from onnx_studio.engine import recipe as recipes
 from tests.app.conftest import EXPORT_TIMEOUT_MS, export_and_wait, write_slow_model
 from tests.conftest import REPO
 from tests.engine.hf_models import build

@@ -11,10 +11,10 @@ from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QHelpEvent
 from PySide6.QtWidgets import QApplication, QToolTip
 
-from app import settings as settings_mod
-from app.cell_tips import is_cut
-from app.window import MainWindow
-from engine.protocol import NodeMatching
+from onnx_studio.app import settings as settings_mod
+from onnx_studio.app.cell_tips import is_cut
+from onnx_studio.app.window import MainWindow
+from onnx_studio.engine.protocol import NodeMatching
 from tests.app.conftest import write_mlp
 
 

@@ -14,39 +14,44 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 
-from app import settings as settings_mod
-from app.recipes import format_table, parse_table, written_table
-from app.session import ExportSession
-from app.validation.tab import OUTPUT_HEADERS
-from app.window import MainWindow
+from onnx_studio.app import settings as settings_mod
+from onnx_studio.app.recipes import format_table, parse_table, written_table
+from onnx_studio.app.session import ExportSession
+from onnx_studio.app.validation.tab import OUTPUT_HEADERS
+from onnx_studio.app.window import MainWindow
 from tests.app.conftest import EXPORT_TIMEOUT_MS, export_and_wait
 from tests.conftest import REPO
 
 # what the first paint draws does not need these: they load when a tab or a job needs them
-NOT_AT_FIRST_PAINT = ("numpy", "pyqtgraph", "onnx", "onnxruntime", "torch", "engine.cli",
-                      "engine.validation", "app.validation", "app.compare", "app.graph.browser",
-                      "app.graph.canvas", "app.results.python", "app.results.warnings",
+NOT_AT_FIRST_PAINT = ("numpy", "pyqtgraph", "onnx", "onnxruntime", "torch",
+                      "onnx_studio.engine.cli",
+                      "onnx_studio.engine.validation", "onnx_studio.app.validation",
+                      "onnx_studio.app.compare", "onnx_studio.app.graph.browser",
+                      "onnx_studio.app.graph.canvas", "onnx_studio.app.results.python",
+                      "onnx_studio.app.results.warnings",
                       # the jobs, the worker and the protocol they speak: with the first job
-                      "app.jobs", "app.worker_client", "engine.worker_process",
-                      "engine.process_tree", "psutil", "engine.protocol",
-                      # the export machinery, the loader and the source parser (the form
-                      # asks only which exporter "auto" means: engine.export.choice, from
-                      # the source's kind, engine.source.kinds)
-                      "engine.export.exporter", "engine.source.load", "engine.source.hf",
-                      "engine.source.describe", "engine.source.signatures",
+                      "onnx_studio.app.jobs", "onnx_studio.app.worker_client",
+                      "onnx_studio.engine.worker_process",
+                      "onnx_studio.engine.process_tree", "psutil", "onnx_studio.engine.protocol",
+                      # the export machinery, the loader and the source parser (the form asks only
+                      # which exporter "auto" means: onnx_studio.engine.export.choice, from the
+                      # source's kind, onnx_studio.engine.source.kinds)
+                      "onnx_studio.engine.export.exporter", "onnx_studio.engine.source.load",
+                      "onnx_studio.engine.source.hf",
+                      "onnx_studio.engine.source.describe", "onnx_studio.engine.source.signatures",
                       # the example models: the gallery fills right after the first frame
-                      "engine.source.examples",
+                      "onnx_studio.engine.source.examples",
                       # dialogs and the log file: when first opened, with the first log line
-                      "app.form.dynamic_axes", "logging.handlers",
+                      "onnx_studio.app.form.dynamic_axes", "logging.handlers",
                       # the TOML writer: the example's recipe file is written after the first
                       # frame, the settings when they change
-                      "tomlkit", "engine.toml_writer")
+                      "tomlkit", "onnx_studio.engine.toml_writer")
 
 # what was loaded when exit-after-paint closes the window, right after the paint it timed
 PROBE = """
 import gc, json, sys
-from app import window as window_mod
-from app.launcher import main
+from onnx_studio.app import window as window_mod
+from onnx_studio.app.launcher import main
 
 at_paint = []
 collecting = []
@@ -84,7 +89,7 @@ def test_the_first_paint_imports_only_what_it_draws(tmp_path: Path) -> None:
     timings, probe = json.loads(lines[-2]), json.loads(lines[-1])
     assert probe["status"] == 0 and timings["window_s"] > 0, "the window was painted"
     modules = set(probe["modules"])
-    assert "app.window" in modules and "PySide6.QtWidgets" in modules
+    assert "onnx_studio.app.window" in modules and "PySide6.QtWidgets" in modules
     loaded = sorted(name for name in modules
                     if any(name == heavy or name.startswith(heavy + ".")
                            for heavy in NOT_AT_FIRST_PAINT))
@@ -97,8 +102,8 @@ import json, os, sys
 from pathlib import Path
 from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QApplication
-from app import settings
-from app.window import MainWindow
+from onnx_studio.app import settings
+from onnx_studio.app.window import MainWindow
 
 app = QApplication([])
 window = MainWindow(settings.Settings(), None)  # as `onnx-studio gui` opens it
@@ -110,7 +115,8 @@ copy = Path(os.environ["ONNX_STUDIO_DATA_DIR"]) / "examples" / "default" / "defa
 class FirstFrame(QObject):
     def eventFilter(self, watched, event):
         if event.type() == QEvent.Type.Paint and not at_paint:
-            at_paint.update(jobs="app.jobs" in sys.modules, protocol="engine.protocol"
+            at_paint.update(jobs="onnx_studio.app.jobs" in sys.modules,
+            protocol="onnx_studio.engine.protocol"
                             in sys.modules, described=window.session.description is not None,
                             copy=copy.is_file(),
                             model=(copy.parent / "models" / "tiny_cnn.py").is_file())
@@ -150,7 +156,7 @@ RUN = """
 import gc, json
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
-from app.main import run
+from onnx_studio.app.main import run
 
 app = QApplication([])
 seen = []

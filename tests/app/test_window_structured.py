@@ -10,9 +10,9 @@ import onnx
 import pytest
 from PySide6.QtCore import Qt
 
-from app.window import MainWindow
-from engine import recipe as recipes
-from engine.source.arguments import spec_for
+from onnx_studio.app.window import MainWindow
+from onnx_studio.engine import recipe as recipes
+from onnx_studio.engine.source.arguments import spec_for
 from tests.app.conftest import export_and_wait
 from tests.engine.test_structured_inputs import MODELS
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from PySide6.QtWidgets import QMessageBox
 
-from app import settings as settings_mod
-from app.window import MainWindow
-from engine import recipe as recipes
+from onnx_studio.app import settings as settings_mod
+from onnx_studio.app.window import MainWindow
+from onnx_studio.engine import recipe as recipes
 from tests.app.conftest import example_index
 from tests.conftest import REPO
 
@@ -137,9 +137,9 @@ def test_save_as_keeps_relative_paths_pointing_at_the_same_files(
 CRASHING_WINDOW = textwrap.dedent('''
     import sys, time
     from PySide6.QtWidgets import QApplication
-    from app import settings as settings_mod
-    from app.recovery import recovery_dir
-    from app.window import MainWindow
+    from onnx_studio.app import settings as settings_mod
+    from onnx_studio.app.recovery import recovery_dir
+    from onnx_studio.app.window import MainWindow
 
     app = QApplication(sys.argv)
     w = MainWindow(settings_mod.Settings(), None, start_worker=False)

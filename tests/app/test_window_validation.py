@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 
-from app.outcomes import ValidationOutcome
-from app.validation.common import texts
-from app.validation.plots import ParityPlots
-from app.window import MainWindow
-from engine import recipe as recipes
+from onnx_studio.app.outcomes import ValidationOutcome
+from onnx_studio.app.validation.common import texts
+from onnx_studio.app.validation.plots import ParityPlots
+from onnx_studio.app.window import MainWindow
+from onnx_studio.engine import recipe as recipes
 from tests.app.conftest import (
     EXPORT_TIMEOUT_MS,
     STOP_TIMEOUT_MS,
@@ -105,7 +105,7 @@ def test_export_with_validation_fills_the_tab_and_the_graph(window: MainWindow, 
     window.tabs.setCurrentWidget(tab)
     tab.sections.setCurrentWidget(tab.plots)
     qtbot.waitUntil(lambda: drawn_items(tab.plots)["scatter_points"] > 0, timeout=10_000)
-    from engine.validation.metrics import load_plots
+    from onnx_studio.engine.validation.metrics import load_plots
 
     data = load_plots(Path(validation["plots"]))["logits"]
     drawn = drawn_items(tab.plots)
@@ -269,10 +269,10 @@ def test_cancel_a_validation(window: MainWindow, qtbot, tmp_path: Path) -> None:
 def test_first_divergent_node_is_marked_and_missing_plots_said(qtbot, tmp_path: Path) -> None:
     """The tab alone, drawing a session's validation object as the engine writes it (no
     worker needed)."""
-    from app.outcomes import Stamp, ValidationOutcome
-    from app.session import ExportSession
-    from app.validation import ValidationTab
-    from engine.protocol import Error, Validation
+    from onnx_studio.app.outcomes import Stamp, ValidationOutcome
+    from onnx_studio.app.session import ExportSession
+    from onnx_studio.app.validation import ValidationTab
+    from onnx_studio.engine.protocol import Error, Validation
 
     session = ExportSession(use_worker=False)
     tab = ValidationTab(session)

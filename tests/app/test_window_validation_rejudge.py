@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 
-from app.validation.tab import OUTPUT_HEADERS, ValidationTab
-from app.window import MainWindow
+from onnx_studio.app.validation.tab import OUTPUT_HEADERS, ValidationTab
+from onnx_studio.app.window import MainWindow
 from tests.app.conftest import EXPORT_TIMEOUT_MS, export_and_wait
 
 pytestmark = pytest.mark.usefixtures("shared_runner")

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 from PySide6.QtWidgets import QComboBox
 
-from app.validation.common import texts
-from app.window import MainWindow
-from engine import recipe as recipes
+from onnx_studio.app.validation.common import texts
+from onnx_studio.app.window import MainWindow
+from onnx_studio.engine import recipe as recipes
 from tests.app.conftest import EXPORT_TIMEOUT_MS, export_and_wait
 from tests.conftest import REPO
 
@@ -464,8 +464,8 @@ def test_an_output_that_cannot_be_written_disables_export_with_the_reason(
 def test_fewer_trials_replace_more_with_a_late_row_selected(qtbot) -> None:
     """A validation with 6 trials (the 5th selected, as a failure is), then one with 2: the
     rows removed never index the new, shorter list."""
-    from app.validation.tab import TrialsPanel
-    from engine.protocol import Trial
+    from onnx_studio.app.validation.tab import TrialsPanel
+    from onnx_studio.engine.protocol import Trial
 
     panel = TrialsPanel()
     qtbot.addWidget(panel)

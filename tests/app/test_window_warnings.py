@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from app.window import MainWindow
+from onnx_studio.app.window import MainWindow
 from tests.app.conftest import example_index, export_and_wait
 
 pytestmark = pytest.mark.usefixtures("shared_runner")

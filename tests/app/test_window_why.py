@@ -15,10 +15,10 @@ import pytest
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtWidgets import QFileDialog
 
-from app.graph.findings import WHY_HEADING
-from app.outcomes import ValidationOutcome
-from app.session import Explanation
-from app.window import MainWindow
+from onnx_studio.app.graph.findings import WHY_HEADING
+from onnx_studio.app.outcomes import ValidationOutcome
+from onnx_studio.app.session import Explanation
+from onnx_studio.app.window import MainWindow
 from tests.app.conftest import EXPORT_TIMEOUT_MS, STOP_TIMEOUT_MS
 from tests.engine.explain_models import exported, linear_line, patched
 

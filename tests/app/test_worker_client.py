@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from app.jobs import JobRunner
-from app.worker_client import WorkerProcess, exit_description
-from engine.protocol import (
+from onnx_studio.app.jobs import JobRunner
+from onnx_studio.app.worker_client import WorkerProcess, exit_description
+from onnx_studio.engine.protocol import (
     DescribeRequest,
     DescribeResult,
     ErrorEvent,

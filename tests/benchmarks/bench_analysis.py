@@ -60,10 +60,10 @@ def main() -> int:
         return screenshot(Path(args.screenshot))
     from PySide6.QtWidgets import QApplication
 
-    from app.compare.graphs import SideBySideGraphs
-    from engine.analysis.compare import compare_files
-    from engine.analysis.profile import profile_file
-    from engine.protocol import CompareDocument
+    from onnx_studio.app.compare.graphs import SideBySideGraphs
+    from onnx_studio.engine.analysis.compare import compare_files
+    from onnx_studio.engine.analysis.profile import profile_file
+    from onnx_studio.engine.protocol import CompareDocument
 
     app = QApplication.instance() or QApplication([])
     rows: list[tuple[str, float, str]] = []
@@ -137,8 +137,8 @@ def screenshot(png: Path) -> int:
     graph, module groups collapsed, as the Compare tab's overlay toggle shows it."""
     from PySide6.QtWidgets import QApplication
 
-    from app.graph.browser import GraphBrowser
-    from engine.analysis.profile import profile_file
+    from onnx_studio.app.graph.browser import GraphBrowser
+    from onnx_studio.engine.analysis.profile import profile_file
     from tests.benchmarks.bench_graph import export_gpt2
 
     app = QApplication.instance() or QApplication([])

@@ -29,8 +29,8 @@ sys.path.insert(0, str(REPO))
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
-from engine.batch import BatchOptions, read_items, run_batch  # noqa: E402
-from engine.protocol import BatchSummary  # noqa: E402
+from onnx_studio.engine.batch import BatchOptions, read_items, run_batch  # noqa: E402
+from onnx_studio.engine.protocol import BatchSummary  # noqa: E402
 from tests.zoo.zoo_models import write_recipe  # noqa: E402
 
 

@@ -40,8 +40,8 @@ from tests.corpus.model_files import MODEL_FILES, ModelFile  # noqa: E402
 def recipe_of(argv: list[str], path: Path) -> Path:
     """The recipe `onnx-studio ARGV --save-recipe PATH` would write (the CLI's own parse),
     written without running the export; its absolute path."""
-    from engine.cli import build_parser, save_recipe_as
-    from engine.cli_args import recipe_from_args
+    from onnx_studio.engine.cli import build_parser, save_recipe_as
+    from onnx_studio.engine.cli_args import recipe_from_args
 
     save_recipe_as(recipe_from_args(build_parser().parse_args(argv)), path)
     return path.resolve()
@@ -54,7 +54,8 @@ def batch_run(recipes: list[Path], report: Path, workers: int, resume: bool = Fa
     its seconds), read from REPORT/results.jsonl; `resume`: the items it holds already are
     not run again (batch --resume)."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    subprocess.run([sys.executable, "-m", "engine.cli", "batch", *map(str, recipes), "-o",
+    subprocess.run([sys.executable, "-m", "onnx_studio.engine.cli", "batch", *map(str, recipes),
+                    "-o",
                     str(report), "--workers", str(workers), "--json",
                     *(["--resume"] if resume else [])], capture_output=True,
                    text=True, env=env, check=False)

@@ -130,7 +130,8 @@ def main() -> None:
         hand, studio = [], []
         for _ in range(args.runs):  # interleaved so machine noise hits both sides alike
             hand.append(timed([sys.executable, str(script)]))
-            studio.append(timed([sys.executable, "-m", "engine.cli", "export", "--recipe",
+            studio.append(timed([sys.executable, "-m", "onnx_studio.engine.cli", "export",
+                                 "--recipe",
                                  str(recipe)]))
         h, s = statistics.median(hand), statistics.median(studio)
         rows.append((case, h, s, s / h))

@@ -139,7 +139,7 @@ def hand_made_recipe(name: str, folder: Path) -> Path:
         text = RECIPE.format(cls=cls, width=WIDTHS[cls], name=name) + \
             "[validate]\nenabled = true\n"
     elif name == "cnn":
-        text = CNN.format(models=REPO / "resources" / "models")
+        text = CNN.format(models=REPO / "onnx_studio" / "resources" / "models")
     else:
         (folder / "tiny_transformers.py").write_text(TRANSFORMERS, encoding="utf-8")
         text = TOKENS.format(name=name)
@@ -188,7 +188,7 @@ def variant(row: Row, auto: bool, folder: Path) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "engine.cli", "variant", str(source), "--recipe",
+        [sys.executable, "-m", "onnx_studio.engine.cli", "variant", str(source), "--recipe",
          str(row.recipes), "--kind", "fp16", "-o", str(output), "--json",
          *(["--keep-fp32", "auto"] if auto else [])],
         capture_output=True, text=True, env=env, cwd=str(folder), check=False)

@@ -339,10 +339,10 @@ def bench_file(path: Path, runs: int, interact: bool) -> dict[str, float]:
     from PySide6.QtCore import QPointF
     from PySide6.QtWidgets import QApplication
 
-    from app.graph import GraphBrowser, time_first_paint
-    from app.graph.fonts import BoxFonts
-    from engine.graph.layout import GraphLayout
-    from engine.graph.model import GraphModel
+    from onnx_studio.app.graph import GraphBrowser, time_first_paint
+    from onnx_studio.app.graph.fonts import BoxFonts
+    from onnx_studio.engine.graph.layout import GraphLayout
+    from onnx_studio.engine.graph.model import GraphModel
 
     app = QApplication.instance() or QApplication([])
     assert isinstance(app, QApplication)
@@ -433,7 +433,7 @@ def interact_fps(b: object, app: object) -> dict[str, float]:
     fit to window, a zoom sweep from 150 % to the fit scale and back."""
     from PySide6.QtCore import QPointF
 
-    from app.graph import GraphBrowser
+    from onnx_studio.app.graph import GraphBrowser
 
     assert isinstance(b, GraphBrowser)
     vp = b.view.viewport()
@@ -475,7 +475,8 @@ def gui_process(path: Path, expand_all: bool) -> tuple[dict[str, float], float]:
     import subprocess
 
     repo = Path(__file__).resolve().parents[2]
-    cmd = [sys.executable, "-c", "import sys; from app.launcher import main; sys.exit(main())",
+    cmd = [sys.executable, "-c",
+           "import sys; from onnx_studio.app.launcher import main; sys.exit(main())",
            "gui", str(path), "--exit-after-paint"] + (["--expand-all"] if expand_all else [])
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
     # GNU time reports the process's own peak; a rusage read here would start from this
@@ -500,7 +501,8 @@ def reading_ratios(path: Path, runs: int) -> list[tuple[str, float, float]]:
 
     repo = Path(__file__).resolve().parents[2]
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
-    gui = [sys.executable, "-c", "import sys; from app.launcher import main; sys.exit(main())",
+    gui = [sys.executable, "-c",
+           "import sys; from onnx_studio.app.launcher import main; sys.exit(main())",
            "gui", str(path), "--exit-after-paint"]
     cases = {"read: import onnx, load, walk the nodes": [sys.executable, "-c", READ_ONCE,
                                                          str(path)],
@@ -532,7 +534,7 @@ def bench_scale(name: str, key: str, path: Path, runs: int
     rows; ``key`` names the graph in `BEFORE`."""
     from PySide6.QtWidgets import QApplication
 
-    from app.graph import GraphBrowser, time_first_paint
+    from onnx_studio.app.graph import GraphBrowser, time_first_paint
 
     app = QApplication.instance() or QApplication([])
     res: dict[str, list[float]] = {k: [] for k in (
@@ -622,7 +624,7 @@ def screenshots(path: Path, out: Path) -> list[Path]:
     from PySide6.QtGui import QColor, QPalette
     from PySide6.QtWidgets import QApplication
 
-    from app.graph import GraphBrowser
+    from onnx_studio.app.graph import GraphBrowser
 
     app = QApplication.instance() or QApplication([])
     out.mkdir(parents=True, exist_ok=True)
@@ -703,9 +705,9 @@ def compare_cores(path: Path, runs: int) -> tuple[float, float, int]:
     ``layout_sugiyama`` (same per-group graphs, sizes ignored by igraph): seconds each."""
     import igraph
 
-    from engine.graph.layered import LayeredLayout
-    from engine.graph.layout import GraphLayout
-    from engine.graph.model import GraphModel
+    from onnx_studio.engine.graph.layered import LayeredLayout
+    from onnx_studio.engine.graph.layout import GraphLayout
+    from onnx_studio.engine.graph.model import GraphModel
 
     lay = GraphLayout(GraphModel.load(path))
     lay.expand_all()

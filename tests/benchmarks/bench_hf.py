@@ -1,19 +1,19 @@
 """The studio against its peers on Hugging Face decoders with their cache, in one invocation.
 
-Speed (interleaved, each run a fresh process; wall seconds, and CPU seconds of the process and
-the children it waited for, which a loaded machine distorts less): `onnx-studio export hf:DIR
--o OUT` (no validation; the console script's code, app.launcher), the same with `--exporter
+Speed (interleaved, each run a fresh process; wall seconds, and CPU seconds of the process and the
+children it waited for, which a loaded machine distorts less): `onnx-studio export hf:DIR -o OUT`
+(no validation; the console script's code, onnx_studio.app.launcher), the same with `--exporter
 torchscript` (the faster path, Optimum's own exporter), `optimum-cli export onnx --task
-text-generation-with-past` (which validates its file too: one ONNX Runtime run against the
-model, always on), and the plain anchors: a `torch.onnx.export` script of the same wrapper the
-studio exports, loaded as the studio loads it, by torch.export ("plain") or by the TorchScript
-tracer ("plain-ts"): what the exporter itself costs. Medians, and the ratios studio/optimum,
-studio/plain and torchscript/plain-ts. The models: tiny Gemma, Phi3, OPT and Qwen3 decoders
-(the issue's), a corpus decoder by its slug, or `corpus` (every decoder of the corpus, a row
-that fails with a fix timed with its fix applied); `--tools` picks the commands (e.g. `--models
-corpus --tools studio plain --runs 1`: the studio beside its exporter on every decoder).
-`--baseline DIR` times the two studio commands of another checkout too (e.g. `git archive
-main`), beside this one: before and after.
+text-generation-with-past` (which validates its file too: one ONNX Runtime run against the model,
+always on), and the plain anchors: a `torch.onnx.export` script of the same wrapper the studio
+exports, loaded as the studio loads it, by torch.export ("plain") or by the TorchScript tracer
+("plain-ts"): what the exporter itself costs. Medians, and the ratios studio/optimum, studio/plain
+and torchscript/plain-ts. The models: tiny Gemma, Phi3, OPT and Qwen3 decoders (the issue's), a
+corpus decoder by its slug, or `corpus` (every decoder of the corpus, a row that fails with a fix
+timed with its fix applied); `--tools` picks the commands (e.g. `--models corpus --tools studio
+plain --runs 1`: the studio beside its exporter on every decoder). `--baseline DIR` times the two
+studio commands of another checkout too (e.g. `git archive main`), beside this one: before and
+after.
 
 Outcomes: for every decoder of the corpus (tests/corpus/architectures.py, read at run time so
 its new rows appear here), the studio's `export --validate` beside optimum-cli's result (exit
@@ -71,10 +71,10 @@ PLAIN = r"""
 import sys
 from pathlib import Path
 import torch
-from engine.cli import build_parser
-from engine.cli_args import recipe_from_args
-from engine.export.hf_files import _dims
-from engine.source.hf import load_for_recipe
+from onnx_studio.engine.cli import build_parser
+from onnx_studio.engine.cli_args import recipe_from_args
+from onnx_studio.engine.export.hf_files import _dims
+from onnx_studio.engine.source.hf import load_for_recipe
 exporter, out, argv = sys.argv[1], Path(sys.argv[2]), sys.argv[3:]
 hf = load_for_recipe(recipe_from_args(build_parser().parse_args(["export", *argv, "-o", str(out)])))
 out.mkdir(parents=True, exist_ok=True)
@@ -182,8 +182,9 @@ def timed_cpu(command: list[str], cwd: Path,
     return wall, cpu, done
 
 
-# what the `onnx-studio` console script runs (app.launcher), without pyenv's shim in front
-LAUNCHER = "import sys; from app.launcher import main; sys.exit(main())"
+# what the `onnx-studio` console script runs (onnx_studio.app.launcher), without pyenv's shim in
+# front
+LAUNCHER = "import sys; from onnx_studio.app.launcher import main; sys.exit(main())"
 
 
 def studio(folder: Path, out: Path, *extra: str) -> list[str]:
@@ -348,9 +349,9 @@ def broken_copy(source: Path, target: Path) -> Path:
 
 def catch(work: Path, cli: Path | None) -> None:
     """Whether each tool's validation catches a broken model.onnx of each speed decoder."""
-    from engine.events import Events
-    from engine.source.hf import load_hf
-    from engine.validation.hf_checks import check_generation, check_parts
+    from onnx_studio.engine.events import Events
+    from onnx_studio.engine.source.hf import load_hf
+    from onnx_studio.engine.validation.hf_checks import check_generation, check_parts
 
     print("\n| decoder | studio catches | optimum catches |")
     print("|---|---|---|")

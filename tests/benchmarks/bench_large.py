@@ -115,7 +115,8 @@ def hf_rows(layers: int, runs: int, folder: Path) -> None:
     print("| --- | ---: | ---: | ---: |")
     for what, extra in (("export", []), ("export + validate", ["--validate"])):
         out = folder / f"out_{layers}_{len(extra)}"
-        found = [measure([sys.executable, "-m", "engine.cli", "export", f"hf-config:{model}",
+        found = [measure([sys.executable, "-m", "onnx_studio.engine.cli", "export",
+                          f"hf-config:{model}",
                           "-o", str(out), *extra]) for _ in range(runs)]
         seconds, peak = _median(found) or (0.0, 0.0)
         print(f"| {what} | {seconds:.0f} | {peak:.0f} | {peak * 2**20 / weight_bytes:.2f} |",
@@ -160,7 +161,8 @@ def main() -> None:
                 recipe.write_text(RECIPE.format(out=f"studio_{external}_{validate}.onnx",
                                                 external=external,
                                                 validate=str(validate).lower()))
-                return [sys.executable, "-m", "engine.cli", "export", "--recipe", str(recipe)]
+                return [sys.executable, "-m", "onnx_studio.engine.cli", "export", "--recipe",
+                        str(recipe)]
 
             pairs = [
                 ("external data", plain(True), studio("always", False)),

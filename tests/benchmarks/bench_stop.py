@@ -43,7 +43,7 @@ def env(tmp: Path) -> dict[str, str]:
 
 
 def gone(pid: int) -> bool:
-    from engine import process_tree
+    from onnx_studio.engine import process_tree
 
     return not process_tree.alive(pid)
 
@@ -79,7 +79,8 @@ def worker_end(tmp: Path, how: str, native: bool) -> float:
     from tests.engine.test_worker import sleeper_request
 
     (tmp / "sleeper.child").unlink(missing_ok=True)
-    proc = subprocess.Popen([sys.executable, "-m", "engine.worker"], cwd=REPO, env=env(tmp),
+    proc = subprocess.Popen([sys.executable, "-m", "onnx_studio.engine.worker"], cwd=REPO,
+                            env=env(tmp),
                             text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL)
     assert proc.stdin is not None and proc.stdout is not None
@@ -111,7 +112,7 @@ def cli_sigint(tmp: Path) -> float:
     models = write_process_models(tmp)
     (tmp / "hang.pid").unlink(missing_ok=True)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "engine.cli", "export", f"{models}:HangsInExport", "-o",
+        [sys.executable, "-m", "onnx_studio.engine.cli", "export", f"{models}:HangsInExport", "-o",
          str(tmp / "out.onnx"), "--input", "x=2x4", "--json"], cwd=tmp, env=env(tmp),
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     until(lambda: (tmp / "hang.pid").exists(), 300)
@@ -131,8 +132,8 @@ def runner_times(tmp: Path) -> dict[str, float]:
     from PySide6.QtCore import QEventLoop
     from PySide6.QtWidgets import QApplication
 
-    from app.jobs import JobRunner
-    from engine.protocol import ErrorEvent, Event, ExportRequest, Progress, Result
+    from onnx_studio.app.jobs import JobRunner
+    from onnx_studio.engine.protocol import ErrorEvent, Event, ExportRequest, Progress, Result
     from tests.app.conftest import write_slow_model
 
     app = QApplication.instance() or QApplication([])

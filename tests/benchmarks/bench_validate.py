@@ -78,7 +78,7 @@ def bare(recipe: Any, path: Path, module: Any, plan: list[Any], *, reuse: bool =
     import onnxruntime as ort
     import torch
 
-    from engine.source.inputs import make_inputs
+    from onnx_studio.engine.source.inputs import make_inputs
 
     started = time.perf_counter()
     session = None
@@ -103,10 +103,10 @@ def main() -> None:
 
     import torch
 
-    from engine import recipe as recipe_mod
-    from engine.source.inputs import dynamic_shapes, make_inputs
-    from engine.source.load import load_model
-    from engine.validation.validator import plan_trials, validate
+    from onnx_studio.engine import recipe as recipe_mod
+    from onnx_studio.engine.source.inputs import dynamic_shapes, make_inputs
+    from onnx_studio.engine.source.load import load_model
+    from onnx_studio.engine.validation.validator import plan_trials, validate
 
     torch.set_num_threads(1)  # two shared cores: keep the numbers from fighting each other
     folder = Path(tempfile.mkdtemp(prefix="bench_validate_"))

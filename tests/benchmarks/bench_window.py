@@ -76,7 +76,7 @@ w.setCentralWidget(split); w.statusBar().showMessage("Ready"); w.resize(1366, 76
 app.processEvents(); w.repaint(); print(time.perf_counter() - t)
 """
 # `onnx-studio gui --exit-after-paint`, as the console script runs it
-GUI = ("import sys; from app.launcher import main; "
+GUI = ("import sys; from onnx_studio.app.launcher import main; "
        "sys.exit(main(['gui', '--exit-after-paint']))")
 
 
@@ -108,7 +108,7 @@ def export_measurements(runs: int) -> tuple[list[float], list[float], float]:
     from PySide6.QtCore import QElapsedTimer, QEventLoop, QTimer
     from PySide6.QtWidgets import QApplication
 
-    from app.window import MainWindow
+    from onnx_studio.app.window import MainWindow
 
     app = QApplication.instance() or QApplication([])
     window = MainWindow()

@@ -1,14 +1,14 @@
 """Where the time of a Hugging Face decoder's export goes: the studio's stages beside
 optimum-cli's, each measured in a fresh process from its start (imports included).
 
-The studio's worker is run in-process the way `onnx-studio export hf:DIR -o OUT` runs it (the
-job the CLI sends, engine.worker.job_export), for the default exporter (torch.export) and
-`--exporter torchscript`; optimum-cli runs from its own virtual environment (bench_hf.VENV).
-Stages are timed by wrapping the functions that do them once their module is imported (no
-profiler overhead); a stage's time includes the stages indented under it. Each stage has its
-CPU seconds (the process's, every thread; what a loaded machine distorts least) and its wall
-seconds. Apart: the CLI's own process before it starts the worker, and each environment's
-libraries (python, torch, transformers and the model's class imported, nothing done).
+The studio's worker is run in-process the way `onnx-studio export hf:DIR -o OUT` runs it (the job
+the CLI sends, onnx_studio.engine.worker.job_export), for the default exporter (torch.export) and
+`--exporter torchscript`; optimum-cli runs from its own virtual environment (bench_hf.VENV). Stages
+are timed by wrapping the functions that do them once their module is imported (no profiler
+overhead); a stage's time includes the stages indented under it. Each stage has its CPU seconds (the
+process's, every thread; what a loaded machine distorts least) and its wall seconds. Apart: the
+CLI's own process before it starts the worker, and each environment's libraries (python, torch,
+transformers and the model's class imported, nothing done).
 
     python tests/benchmarks/profile_hf.py [--models qwen3 ...] [--runs 1]
 """
@@ -46,15 +46,16 @@ def note(depth, label, cpu, wall):
     entry[2] += wall
 TARGETS = {
     "studio": [
-        (1, "engine.source.hf.loading", "load_hf", "load the model (engine.source.hf.load_hf)"),
-        (2, "engine.source.hf.loading", "load_config",
+        (1, "onnx_studio.engine.source.hf.loading", "load_hf", "load the model
+        (onnx_studio.engine.source.hf.load_hf)"), (2, "onnx_studio.engine.source.hf.loading",
+        "load_config",
          "read the config (imports transformers and its model table)"),
-        (2, "engine.source.hf.loading", "_model_class",
+        (2, "onnx_studio.engine.source.hf.loading", "_model_class",
          "import the model's class (modeling, generation, masks)"),
-        (2, "engine.source.hf.parts", "export_parts", "example inputs and the cache (model runs)"),
-        (1, "engine.pipeline", "_write_hf_parts", "export and commit the files"),
-        (2, "torch.onnx", "export", "torch.onnx.export"),
-        (3, "torch.onnx._internal.exporter._registration", "ONNXRegistry.from_torchlib",
+        (2, "onnx_studio.engine.source.hf.parts", "export_parts", "example inputs and the cache
+        (model runs)"), (1, "onnx_studio.engine.pipeline", "_write_hf_parts", "export and commit the
+        files"), (2, "torch.onnx", "export", "torch.onnx.export"), (3,
+        "torch.onnx._internal.exporter._registration", "ONNXRegistry.from_torchlib",
          "the translation table (torchlib)"),
         (3, "torch.export", "export", "torch.export"),
         (3, "torch.export.exported_program", "ExportedProgram.run_decompositions",
@@ -65,11 +66,11 @@ TARGETS = {
          "the ONNX optimizer (onnxscript)"),
         (3, "torch.onnx._internal.torchscript_exporter.utils", "_model_to_graph",
          "trace and ONNX graph (TorchScript)"),
-        (2, "engine.export.hf_files", "_output_axes",
+        (2, "onnx_studio.engine.export.hf_files", "_output_axes",
          "output axes: the part run at two sizes (TorchScript)"),
-        (2, "engine.export.hf_files", "_save_program", "write the file (onnx_ir)"),
-        (2, "engine.file_set", "FolderWrite.commit", "commit the folder"),
-        (1, "engine.pipeline", "_exported_files", "the report's file summaries"),
+        (2, "onnx_studio.engine.export.hf_files", "_save_program", "write the file (onnx_ir)"),
+        (2, "onnx_studio.engine.file_set", "FolderWrite.commit", "commit the folder"),
+        (1, "onnx_studio.engine.pipeline", "_exported_files", "the report's file summaries"),
     ],
     "optimum": [
         (0, "optimum.commands.export.onnx", "ONNXExportCommand.run",
@@ -128,15 +129,15 @@ def step(label, run):
 if KIND == "studio":
     step("import torch", lambda: __import__("torch"))
     def engine_imports():
-        import engine.worker
-        from engine.cli import build_parser
-        from engine.cli_args import recipe_from_args
-        from engine.protocol import ExportRequest
-        return engine.worker, build_parser, recipe_from_args, ExportRequest
+        import onnx_studio.engine.worker
+        from onnx_studio.engine.cli import build_parser
+        from onnx_studio.engine.cli_args import recipe_from_args
+        from onnx_studio.engine.protocol import ExportRequest
+        return onnx_studio.engine.worker, build_parser, recipe_from_args, ExportRequest
     worker, build_parser, recipe_from_args, ExportRequest = step(
         "engine imports (worker, protocol)", engine_imports)
     recipe = recipe_from_args(build_parser().parse_args(["export", *ARGS]))
-    result = step("the job (engine.worker.job_export)", lambda: worker.job_export(
+    result = step("the job (onnx_studio.engine.worker.job_export)", lambda: worker.job_export(
         ExportRequest(id=1, recipe=recipe.to_toml(), base_dir=str(recipe.base_dir)),
         lambda event: None))
     assert result.report.ok, result.report.error
@@ -147,8 +148,9 @@ else:
         main()
     except SystemExit:
         pass
-print(json.dumps([[depth, label, cpu, wall] for label, (depth, cpu, wall) in stages.items()]))
-if KIND == "studio":  # the worker skips the interpreter's teardown (engine.worker): so here
+print(json.dumps([[depth, label, cpu, wall] for label, (depth, cpu, wall) in stages.items()])) if
+KIND == "studio":  # the worker skips the interpreter's teardown (onnx_studio.engine.worker): so
+here
     sys.stdout.flush()
     import os
     os._exit(0)
@@ -229,8 +231,8 @@ def main() -> None:
         print("\n| a fresh process that only imports | CPU s | wall s |\n|---|---:|---:|")
         runs = max(args.runs, 3)
         for what, python, code in (
-                ("python, engine.cli (the CLI's process before the worker starts)",
-                 sys.executable, "import engine.cli"),
+                ("python, onnx_studio.engine.cli (the CLI's process before the worker starts)",
+                 sys.executable, "import onnx_studio.engine.cli"),
                 (f"python, torch, transformers {bench_hf.transformers_version(sys.executable)}"
                  f" and {class_name} (the studio's worker)", sys.executable, libraries),
                 (f"python, torch, transformers "

@@ -35,7 +35,7 @@ from typing import Any
 
 import pytest
 
-from engine import cli
+from onnx_studio.engine import cli
 from tests.corpus.architectures import ARCHITECTURES, BY_NAME, DEFAULT_RUN, Architecture
 from tests.corpus.independent import check_folder, static_dims
 
@@ -190,9 +190,9 @@ GENERATION_DEFAULT = frozenset({"Qwen3"})
 def test_generation_is_judged_fairly_and_a_patched_weight_fails(
         arch: Architecture, corpus_dir: Path, runs: dict[Any, list[Outcome]],
         tmp_path: Path) -> None:
-    from engine.events import Events
-    from engine.source.hf import load_hf
-    from engine.validation.hf_checks import check_generation, validate_hf
+    from onnx_studio.engine.events import Events
+    from onnx_studio.engine.source.hf import load_hf
+    from onnx_studio.engine.validation.hf_checks import check_generation, validate_hf
 
     outcome = export_row(arch, corpus_dir, runs)[0]
     doc = outcome.doc

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from engine import cli
+from onnx_studio.engine import cli
 from tests.corpus.model_files import MODEL_FILES, ModelFile
 
 pytestmark = [

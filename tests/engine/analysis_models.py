@@ -1,13 +1,13 @@
 """Models and exports the analysis tests share: the seed's AlexNet by both exporters, a tiny
 GPT-2 and a tiny BERT (transformers config classes, random weights, no download), the
-shipped tiny CNN. Each export is a real `engine.pipeline.export` into a folder."""
+shipped tiny CNN. Each export is a real `onnx_studio.engine.pipeline.export` into a folder."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from engine import recipe as recipes
-from engine.pipeline import export
+from onnx_studio.engine import recipe as recipes
+from onnx_studio.engine.pipeline import export
 
 TINY_HF = '''
 import torch
@@ -125,4 +125,4 @@ def export_recipe(path: Path) -> Path:
 
 
 def models_folder() -> Path:
-    return Path(__file__).resolve().parents[2] / "resources" / "models"
+    return Path(__file__).resolve().parents[2] / "onnx_studio" / "resources" / "models"

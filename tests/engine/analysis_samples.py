@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.protocol import (
+from onnx_studio.engine.protocol import (
     CompareDocument,
     CompareRequest,
     CompareResult,

@@ -7,8 +7,8 @@ import ast
 from pathlib import Path
 from typing import Any
 
-from engine import recipe as recipes
-from engine.pipeline import export
+from onnx_studio.engine import recipe as recipes
+from onnx_studio.engine.pipeline import export
 
 MODELS = '''
 import torch

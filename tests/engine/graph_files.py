@@ -48,7 +48,8 @@ def gpt2():
 def studio_export(source: str, out: Path, *args: str) -> Path:
     """`onnx-studio export SOURCE -o OUT ARGS --json` in a child process; `out` once written."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run([sys.executable, "-m", "engine.cli", "export", source, "-o", str(out),
+    done = subprocess.run([sys.executable, "-m", "onnx_studio.engine.cli", "export", source, "-o",
+                           str(out),
                            *args, "--json"], capture_output=True, text=True, env=env,
                           cwd=str(out.parent), check=False, timeout=600)
     lines = done.stdout.strip().splitlines()

@@ -65,7 +65,8 @@ def studio_export(source: str, out: Path, *extra: str) -> tuple[int, dict[str, A
     (exit status, the JSON document, standard error)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
     done = subprocess.run(
-        [sys.executable, "-m", "engine.cli", "export", source, "-o", str(out), "--validate",
+        [sys.executable, "-m", "onnx_studio.engine.cli", "export", source, "-o", str(out),
+         "--validate",
          "--json", *extra], capture_output=True, text=True, env=env, cwd=str(out.parent),
         check=False)
     lines = done.stdout.strip().splitlines()
@@ -85,7 +86,8 @@ def studio_validate(folder: Path, recipe: Path) -> tuple[int, dict[str, Any], st
     (exit status, the JSON document, standard error)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
     done = subprocess.run(
-        [sys.executable, "-m", "engine.cli", "validate", str(folder), "--recipe", str(recipe),
+        [sys.executable, "-m", "onnx_studio.engine.cli", "validate", str(folder), "--recipe",
+         str(recipe),
          "--json"], capture_output=True, text=True, env=env, cwd=str(recipe.parent),
         check=False)
     lines = done.stdout.strip().splitlines()

@@ -140,7 +140,7 @@ def export_graph_examples(out: Path) -> dict[str, Path]:
                           output_names=["y"], dynamic_axes={"x": {0: "batch"}})
 
         # The seed's LoopModel2: a scripted loop becomes an ONNX Loop with a body graph.
-        from engine.source.examples.loops import LoopModel2
+        from onnx_studio.engine.source.examples.loops import LoopModel2
 
         torch.onnx.export(LoopModel2(), (torch.ones(2, 3, dtype=torch.long), torch.tensor(5)),
                           paths["loop"], dynamo=False, input_names=["input_data", "loop_range"])

@@ -11,10 +11,10 @@ import onnx
 import pytest
 from onnx import numpy_helper
 
-from engine.analysis.compare import compare_files
-from engine.analysis.matching import match_graphs
-from engine.cli import main
-from engine.recipe import load as load_recipe
+from onnx_studio.engine.analysis.compare import compare_files
+from onnx_studio.engine.analysis.matching import match_graphs
+from onnx_studio.engine.cli import main
+from onnx_studio.engine.recipe import load as load_recipe
 from tests.engine.analysis_models import ALEXNET, export_recipe, write_recipe
 
 
@@ -143,7 +143,7 @@ def test_matching_prefers_names() -> None:
 def test_dims_fill_symbolic_sizes(tmp_path: Path) -> None:
     from onnx import TensorProto, helper
 
-    from engine.analysis.feeds import feeds_from_file
+    from onnx_studio.engine.analysis.feeds import feeds_from_file
 
     graph = helper.make_graph(
         [helper.make_node("Relu", ["x"], ["y"])], "g",
@@ -154,7 +154,7 @@ def test_dims_fill_symbolic_sizes(tmp_path: Path) -> None:
     feeds = feeds_from_file(path, {"seq": 5})
     assert feeds.arrays["x"].shape == (2, 5, 4) and feeds.arrays["x"].dtype == np.float32
     assert "batch" in feeds.notes[0] and "--dim" in feeds.notes[0]
-    from engine.errors import StudioError
+    from onnx_studio.engine.errors import StudioError
 
     with pytest.raises(StudioError) as err:
         feeds_from_file(path, {"time": 3})
@@ -220,7 +220,7 @@ def test_compare_and_profile_feed_only_the_tensor_inputs_of_a_structured_recipe(
     changed = compare_files(paths[0], paths[1], recipe, runs=2)
     assert not changed["parity"]["torch"]["a"]["ok"]
 
-    from engine.analysis.profile import profile_file
+    from onnx_studio.engine.analysis.profile import profile_file
 
     profile = profile_file(paths[0], load_recipe(tmp_path / "a.toml"), runs=3)
     assert profile["ok"] and profile["torch_latency_ms"]["p50"] > 0

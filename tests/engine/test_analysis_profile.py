@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.analysis.profile import RUNTIME_GROUP, profile_file
-from engine.cli import main
-from engine.recipe import load as load_recipe
+from onnx_studio.engine.analysis.profile import RUNTIME_GROUP, profile_file
+from onnx_studio.engine.cli import main
+from onnx_studio.engine.recipe import load as load_recipe
 from tests.engine.analysis_models import GPT2, export_recipe, write_recipe
 
 

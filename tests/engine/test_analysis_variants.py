@@ -10,9 +10,9 @@ from pathlib import Path
 import onnx
 import pytest
 
-from engine.analysis.variants import TOLERANCES, make_variant
-from engine.cli import main
-from engine.recipe import load as load_recipe
+from onnx_studio.engine.analysis.variants import TOLERANCES, make_variant
+from onnx_studio.engine.cli import main
+from onnx_studio.engine.recipe import load as load_recipe
 from tests.engine.analysis_models import BERT, CNN, export_recipe, models_folder, write_recipe
 
 

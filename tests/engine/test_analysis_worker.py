@@ -10,8 +10,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from engine.protocol import CompareResult, ErrorEvent, ProfileResult, Progress, decode
-from engine.worker import Channel, handle
+from onnx_studio.engine.protocol import CompareResult, ErrorEvent, ProfileResult, Progress, decode
+from onnx_studio.engine.worker import Channel, handle
 
 
 def _mlp(path: Path, scale: float) -> Path:

@@ -13,9 +13,9 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from engine import recipe as recipes
-from engine.export.onnx_file import referenced_data
-from engine.pipeline import export
+from onnx_studio.engine import recipe as recipes
+from onnx_studio.engine.export.onnx_file import referenced_data
+from onnx_studio.engine.pipeline import export
 from tests.conftest import REPO
 
 MODEL = '''
@@ -38,7 +38,7 @@ class Net(torch.nn.Module):
 CHILD = textwrap.dedent('''
     import os, shutil, sys
     from pathlib import Path
-    from engine.export.onnx_file import AtomicOnnxWrite, referenced_data
+    from onnx_studio.engine.export.onnx_file import AtomicOnnxWrite, referenced_data
 
     source, step, when = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
     calls = [0]

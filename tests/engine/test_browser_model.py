@@ -13,10 +13,18 @@ from typing import Any
 
 import pytest
 
-from engine.graph.browser_model import BrowserModel, Search, Selection
-from engine.graph.model import GraphModel
-from engine.graph.overlay import Overlay, Scale
-from engine.graph.source_frame import LIBRARY, MODEL_FILE, STUDIO, TORCH, USER, frames, kind_of
+from onnx_studio.engine.graph.browser_model import BrowserModel, Search, Selection
+from onnx_studio.engine.graph.model import GraphModel
+from onnx_studio.engine.graph.overlay import Overlay, Scale
+from onnx_studio.engine.graph.source_frame import (
+    LIBRARY,
+    MODEL_FILE,
+    STUDIO,
+    TORCH,
+    USER,
+    frames,
+    kind_of,
+)
 from tests.conftest import REPO
 from tests.engine.graph_files import graph_files
 
@@ -42,7 +50,8 @@ def test_the_state_imports_without_qt() -> None:
             "        if name.split('.')[0] in ('PySide6', 'shiboken6', 'pyqtgraph', 'app'):\n"
             "            raise ImportError('blocked: ' + name)\n"
             "sys.meta_path.insert(0, Block())\n"
-            "import engine.graph.browser_model, engine.graph.overlay, engine.graph.source_frame\n"
+            "import onnx_studio.engine.graph.browser_model, onnx_studio.engine.graph.overlay\n"
+            "import onnx_studio.engine.graph.source_frame\n"
             "print('ok')\n")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -158,7 +167,7 @@ def test_expansion_and_options_announce_a_new_layout(graph_exports) -> None:
 
 
 def test_source_frame_kinds() -> None:
-    here = str(Path(__file__).resolve().parents[2] / "engine" / "source" / "hf" / "wrappers.py")
+    here = str(REPO / "onnx_studio" / "engine" / "source" / "hf" / "wrappers.py")
     assert kind_of(here) == STUDIO
     assert kind_of("/opt/studio/engine/source/hf/wrappers.py") == STUDIO  # another checkout
     assert kind_of("/x/engine/source/examples/alexnet.py") == USER  # a shipped model's code

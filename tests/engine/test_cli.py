@@ -11,8 +11,8 @@ from pathlib import Path
 import onnx
 import pytest
 
-from engine import recipe as recipes
-from engine.cli import main
+from onnx_studio.engine import recipe as recipes
+from onnx_studio.engine.cli import main
 from tests.conftest import REPO
 from tests.engine.models import write_models
 
@@ -230,7 +230,8 @@ def test_console_script_runs_as_a_process(folder: Path) -> None:
     """The real entry point: exit status and the JSON as the last stdout line."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     result = subprocess.run(
-        [sys.executable, "-m", "engine.cli", "export", "--recipe", str(folder / "missing.toml"),
+        [sys.executable, "-m", "onnx_studio.engine.cli", "export", "--recipe",
+         str(folder / "missing.toml"),
          "--json"], capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 2
     doc = json.loads(result.stdout.strip().splitlines()[-1])

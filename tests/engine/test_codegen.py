@@ -1,8 +1,10 @@
-"""engine.export.codegen: the generated script runs on its own and makes the studio's export.
+"""onnx_studio.engine.export.codegen: the generated script runs on its own and makes the studio's
+export.
 
-Each script runs in a subprocess from another folder; its ONNX file is checked, run in ONNX
-Runtime on the studio's own inputs (engine.source.inputs.make_inputs) and compared with the studio's
-own model (engine.source.load.load_model): same seed, same weights, same inputs, same numbers.
+Each script runs in a subprocess from another folder; its ONNX file is checked, run in ONNX Runtime
+on the studio's own inputs (onnx_studio.engine.source.inputs.make_inputs) and compared with the
+studio's own model (onnx_studio.engine.source.load.load_model): same seed, same weights, same
+inputs, same numbers.
 """
 
 from __future__ import annotations
@@ -19,11 +21,11 @@ import onnxruntime as ort
 import pytest
 import torch
 
-from engine import recipe as recipes
-from engine.errors import StudioError
-from engine.export import codegen
-from engine.source import load as sources
-from engine.source.inputs import make_inputs
+from onnx_studio.engine import recipe as recipes
+from onnx_studio.engine.errors import StudioError
+from onnx_studio.engine.export import codegen
+from onnx_studio.engine.source import load as sources
+from onnx_studio.engine.source.inputs import make_inputs
 from tests.conftest import REPO
 
 NET = '''
@@ -474,8 +476,8 @@ def test_a_hugging_face_source_runs_the_studios_pipeline_on_its_recipe(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """hf: exports go through the task wrappers: the script hands its recipe, whole, to the
     studio's pipeline (the window's Python tab runs one for real, test_window_one_truth)."""
-    import engine.pipeline
-    from engine.protocol import ExportReport
+    import onnx_studio.engine.pipeline
+    from onnx_studio.engine.protocol import ExportReport
 
     recipe = recipes.loads('version = 1\n[model]\nsource = "hf:models/bert"\n'
                            'kwargs = { task = "text-classification" }\n'
@@ -488,7 +490,7 @@ def test_a_hugging_face_source_runs_the_studios_pipeline_on_its_recipe(
         seen.append(got)
         return ExportReport(ok=True, output=str(got.output_path), files=[])
 
-    monkeypatch.setattr(engine.pipeline, "export", export)
+    monkeypatch.setattr(onnx_studio.engine.pipeline, "export", export)
     exec(compile(code, "export_model.py", "exec"), {"__name__": "__main__"})
     assert len(seen) == 1 and seen[0].to_toml() == recipe.to_toml()
     assert seen[0].base_dir == tmp_path.resolve()

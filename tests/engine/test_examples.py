@@ -13,14 +13,14 @@ import onnxruntime as ort
 import pytest
 import torch
 
-from engine import recipe as recipes
-from engine.pipeline import export
-from engine.protocol import ExportReport
-from engine.recipe import Recipe
-from engine.source.describe import describe
-from engine.source.examples import EXAMPLES, RECIPES
-from engine.source.inputs import make_inputs
-from engine.source.load import load_model
+from onnx_studio.engine import recipe as recipes
+from onnx_studio.engine.pipeline import export
+from onnx_studio.engine.protocol import ExportReport
+from onnx_studio.engine.recipe import Recipe
+from onnx_studio.engine.source.describe import describe
+from onnx_studio.engine.source.examples import EXAMPLES, RECIPES
+from onnx_studio.engine.source.inputs import make_inputs
+from onnx_studio.engine.source.load import load_model
 
 EXPORTING = [name for name, ex in EXAMPLES.items() if ex.expected == "exports"]
 

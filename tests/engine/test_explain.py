@@ -16,11 +16,12 @@ import numpy as np
 import onnx
 import pytest
 
-from engine import recipe as recipes
-from engine.analysis.explain import explain, node_origin
-from engine.cli import main
-from engine.errors import StudioError
-from engine.validation.nodes import first_divergent
+from onnx_studio.engine import recipe as recipes
+from onnx_studio.engine.analysis.explain import explain, node_origin
+from onnx_studio.engine.cli import main
+from onnx_studio.engine.errors import StudioError
+from onnx_studio.engine.validation.nodes import first_divergent
+from tests.conftest import REPO
 from tests.engine.explain_models import exported, linear_line, patched, scope_ending
 
 
@@ -154,12 +155,12 @@ def test_first_divergent_judges_unnamed_values_by_what_they_come_from() -> None:
 
 
 def test_source_is_the_innermost_frame_of_the_models_code(tmp_path: Path) -> None:
-    """explain names the frame the graph's properties name (engine.graph.source_frame): the
-    model's own line, not the studio's wrapper around it nor torch under it."""
+    """explain names the frame the graph's properties name (onnx_studio.engine.graph.source_frame):
+    the model's own line, not the studio's wrapper around it nor torch under it."""
     import onnx
     import torch
 
-    engine_file = Path(__file__).resolve().parents[2] / "engine" / "source" / "hf" / "parts.py"
+    engine_file = REPO / "onnx_studio" / "engine" / "source" / "hf" / "parts.py"
     torch_file = Path(torch.__file__).parent / "nn" / "modules" / "linear.py"
     stack = (f'File "{tmp_path / "net.py"}", line 13, in forward\n    x = l(x)\n'
              f'File "{engine_file}", line 40, in forward\n    return self.model(x)\n'
@@ -201,7 +202,7 @@ def test_a_torchscript_export_is_refused_with_exit_2(tmp_path: Path) -> None:
     recipe = recipes.load(recipe_path)
     recipe.export.exporter = "torchscript"
     recipe.export.output = str(tmp_path / "ts.onnx")
-    from engine.pipeline import export
+    from onnx_studio.engine.pipeline import export
 
     assert export(recipe, validate=False).ok
     with pytest.raises(StudioError) as err:
@@ -230,7 +231,7 @@ def test_a_transformers_architecture_names_its_layer(tmp_path: Path) -> None:
 
 @pytest.mark.timeout(300)
 def test_a_hugging_face_folder_is_explained_file_by_file(tmp_path: Path) -> None:
-    from engine.pipeline import export
+    from onnx_studio.engine.pipeline import export
     from tests.engine.hf_models import build, write_recipe
 
     folder = build("bert", tmp_path / "models")

@@ -1,4 +1,4 @@
-"""engine.export.exporter with real torch, onnx and onnxruntime on tiny models."""
+"""onnx_studio.engine.export.exporter with real torch, onnx and onnxruntime on tiny models."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ import onnxruntime as ort
 import pytest
 import torch
 
-from engine import recipe as recipes
-from engine.events import Events
-from engine.files import FOLDER_MARKER, MARKER
-from engine.pipeline import export
-from engine.protocol import ExportReport
+from onnx_studio.engine import recipe as recipes
+from onnx_studio.engine.events import Events
+from onnx_studio.engine.files import FOLDER_MARKER, MARKER
+from onnx_studio.engine.pipeline import export
+from onnx_studio.engine.protocol import ExportReport
 from tests.engine.models import TINY_NET, write_models
 
 
@@ -63,7 +63,7 @@ def test_dynamo_export_writes_a_checked_file_with_named_dynamic_axes(dynamo_expo
     assert doc["exporter"] == "dynamo" and isinstance(doc["opset"], int)
     assert set(doc["seconds"]) >= {"load", "export"}
     # the file computes what the model computes (the same seeded weights), at another batch
-    from engine.source.load import load_model
+    from onnx_studio.engine.source.load import load_model
 
     module = load_model(recipe).module
     x = np.random.default_rng(0).standard_normal((5, 4), dtype=np.float32)
@@ -217,7 +217,7 @@ def test_pitfalls_in_the_source_become_warnings_with_lines(model_dir: Path) -> N
 @pytest.mark.parametrize("exporter", ["dynamo", "torchscript"])
 def test_an_exported_program_file_exports_with_both_exporters(model_dir: Path, tmp_path: Path,
                                                               exporter: str) -> None:
-    from engine.source.load import load_model
+    from onnx_studio.engine.source.load import load_model
 
     module = load_model(make_recipe(model_dir)).module
     program = torch.export.export(module, (torch.randn(2, 4),))
@@ -352,7 +352,7 @@ def causes_dir(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Pat
     """causes.py, and scripted.pt: TinyNet through torch.jit.script, as torch.jit.save writes it."""
     import warnings
 
-    from engine.source.load import load_model
+    from onnx_studio.engine.source.load import load_model
 
     folder = tmp_path_factory.mktemp("causes")
     (folder / "causes.py").write_text(CAUSES_NET)
@@ -371,7 +371,7 @@ def cli_json(folder: Path, *args: str) -> tuple[int, dict, str]:
     import io
     import json
 
-    from engine import cli
+    from onnx_studio.engine import cli
 
     out, err = io.StringIO(), io.StringIO()
     cwd = Path.cwd()
@@ -439,7 +439,7 @@ def test_a_torchscript_archive_exports_with_the_torchscript_exporter_by_default(
 
 
 def test_the_exporter_follows_the_source_unless_the_recipe_names_one(causes_dir: Path) -> None:
-    from engine.export.exporter import choose_exporter
+    from onnx_studio.engine.export.exporter import choose_exporter
 
     def chosen(source: str, **options: object) -> tuple[str, str]:
         recipe = make_recipe(causes_dir, source=source)
@@ -483,7 +483,7 @@ def test_unsupported_operators_reach_the_json_without_colour(model_dir: Path) ->
 def test_a_dynamic_shape_conflict_passes_on_torchs_suggested_fix() -> None:
     """torch.onnx usually refines such axes itself; when it cannot, torch's own error is what
     reaches the classifier (here raised by torch.export directly)."""
-    from engine.export import causes
+    from onnx_studio.engine.export import causes
 
     class AddsFixed(torch.nn.Module):
         def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -500,8 +500,8 @@ def test_a_dynamic_shape_conflict_passes_on_torchs_suggested_fix() -> None:
 
 
 def test_colour_codes_are_stripped_and_the_wrapper_is_not_the_message() -> None:
-    from engine.errors import StudioError, plain
-    from engine.export import causes
+    from onnx_studio.engine.errors import StudioError, plain
+    from onnx_studio.engine.export import causes
 
     coloured = "Failed. \x1b[96mThis is step 1/3\x1b[0m of \x1b[1;31mexporting\x1b[m"
     assert plain(coloured) == "Failed. This is step 1/3 of exporting"
@@ -536,7 +536,7 @@ def test_exporter_warnings_carry_where_they_were_raised(model_dir: Path) -> None
 def test_the_tracers_unsupported_type_names_the_cache_and_its_fix() -> None:
     """The TorchScript tracer's wording ("received an input of unsupported type", said of
     outputs too) gets the same diagnosis as dynamo's."""
-    from engine.export import causes
+    from onnx_studio.engine.export import causes
 
     exc = RuntimeError("Only tuples, lists and Variables are supported as JIT inputs/outputs. "
                        "Dictionaries and strings are also accepted, but their usage is not "

@@ -18,11 +18,11 @@ import numpy as np
 import onnx
 import pytest
 
-from engine import recipe as recipes
-from engine.analysis.fp16 import convert
-from engine.analysis.ranges import fp16_holders
-from engine.analysis.variants import make_variant
-from engine.cli import main
+from onnx_studio.engine import recipe as recipes
+from onnx_studio.engine.analysis.fp16 import convert
+from onnx_studio.engine.analysis.ranges import fp16_holders
+from onnx_studio.engine.analysis.variants import make_variant
+from onnx_studio.engine.cli import main
 from tests.engine.explain_models import exported
 
 

@@ -1,13 +1,14 @@
-"""The greedy-generation verdict, teacher-forced (engine.validation.hf_checks.judge_steps): the
-tokens generate fed (its stopping and forced-token rules included) never decide it; the argmax
-of each side's logits at every step, and the logits within the tolerance, do. The real models
-(mBART, Pegasus, BlenderbotSmall, Qwen3, Marian) are in tests/corpus/test_hf_corpus.py."""
+"""The greedy-generation verdict, teacher-forced
+(onnx_studio.engine.validation.hf_checks.judge_steps): the tokens generate fed (its stopping and
+forced-token rules included) never decide it; the argmax of each side's logits at every step, and
+the logits within the tolerance, do. The real models (mBART, Pegasus, BlenderbotSmall, Qwen3,
+Marian) are in tests/corpus/test_hf_corpus.py."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from engine.validation.hf_checks import judge_steps
+from onnx_studio.engine.validation.hf_checks import judge_steps
 
 RTOL, ATOL = 1e-3, 1e-5
 

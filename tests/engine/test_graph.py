@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.graph.model import GraphModel, auxiliary_nodes, format_shape
+from onnx_studio.engine.graph.model import GraphModel, auxiliary_nodes, format_shape
 from tests.engine import models
 
 
@@ -203,7 +203,7 @@ def test_file_check_on_the_views_nodes(tmp_path: Path) -> None:
     import onnx
     from onnx import TensorProto, helper
 
-    from engine.graph.file_check import check_file
+    from onnx_studio.engine.graph.file_check import check_file
 
     def save(nodes: list[onnx.NodeProto], name: str) -> Path:
         graph = helper.make_graph(
@@ -294,7 +294,7 @@ def test_columns_and_folding_agree_with_a_walk_of_the_nodes(graph_exports: dict[
                                                             tmp_path: Path) -> None:
     """The graph is read into columns and what opening needs is computed from them at once
     (numbers, numpy); each must say what walking the nodes one by one says."""
-    from engine.graph import folding
+    from onnx_studio.engine.graph import folding
 
     paths = [graph_exports[k] for k in ("dynamo", "dynamic", "torchscript", "loop", "if")]
     for path in [*paths, _odd_model(tmp_path / "odd.onnx"), _function_model(tmp_path / "f.onnx")]:

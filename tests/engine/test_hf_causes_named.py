@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.source.hf.inputs import input_names
+from onnx_studio.engine.source.hf.inputs import input_names
 from tests.engine.hf_tiny import build, config_of
 from tests.engine.test_hf_derive import cli
 
@@ -67,7 +67,7 @@ def test_a_cache_that_is_no_keys_and_values_is_named_with_the_task_that_exports(
 def test_a_model_that_names_no_vocabulary_is_an_inputs_error(folder: Path) -> None:
     import transformers
 
-    from engine.source.hf.dummies import input_embeddings, vocab_size
+    from onnx_studio.engine.source.hf.dummies import input_embeddings, vocab_size
 
     path = build("canine", folder)
     model = transformers.CanineModel.from_pretrained(path)

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from engine.errors import StudioError
+from onnx_studio.engine.errors import StudioError
 from tests.engine.hf_tiny import build, config_of, custom_code_folder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,7 +44,7 @@ def cli(*args: str, cwd: Path, timeout: float = 900) -> Run:
     """`onnx-studio ARGS --json` in a child process whose standard input stays open (a
     terminal's would): (exit status, the JSON document, standard error)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
-    with subprocess.Popen([sys.executable, "-m", "engine.cli", *args, "--json"],
+    with subprocess.Popen([sys.executable, "-m", "onnx_studio.engine.cli", *args, "--json"],
                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True, env=env, cwd=str(cwd)) as child:
         try:
@@ -58,7 +58,7 @@ def cli(*args: str, cwd: Path, timeout: float = 900) -> Run:
 
 
 def load(name: str, folder: Path, task: str | None = None, **options: Any) -> Any:
-    from engine.source.hf import load_hf
+    from onnx_studio.engine.source.hf import load_hf
 
     return load_hf(f"hf:{build(name, folder)}", folder, task, options=options)
 
@@ -79,7 +79,7 @@ def load(name: str, folder: Path, task: str | None = None, **options: Any) -> An
     ("hubert", "feature-extraction"),
 ])
 def test_the_default_task_is_the_table_that_names_the_class(name: str, task: str) -> None:
-    from engine.source.hf.tasks import default_task, model_class_name, supported_tasks
+    from onnx_studio.engine.source.hf.tasks import default_task, model_class_name, supported_tasks
 
     config = config_of(name)
     assert default_task(config) == task
@@ -90,7 +90,7 @@ def test_the_default_task_is_the_table_that_names_the_class(name: str, task: str
 def test_supported_tasks_are_those_transformers_has_a_class_for() -> None:
     from transformers.models.auto import modeling_auto
 
-    from engine.source.hf.tasks import TASKS, model_class_name, supported_tasks
+    from onnx_studio.engine.source.hf.tasks import TASKS, model_class_name, supported_tasks
 
     for name in ("clip", "ast", "vit", "hubert", "marian", "llama"):
         config = config_of(name)
@@ -109,7 +109,7 @@ def test_supported_tasks_are_those_transformers_has_a_class_for() -> None:
 
 
 def test_a_task_the_class_lacks_is_a_recipe_error_listing_the_supported() -> None:
-    from engine.source.hf.tasks import resolve_task
+    from onnx_studio.engine.source.hf.tasks import resolve_task
 
     config = config_of("vit")
     for asked in ("text-generation", "no-such-task"):
@@ -145,7 +145,7 @@ def test_speech_encoders_take_a_waveform_as_long_as_their_convolutions_need(
         name: str, folder: Path) -> None:
     import torch
 
-    from engine.source.hf.dummies import waveform_length
+    from onnx_studio.engine.source.hf.dummies import waveform_length
 
     hf = load(name, folder)
     part = hf.parts[0]
@@ -185,7 +185,7 @@ def test_marian_exports_an_encoder_and_its_decoders(folder: Path) -> None:
 def test_names_from_the_config_alone_are_the_loaded_inputs(
         name: str, task: str | None, folder: Path) -> None:
     """The window lists a task's inputs without loading weights; the loaded model agrees."""
-    from engine.source.hf.inputs import input_names
+    from onnx_studio.engine.source.hf.inputs import input_names
 
     hf = load(name, folder, task)
     assert input_names(hf.task, hf.config) == list(hf.parts[0].inputs)
@@ -206,7 +206,7 @@ def test_an_input_nothing_can_build_is_named(tmp_path: Path) -> None:
     """PatchTST's main input is a time series (past_values): kind `inputs`, exit 2, naming it."""
     import transformers
 
-    from engine.source.hf import load_hf
+    from onnx_studio.engine.source.hf import load_hf
 
     config = transformers.PatchTSTConfig(num_input_channels=2, context_length=16,
                                          patch_length=4, patch_stride=4, d_model=16,
@@ -227,7 +227,7 @@ def test_an_argument_error_raised_by_the_exporter_is_the_inputs_naming_it() -> N
     """torch.onnx's own wrapper around a forward() called without an argument it needs."""
     import torch
 
-    from engine.export.failures import export_failure
+    from onnx_studio.engine.export.failures import export_failure
 
     class NeedsTwo(torch.nn.Module):
         def forward(self, x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
@@ -332,10 +332,10 @@ def test_model_options_set_the_config_and_the_loader(folder: Path) -> None:
 
 
 def test_model_options_and_trust_are_recorded_in_the_recipe(tmp_path: Path) -> None:
-    from engine import recipe as recipes
-    from engine.cli import build_parser, save_recipe_as
-    from engine.cli_args import RequestError, recipe_from_args
-    from engine.source.hf.loading import split_hf_source
+    from onnx_studio.engine import recipe as recipes
+    from onnx_studio.engine.cli import build_parser, save_recipe_as
+    from onnx_studio.engine.cli_args import RequestError, recipe_from_args
+    from onnx_studio.engine.source.hf.loading import split_hf_source
 
     args = build_parser().parse_args([
         "export", f"hf:{tmp_path}", "-o", str(tmp_path / "out"), "--task", "feature-extraction",

@@ -98,10 +98,10 @@ def test_broken_initializer_fails_validation_and_generation(
     import numpy as np
     from onnx import numpy_helper
 
-    from engine.events import Events
-    from engine.pipeline import validate_file
-    from engine.source.hf import load_hf
-    from engine.validation.hf_checks import check_generation, check_parts
+    from onnx_studio.engine.events import Events
+    from onnx_studio.engine.pipeline import validate_file
+    from onnx_studio.engine.source.hf import load_hf
+    from onnx_studio.engine.validation.hf_checks import check_generation, check_parts
 
     code, _, err = _export(exports, hf_folder, "gpt2")
     assert code == 0, err
@@ -129,7 +129,7 @@ def test_validate_checks_an_exported_folder(exports: dict[tuple[str, str], Run],
                                             hf_folder: Path, tmp_path: Path) -> None:
     """`onnx-studio validate FOLDER --recipe R` of an hf recipe: each file against PyTorch and
     the greedy tokens, as the export validated them (the export's run, not another)."""
-    from engine.pipeline import validate_file
+    from onnx_studio.engine.pipeline import validate_file
 
     code, exported, err = _export(exports, hf_folder, "gpt2")
     assert code == 0, err
@@ -158,7 +158,7 @@ def test_validate_checks_an_exported_folder(exports: dict[tuple[str, str], Run],
 
 
 def _recipe(hf_folder: Path, tmp_path: Path, out: Path, task: str | None = None) -> Any:
-    from engine import recipe
+    from onnx_studio.engine import recipe
 
     path = write_recipe(f"hf:{hf_folder / 'gpt2'}", out, tmp_path / "r.toml", task)
     return recipe.load(path)
@@ -233,7 +233,7 @@ def test_encoder_decoders_export_three_files(name: str, task: str,
 
 
 def test_describe_lists_tasks_with_the_default_first(hf_folder: Path) -> None:
-    from engine.source.describe import describe
+    from onnx_studio.engine.source.describe import describe
 
     description = describe(f"hf:{build('gpt2', hf_folder)}", hf_folder)
     assert description.kind == "hf" and description.error is None
@@ -250,7 +250,7 @@ def test_hf_config_builds_seeded_random_weights(hf_folder: Path, tmp_path: Path)
 
     import torch
 
-    from engine.source.hf import load_hf
+    from onnx_studio.engine.source.hf import load_hf
 
     source = build("llama", hf_folder)
     shutil.copy(source / "config.json", tmp_path / "config.json")  # the config alone

@@ -13,7 +13,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from engine import file_set
+from onnx_studio.engine import file_set
 from tests.engine.hf_models import ROOT, build
 
 pytestmark = pytest.mark.timeout(600)  # two CLI exports on a loaded 2-core machine
@@ -28,7 +28,7 @@ def export(folder: Path, model: Path, out: Path, external_data: str) -> dict[str
     recipe.write_text(f'version = 1\n[model]\nsource = "hf:{model}"\n[export]\n'
                       f'output = "{out}"\nexternal_data = "{external_data}"\n', encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run([sys.executable, "-m", "engine.cli", "export", "--recipe",
+    done = subprocess.run([sys.executable, "-m", "onnx_studio.engine.cli", "export", "--recipe",
                            str(recipe), "--json"], capture_output=True, text=True, env=env,
                           cwd=folder, check=False)
     assert done.returncode == 0, done.stderr[-3000:]

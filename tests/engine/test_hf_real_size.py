@@ -38,7 +38,7 @@ def test_a_2_2_gb_decoder_exports_and_validates_within_3x_its_weights(tmp_path: 
                     f"{available / 2**30:.0f}")
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
-    command = [sys.executable, "-m", "engine.cli", "export", f"hf-config:{model}", "-o",
+    command = [sys.executable, "-m", "onnx_studio.engine.cli", "export", f"hf-config:{model}", "-o",
                str(out), "--validate", "--json"]
     done = subprocess.run([sys.executable, "-c", MEASURE, json.dumps(command)],
                           capture_output=True, text=True, env=env, cwd=tmp_path, check=True)

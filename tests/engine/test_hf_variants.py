@@ -18,8 +18,8 @@ from typing import Any
 import onnx
 import pytest
 
-from engine.analysis.ranges import fp16_holders
-from engine.cli import main
+from onnx_studio.engine.analysis.ranges import fp16_holders
+from onnx_studio.engine.cli import main
 from tests.engine.explain_models import patched, scope_ending
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -29,8 +29,8 @@ FILES = ["decoder_model.onnx", "decoder_with_past_model.onnx", "encoder_model.on
 @pytest.fixture(scope="module")
 def marian(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(the export folder, its recipe) of the tiny Marian."""
-    from engine import recipe as recipes
-    from engine.pipeline import export
+    from onnx_studio.engine import recipe as recipes
+    from onnx_studio.engine.pipeline import export
     from tests.engine.hf_models import write_recipe
     from tests.engine.hf_tiny import build
 

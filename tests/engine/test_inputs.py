@@ -10,10 +10,10 @@ import onnxruntime as ort
 import pytest
 import torch
 
-from engine.errors import StudioError
-from engine.recipe import DTYPES, InputSpec, OutputSpec, Recipe
-from engine.source.device import check_device
-from engine.source.inputs import (
+from onnx_studio.engine.errors import StudioError
+from onnx_studio.engine.recipe import DTYPES, InputSpec, OutputSpec, Recipe
+from onnx_studio.engine.source.device import check_device
+from onnx_studio.engine.source.inputs import (
     dynamic_axes,
     dynamic_shapes,
     dynamic_size_warnings,

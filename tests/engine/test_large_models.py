@@ -10,11 +10,11 @@ from pathlib import Path
 import onnx
 import pytest
 
-from engine import recipe as recipes
-from engine.events import Events
-from engine.export import onnx_file
-from engine.export.onnx_file import AUTO_EXTERNAL_BYTES, wants_external_data
-from engine.pipeline import export
+from onnx_studio.engine import recipe as recipes
+from onnx_studio.engine.events import Events
+from onnx_studio.engine.export import onnx_file
+from onnx_studio.engine.export.onnx_file import AUTO_EXTERNAL_BYTES, wants_external_data
+from onnx_studio.engine.pipeline import export
 
 MODELS = textwrap.dedent('''
     import torch

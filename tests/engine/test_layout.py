@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.graph.layered import LayeredLayout
-from engine.graph.layout import GraphLayout
-from engine.graph.model import GraphModel
-from engine.graph.scene import Box, Scene
+from onnx_studio.engine.graph.layered import LayeredLayout
+from onnx_studio.engine.graph.layout import GraphLayout
+from onnx_studio.engine.graph.model import GraphModel
+from onnx_studio.engine.graph.scene import Box, Scene
 
 
 def _overlap(a: Box, b: Box) -> bool:
@@ -378,7 +378,7 @@ def test_many_inputs_and_outputs_are_stacked_in_rows(gpt2_file: Path) -> None:
 
 def test_few_inputs_keep_one_row(graph_exports: dict[str, Path]) -> None:
     """Two inputs side by side stay in one row (nothing is stacked below three)."""
-    from engine.graph.layout import _io_rows
+    from onnx_studio.engine.graph.layout import _io_rows
 
     keys = ["i:a", "i:b", "n0", "o:y"]
     assert _io_rows(keys, [(300.0, 36.0)] * 4, [0, 0, 1, 2]) == []

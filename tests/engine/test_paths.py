@@ -1,4 +1,5 @@
-"""engine.paths and describe.split_source: one rule for moving a recipe, CLI and window alike."""
+"""onnx_studio.engine.paths and describe.split_source: one rule for moving a recipe, CLI and window
+alike."""
 
 from __future__ import annotations
 
@@ -6,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from engine import recipe as recipes
-from engine.paths import portable_path, rebase_recipe_paths
-from engine.recipe import split_source
+from onnx_studio.engine import recipe as recipes
+from onnx_studio.engine.paths import portable_path, rebase_recipe_paths
+from onnx_studio.engine.recipe import split_source
 
 
 @pytest.mark.parametrize(("source", "expected"), [

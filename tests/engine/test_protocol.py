@@ -1,5 +1,5 @@
-"""engine.protocol: every message round-trips, the contract's example decodes, and the lines the
-real worker and CLI print today decode into the classes and encode back unchanged."""
+"""onnx_studio.engine.protocol: every message round-trips, the contract's example decodes, and the
+lines the real worker and CLI print today decode into the classes and encode back unchanged."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from engine.errors import StudioError
-from engine.protocol import (
+from onnx_studio.engine.errors import StudioError
+from onnx_studio.engine.protocol import (
     EVENTS,
     PROTOCOL_VERSION,
     REQUESTS,
@@ -200,7 +200,7 @@ SAMPLES: list[Wire] = [
     EXPORTED,
     ExportResult(id=7, report=_failed_report(), details="Traceback ...",
                  job_dir="/cache/jobs/1-7"),
-    # the CLI's worker jobs (engine.job_client): plots beside the file, the report of a
+    # the CLI's worker jobs (onnx_studio.engine.job_client): plots beside the file, the report of a
     # validation, the fills chosen, an exit status other than the kind's, the commit point
     ExportRequest(id=7, recipe=RECIPE, base_dir="/dir", plots_beside_onnx=True),
     ValidateFileRequest(id=13, recipe=RECIPE, base_dir="/dir", onnx="/dir/out/model.onnx"),
@@ -271,17 +271,20 @@ def test_unknown_fields_are_ignored(sample: Wire) -> None:
     assert decode(json.dumps(data)) == sample
 
 
-TODAYS_LINES = [  # shapes engine.worker writes on paths the subprocess tests below do not take
-    # engine.worker.main: an unreadable request (no id)
+# shapes onnx_studio.engine.worker writes on paths the subprocess tests below do not take
+TODAYS_LINES = [
+    # onnx_studio.engine.worker.main: an unreadable request (no id)
     '{"type": "error", "error": {"kind": "worker_protocol", "message": "Unreadable request: x", '
     '"hint": "h", "unsupported_ops": []}, "details": "{oops"}',
-    # engine.worker.handle: a failed export, its error details beside the report, no facts
+    # onnx_studio.engine.worker.handle: a failed export, its error details beside the report, no
+    # facts
     '{"id": 7, "type": "result", "report": {"ok": false, "output": "/o/m.onnx", "exporter": '
     '"dynamo", "opset": null, "seconds": {"load": 0.2}, "graph": null, "warnings": [{"category": '
     '"ExportPitfall", "message": "m", "source": "net.py:3", "hint": "h"}], "error": {"kind": '
     '"unsupported_operator", "message": "m", "hint": "h", "unsupported_ops": ["aten::foo"]}, '
     '"validation": null}, "details": "Traceback", "extra": {}, "job_dir": "/c/jobs/1-7"}',
-    # engine.validation: plot data that could not be saved, and an output no trial produced
+    # onnx_studio.engine.validation: plot data that could not be saved, and an output no trial
+    # produced
     '{"id": 12, "type": "result", "validation": {"ok": false, "message": "2 of 2 trials '
     'failed; first: m", "rtol": 0.001, "atol": 1e-05, "outputs": [{"name": "y", '
     '"max_abs_diff": null, "max_rel_diff": null, "passed": false, "message": "no trial produced '
@@ -552,9 +555,9 @@ def test_the_contract_example_decodes_and_encodes_back_unchanged(name: str, bloc
 def _contract_order(line: str) -> str:
     """`line` with each `validation.outputs` entry in the contract's key order.
 
-    engine.validation writes `passed` right after `name`; the contract (and OutputMetrics) put it
-    after `max_rel_diff`. The only difference in today's documents; a no-op once validate
-    builds OutputMetrics.
+    onnx_studio.engine.validation writes `passed` right after `name`; the contract (and
+    OutputMetrics) put it after `max_rel_diff`. The only difference in today's documents; a no-op
+    once validate builds OutputMetrics.
     """
     data = json.loads(line)
     lead = ("name", "max_abs_diff", "max_rel_diff", "passed")
@@ -578,7 +581,8 @@ def _env(cache: Path) -> dict[str, str]:
 def test_the_clis_documents_decode_and_encode_back_unchanged(model_dir: Path,
                                                              tmp_path: Path) -> None:
     def cli(*args: str) -> str:
-        result = subprocess.run([sys.executable, "-m", "engine.cli", *args], cwd=model_dir,
+        result = subprocess.run([sys.executable, "-m", "onnx_studio.engine.cli", *args],
+                                cwd=model_dir,
                                 env=_env(tmp_path), capture_output=True, text=True,
                                 timeout=300)
         assert result.returncode == 0, result.stderr
@@ -595,18 +599,20 @@ def test_the_clis_documents_decode_and_encode_back_unchanged(model_dir: Path,
     document = decode(line, InspectDocument)
     assert document.graph.nodes == document.nodes and document.opset_imports[""] >= 7
     assert encode(document) == line
-    from engine.graph.summary import summarize
+    from onnx_studio.engine.graph.summary import summarize
 
     assert InspectDocument.from_summary(summarize(model_dir / "cli.onnx")) == document
 
 
 class _Worker:
-    """A real `python -m engine.worker`, its stdout read on a thread, every read with a deadline."""
+    """A real `python -m onnx_studio.engine.worker`, its stdout read on a thread, every read with a
+    deadline."""
 
     def __init__(self, cwd: Path, cache: Path, timeout: float = 300.0) -> None:
         self.deadline = time.monotonic() + timeout
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "engine.worker"], cwd=cwd, env=_env(cache), text=True,
+            [sys.executable, "-m", "onnx_studio.engine.worker"], cwd=cwd, env=_env(cache),
+            text=True,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self.lines: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._read, name="worker-stdout", daemon=True).start()

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from engine import recipe as recipes
-from engine.recipe import RecipeError
+from onnx_studio.engine import recipe as recipes
+from onnx_studio.engine.recipe import RecipeError
 
 FULL = """
 version = 1

@@ -18,12 +18,12 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from engine import recipe as recipes
-from engine.cli import main
-from engine.export.onnx_file import referenced_data
-from engine.export.request_check import check_request
-from engine.files import write_text_atomic
-from engine.validation.metrics import compare
+from onnx_studio.engine import recipe as recipes
+from onnx_studio.engine.cli import main
+from onnx_studio.engine.export.onnx_file import referenced_data
+from onnx_studio.engine.export.request_check import check_request
+from onnx_studio.engine.files import write_text_atomic
+from onnx_studio.engine.validation.metrics import compare
 from tests.conftest import REPO
 
 MODELS = '''
@@ -86,7 +86,8 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def cli(folder: Path, *argv: str) -> tuple[int, dict, subprocess.CompletedProcess[str]]:
     """Run `onnx-studio ... --json` as its own process (stdout at the file-descriptor level)."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    result = subprocess.run([sys.executable, "-m", "engine.cli", *argv, "--json"], cwd=folder,
+    result = subprocess.run([sys.executable, "-m", "onnx_studio.engine.cli", *argv, "--json"],
+                            cwd=folder,
                             capture_output=True, text=True, env=env, timeout=300)
     lines = result.stdout.splitlines()
     assert lines, result.stderr
@@ -243,7 +244,7 @@ def test_dynamo_below_18_is_refused_before_exporting(
 
 def test_an_opset_above_the_torchscript_exporters_is_refused(
         folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from engine.export.exporter import exporter_opsets
+    from onnx_studio.engine.export.exporter import exporter_opsets
 
     high = exporter_opsets()["torchscript"][1]
     out = folder / "ts_high.onnx"

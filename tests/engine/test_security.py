@@ -27,11 +27,11 @@ from typing import Any
 import pytest
 import torch
 
-from engine.errors import StudioError
-from engine.recipe import ModelSpec, Recipe
-from engine.source import pt2_archive
-from engine.source.describe import describe
-from engine.source.load import load_model
+from onnx_studio.engine.errors import StudioError
+from onnx_studio.engine.recipe import ModelSpec, Recipe
+from onnx_studio.engine.source import pt2_archive
+from onnx_studio.engine.source.describe import describe
+from onnx_studio.engine.source.load import load_model
 from tests.conftest import REPO
 
 TIMEOUT = 120  # seconds for any subprocess step
@@ -354,7 +354,7 @@ def test_cli_refuses_every_crafted_file(evil_files: list[Evil],
     """
     runs = []
     for evil in evil_files:
-        argv = [sys.executable, "-m", "engine.cli", "export", str(evil.path), "-o",
+        argv = [sys.executable, "-m", "onnx_studio.engine.cli", "export", str(evil.path), "-o",
                 str(evil.folder / "out.onnx"), "--input", "x=2x3", "--json"]
         runs.append((evil, subprocess.Popen(
             argv, cwd=evil.folder, env=_env(tmp_path / evil.case.name), text=True,
@@ -377,11 +377,12 @@ def test_cli_refuses_every_crafted_file(evil_files: list[Evil],
 
 
 class _Worker:
-    """`python -m engine.worker` over pipes; every read has a timeout."""
+    """`python -m onnx_studio.engine.worker` over pipes; every read has a timeout."""
 
     def __init__(self, cache: Path) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "engine.worker"], cwd=REPO, env=_env(cache), text=True,
+            [sys.executable, "-m", "onnx_studio.engine.worker"], cwd=REPO, env=_env(cache),
+            text=True,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self.lines: queue.SimpleQueue[str] = queue.SimpleQueue()
         threading.Thread(target=self._read, daemon=True).start()

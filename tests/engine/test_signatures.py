@@ -1,5 +1,6 @@
-"""forward()'s parameters read from model files without running them (engine.source.signatures)
-and the inputs they ask for (engine.source.arguments.follow_signature)."""
+"""forward()'s parameters read from model files without running them
+(onnx_studio.engine.source.signatures) and the inputs they ask for
+(onnx_studio.engine.source.arguments.follow_signature)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from engine.recipe import InputSpec
-from engine.source.arguments import follow_signature
-from engine.source.describe import describe
-from engine.source.signatures import first_layer_input, pt2_signature
+from onnx_studio.engine.recipe import InputSpec
+from onnx_studio.engine.source.arguments import follow_signature
+from onnx_studio.engine.source.describe import describe
+from onnx_studio.engine.source.signatures import first_layer_input, pt2_signature
 
 LAYERS = '''
 import torch

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from engine.errors import StudioError
-from engine.recipe import ModelSpec, Recipe
-from engine.source.describe import describe
-from engine.source.load import load_model
+from onnx_studio.engine.errors import StudioError
+from onnx_studio.engine.recipe import ModelSpec, Recipe
+from onnx_studio.engine.source.describe import describe
+from onnx_studio.engine.source.load import load_model
 from tests.conftest import REPO
 
 NET = textwrap.dedent('''
@@ -504,7 +504,7 @@ def test_describe_works_without_torch(tmp_path: Path, net_file: Path) -> None:
                     raise ImportError('blocked: ' + name)
         sys.meta_path.insert(0, Block())
         from pathlib import Path
-        from engine.source.describe import describe
+        from onnx_studio.engine.source.describe import describe
         d = describe('net.py:Net', Path({str(tmp_path)!r}))
         assert d.forward_params == ['x', 'mask'], d
         assert describe('example:alexnet', Path('.')).forward_params == ['x']

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from engine import recipe as recipes
-from engine.errors import StudioError
+from onnx_studio.engine import recipe as recipes
+from onnx_studio.engine.errors import StudioError
 from tests.engine.hf_tiny import build
 
 pytestmark = pytest.mark.timeout(300)
@@ -25,7 +25,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def load(name: str, folder: Path, task: str | None = None, **static: int) -> Any:
-    from engine.source.hf import load_hf
+    from onnx_studio.engine.source.hf import load_hf
 
     return load_hf(f"hf:{build(name, folder)}", folder, task, static=static)
 
@@ -70,8 +70,8 @@ def test_a_dimension_made_of_others_or_unknown_is_refused_naming_what_to_fix(
 
 
 def test_the_cli_records_it_and_a_recipe_reads_it_back(tmp_path: Path) -> None:
-    from engine.cli import build_parser, save_recipe_as
-    from engine.cli_args import RequestError, recipe_from_args
+    from onnx_studio.engine.cli import build_parser, save_recipe_as
+    from onnx_studio.engine.cli_args import RequestError, recipe_from_args
 
     args = build_parser().parse_args(["export", f"hf:{tmp_path}", "-o", str(tmp_path / "out"),
                                       "--static-dim", "sequence_length=8"])
@@ -88,8 +88,8 @@ def test_the_cli_records_it_and_a_recipe_reads_it_back(tmp_path: Path) -> None:
 
 
 def test_on_a_python_source_it_becomes_the_inputs_shape(tmp_path: Path) -> None:
-    from engine.cli import build_parser
-    from engine.cli_args import RequestError, recipe_from_args
+    from onnx_studio.engine.cli import build_parser
+    from onnx_studio.engine.cli_args import RequestError, recipe_from_args
 
     base = ["export", "net.py:Net", "-o", str(tmp_path / "n.onnx"),
             "--input", "x=4x16", "--input", "y=4x8", "--dynamic", "x:0=batch",

@@ -13,12 +13,12 @@ from pathlib import Path
 import onnx
 import pytest
 
-from engine import recipe as recipes
-from engine.pipeline import export
-from engine.protocol import ExportReport, Validation
-from engine.recipe import DimSpec, InputSpec, OutputSpec, Recipe
-from engine.source.describe import describe
-from engine.source.examples import EXAMPLES, RECIPES
+from onnx_studio.engine import recipe as recipes
+from onnx_studio.engine.pipeline import export
+from onnx_studio.engine.protocol import ExportReport, Validation
+from onnx_studio.engine.recipe import DimSpec, InputSpec, OutputSpec, Recipe
+from onnx_studio.engine.source.describe import describe
+from onnx_studio.engine.source.examples import EXAMPLES, RECIPES
 
 MODELS = textwrap.dedent('''
     import dataclasses
@@ -347,7 +347,8 @@ def test_cli_dynamic_bounds_and_const(models_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "cli.onnx"
     saved = tmp_path / "saved.toml"
     result = subprocess.run(
-        [sys.executable, "-m", "engine.cli", "export", str(models_dir / "models.py:Flagged"),
+        [sys.executable, "-m", "onnx_studio.engine.cli", "export",
+         str(models_dir / "models.py:Flagged"),
          "-o", str(out), "--input", "x=4x4", "--dynamic", "x:0=batch:2:8",
          "--const", "use_relu=true", "--const", "mode=mean", "--validate", "--json",
          "--save-recipe", str(saved)],
@@ -366,7 +367,8 @@ def test_cli_dynamic_bounds_and_const(models_dir: Path, tmp_path: Path) -> None:
 
 def test_cli_bad_bounds_are_a_wrong_request(models_dir: Path, tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "engine.cli", "export", str(models_dir / "models.py:Flagged"),
+        [sys.executable, "-m", "onnx_studio.engine.cli", "export",
+         str(models_dir / "models.py:Flagged"),
          "-o", str(tmp_path / "x.onnx"), "--input", "x=4x4", "--dynamic", "x:0=batch:9:2",
          "--json"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
@@ -403,8 +405,8 @@ def test_intermediates_say_why_they_are_skipped(models_dir: Path) -> None:
 
 
 def test_the_python_script_refuses_what_it_cannot_write(models_dir: Path) -> None:
-    from engine.errors import StudioError
-    from engine.export.codegen import generate
+    from onnx_studio.engine.errors import StudioError
+    from onnx_studio.engine.export.codegen import generate
 
     with pytest.raises(StudioError, match="keyword, dict/tuple or constant"):
         generate(dict_input_recipe(models_dir))

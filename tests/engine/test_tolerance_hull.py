@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.validation.metrics import compare, judge_hull
+from onnx_studio.engine.validation.metrics import compare, judge_hull
 
 TOLERANCES = [0.0, 1e-8, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 0.1]
 

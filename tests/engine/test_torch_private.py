@@ -1,5 +1,5 @@
-"""engine.torch_private: every private torch API the engine uses works on the installed torch
-(one named test each), no other module reaches into torch's privates, and the tested torch
+"""onnx_studio.engine.torch_private: every private torch API the engine uses works on the installed
+torch (one named test each), no other module reaches into torch's privates, and the tested torch
 range is one range, said the same in pyproject.toml, the worker's ready and the CLI."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 import torch
 
-from engine import torch_private
-from engine.cli import main
+from onnx_studio.engine import torch_private
+from onnx_studio.engine.cli import main
 from tests.conftest import REPO
 
 # ---------------------------------------------------------------------------- every accessor
@@ -243,7 +243,7 @@ def test_the_scan_sees_private_access_but_not_strings(tmp_path: Path) -> None:
 
 def test_no_private_torch_access_outside_torch_private() -> None:
     offenders = []
-    for path in sorted((REPO / "engine").rglob("*.py")):
+    for path in sorted((REPO / "onnx_studio" / "engine").rglob("*.py")):
         if path.name == "torch_private.py" and path.parent.name == "engine":
             continue
         for number, line in _code_lines(path).items():
@@ -253,7 +253,7 @@ def test_no_private_torch_access_outside_torch_private() -> None:
         for match in _PRIVATE_BY_NAME.finditer(text):
             number = text.count("\n", 0, match.start()) + 1
             offenders.append(f"{path.relative_to(REPO)}:{number}: {match.group(0)}")
-    assert not offenders, "use engine.torch_private instead:\n" + "\n".join(offenders)
+    assert not offenders, "use onnx_studio.engine.torch_private instead:\n" + "\n".join(offenders)
 
 
 # ---------------------------------------------------------------------------- the tested range

@@ -1,7 +1,7 @@
-"""A file that is valid ONNX but that ONNX Runtime cannot run (no kernel for an operator on a
-type): the verdict names the node, its operator and input types, and the line of the model's
-code that made it, with the fix there (engine.validation.unrunnable); a Hugging Face model
-that does this (Falcon's ALiBi) is in test_hf_causes_named."""
+"""A file that is valid ONNX but that ONNX Runtime cannot run (no kernel for an operator on a type):
+the verdict names the node, its operator and input types, and the line of the model's code that made
+it, with the fix there (onnx_studio.engine.validation.unrunnable); a Hugging Face model that does
+this (Falcon's ALiBi) is in test_hf_causes_named."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.validation.unrunnable import refused_node
+from onnx_studio.engine.validation.unrunnable import refused_node
 from tests.engine.test_hf_derive import cli
 
 pytestmark = pytest.mark.timeout(300)

@@ -1,7 +1,8 @@
-"""engine.validation against real tiny models: real torch, real onnx exports, real onnxruntime.
+"""onnx_studio.engine.validation against real tiny models: real torch, real onnx exports, real
+onnxruntime.
 
 Every model is a class in a .py file written to a temp folder and named by a recipe
-("models.py:Name"), loaded and fed by engine.source, as a user's would be.
+("models.py:Name"), loaded and fed by onnx_studio.engine.source, as a user's would be.
 Exports are made once per session with torch.onnx.export directly, so that some can be wrong
 on purpose (a baked `.item()`, a dynamic axis left out).
 """
@@ -19,13 +20,13 @@ import onnx
 import pytest
 import torch
 
-from engine import recipe as recipe_mod
-from engine.errors import StudioError
-from engine.events import Events
-from engine.source.inputs import dynamic_shapes, make_inputs
-from engine.source.load import load_model
-from engine.validation.metrics import load_plots
-from engine.validation.validator import other_sizes, plan_trials, validate
+from onnx_studio.engine import recipe as recipe_mod
+from onnx_studio.engine.errors import StudioError
+from onnx_studio.engine.events import Events
+from onnx_studio.engine.source.inputs import dynamic_shapes, make_inputs
+from onnx_studio.engine.source.load import load_model
+from onnx_studio.engine.validation.metrics import load_plots
+from onnx_studio.engine.validation.validator import other_sizes, plan_trials, validate
 
 MODELS = textwrap.dedent('''
     import torch
@@ -471,7 +472,7 @@ def test_intermediates_keyed_by_onnx_node_name(two_heads) -> None:
 def test_intermediates_are_streamed_within_the_memory_budget(two_heads, monkeypatch) -> None:
     """With a budget smaller than any value, every value gets an ONNX Runtime run of its own
     and is dropped once compared: the numbers are those of the one-run comparison."""
-    from engine.validation import nodes
+    from onnx_studio.engine.validation import nodes
 
     recipe, path = two_heads
     recipe = _variant(recipe, intermediates=True, random_trials=0, dynamic_sizes=False)
@@ -583,7 +584,7 @@ def test_missing_provider_is_a_request_error(two_heads) -> None:
 
 
 def test_opset_above_onnxruntime_is_refused_with_the_reason(two_heads, tmp_path: Path) -> None:
-    from engine.validation.ort_session import ort_max_opset
+    from onnx_studio.engine.validation.ort_session import ort_max_opset
 
     recipe, path = two_heads
     model = onnx.load(str(path))
@@ -673,8 +674,8 @@ EXPORTING_EXAMPLES = ["loop_traced", "loop_scripted", "inplace_index", "inplace_
 
 @pytest.mark.parametrize("name", EXPORTING_EXAMPLES)
 def test_seed_examples_validate(name: str, tmp_path: Path) -> None:
-    from engine.pipeline import export
-    from engine.source.examples import EXAMPLES
+    from onnx_studio.engine.pipeline import export
+    from onnx_studio.engine.source.examples import EXAMPLES
 
     recipe = recipe_mod.load(EXAMPLES[name].recipe)
     recipe.export.output = str(tmp_path / f"{name}.onnx")
@@ -688,8 +689,8 @@ def test_seed_examples_validate(name: str, tmp_path: Path) -> None:
 
 
 def test_custom_op_example_cannot_run_and_says_why(tmp_path: Path) -> None:
-    from engine.pipeline import export
-    from engine.source.examples import EXAMPLES
+    from onnx_studio.engine.pipeline import export
+    from onnx_studio.engine.source.examples import EXAMPLES
 
     recipe = recipe_mod.load(EXAMPLES["custom_op"].recipe)
     recipe.export.output = str(tmp_path / "custom_op.onnx")
@@ -702,7 +703,7 @@ def test_custom_op_example_cannot_run_and_says_why(tmp_path: Path) -> None:
 
 
 def test_nan_and_inf_must_agree() -> None:
-    from engine.validation.metrics import compare
+    from onnx_studio.engine.validation.metrics import compare
 
     ref = np.array([1.0, np.nan, np.inf, -np.inf], np.float32)
     same = compare(ref, ref.copy(), 1e-3, 1e-5)
@@ -716,7 +717,7 @@ def test_nan_and_inf_must_agree() -> None:
 
 
 def test_metrics_tolerance_rule_shape_dtype_and_cosine() -> None:
-    from engine.validation.metrics import compare
+    from onnx_studio.engine.validation.metrics import compare
 
     ref = np.array([1.0, 100.0, 0.0], np.float32)
     near = np.array([1.0 + 9e-6, 100.05, 1e-6], np.float32)  # all inside atol + rtol*|ref|
@@ -736,7 +737,7 @@ def test_metrics_tolerance_rule_shape_dtype_and_cosine() -> None:
 
 
 def test_plot_sample_is_capped_and_evenly_spaced() -> None:
-    from engine.validation.metrics import PLOT_POINTS, plot_sample
+    from onnx_studio.engine.validation.metrics import PLOT_POINTS, plot_sample
 
     ref = np.arange(250_000, dtype=np.float32)
     sample = plot_sample(ref, ref + 1)
@@ -749,7 +750,7 @@ def test_plot_sample_is_capped_and_evenly_spaced() -> None:
 
 
 def test_int64_outputs_are_compared_exactly_beyond_float_precision() -> None:
-    from engine.validation.metrics import compare
+    from onnx_studio.engine.validation.metrics import compare
 
     metrics = compare(np.array([2**53 + 1, 7]), np.array([2**53, 7]), 0.0, 0.0)
     assert metrics["passed"] is False and metrics["mismatched"] == 1

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from engine import recipe as recipe_mod
-from engine.validation.metrics import VERDICT, cannot_tell, compare
-from engine.validation.validator import verdict_warnings
+from onnx_studio.engine import recipe as recipe_mod
+from onnx_studio.engine.validation.metrics import VERDICT, cannot_tell, compare
+from onnx_studio.engine.validation.validator import verdict_warnings
 
 RTOL, ATOL = 1e-3, 1e-5
 
@@ -153,7 +153,7 @@ def _verdicts(report: Any) -> list[Any]:
 
 @pytest.mark.timeout(600)  # three small exports; a loaded 2-core machine
 def test_the_validator_warns_on_the_output_that_cannot_tell(folder: Path) -> None:
-    from engine.pipeline import export
+    from onnx_studio.engine.pipeline import export
 
     found = _verdicts(export(_recipe(folder, "Vanishing", ("logits", "features")),
                              validate=True))
@@ -167,8 +167,8 @@ def test_the_validator_warns_on_the_output_that_cannot_tell(folder: Path) -> Non
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("example", ["inplace_scatter", "unbind", "lstm", "split_list"])
 def test_no_false_alarm_on_models_whose_outputs_vary(example: str, folder: Path) -> None:
-    from engine.pipeline import export
-    from engine.source.examples import EXAMPLES
+    from onnx_studio.engine.pipeline import export
+    from onnx_studio.engine.source.examples import EXAMPLES
 
     recipe = recipe_mod.load(EXAMPLES[example].recipe)
     recipe.export.output = str(folder / f"{example}.onnx")
@@ -177,6 +177,6 @@ def test_no_false_alarm_on_models_whose_outputs_vary(example: str, folder: Path)
 
 @pytest.mark.timeout(600)
 def test_no_false_alarm_on_an_mlp(folder: Path) -> None:
-    from engine.pipeline import export
+    from onnx_studio.engine.pipeline import export
 
     assert _verdicts(export(_recipe(folder, "Mlp"), validate=True)) == []

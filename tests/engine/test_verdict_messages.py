@@ -14,12 +14,12 @@ import pytest
 import torch
 from onnx import TensorProto, helper
 
-from engine import recipe as recipes
-from engine.cli import main
-from engine.recipe import InputSpec, Recipe
-from engine.source.inputs import make_inputs, resolve_fill, with_fills
-from engine.validation.metrics import compare, worst
-from engine.validation.validator import failure_hint
+from onnx_studio.engine import recipe as recipes
+from onnx_studio.engine.cli import main
+from onnx_studio.engine.recipe import InputSpec, Recipe
+from onnx_studio.engine.source.inputs import make_inputs, resolve_fill, with_fills
+from onnx_studio.engine.validation.metrics import compare, worst
+from onnx_studio.engine.validation.validator import failure_hint
 from tests.conftest import REPO
 
 TOLERANCE_WORDS = ("rtol", "atol", "loosen")
@@ -215,7 +215,7 @@ def test_input_specs_carry_their_fill(folder: Path, tmp_path: Path,
     x, y = recipes.load(saved).inputs
     assert (x.fill, x.value) == ("full", 5)
     assert (y.fill, y.file, y.shape) == ("file", "y.npy", [])
-    from engine.cli_args import _parse_input
+    from onnx_studio.engine.cli_args import _parse_input
 
     assert _parse_input("ids=2x8:int64:randint(0,1000)").high == 1000
     assert (_parse_input("r=4:float64:rand(-1,1)").low, _parse_input("r=4::rand(-1,1)").high
@@ -426,7 +426,7 @@ def test_an_unwritable_output_is_refused_before_any_work(
 
 
 def test_the_pipeline_checks_the_output_first(tmp_path: Path) -> None:
-    from engine.pipeline import export
+    from onnx_studio.engine.pipeline import export
 
     recipe = Recipe(base_dir=tmp_path)
     recipe.model.source = "missing.py:Net"

@@ -1,11 +1,11 @@
-"""The validation's weight check (engine.validation.weights): no false alarm on weights the
-exporters changed legitimately (a BatchNorm folded into the Conv or Gemm before it, a parameter
-stored transposed, reshaped or cast), and still a warning naming the parameter when a file
-holds a weight that is not the model's.
+"""The validation's weight check (onnx_studio.engine.validation.weights): no false alarm on weights
+the exporters changed legitimately (a BatchNorm folded into the Conv or Gemm before it, a parameter
+stored transposed, reshaped or cast), and still a warning naming the parameter when a file holds a
+weight that is not the model's.
 
 Models are .py files in a temp folder named by recipes, exported and validated through
-engine.pipeline (and the CLI for the JSON), as a user's would be; the layout cases at the end
-build small ONNX graphs by hand, since no exporter writes them on request.
+onnx_studio.engine.pipeline (and the CLI for the JSON), as a user's would be; the layout cases at
+the end build small ONNX graphs by hand, since no exporter writes them on request.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ import pytest
 import torch
 from onnx import TensorProto, helper, numpy_helper
 
-from engine import pipeline
-from engine import recipe as recipe_mod
-from engine.cli import main
-from engine.protocol import ExportReport
-from engine.validation.weights import weight_warnings
+from onnx_studio.engine import pipeline
+from onnx_studio.engine import recipe as recipe_mod
+from onnx_studio.engine.cli import main
+from onnx_studio.engine.protocol import ExportReport
+from onnx_studio.engine.validation.weights import weight_warnings
 
 MODELS = textwrap.dedent('''
     import torch
@@ -147,7 +147,7 @@ def test_batchnorm_folded_into_conv_is_not_a_difference(folder: Path, exporter: 
         # optimize kept the parameter's name on the folded value: the case that used to warn
         stored = {i.name: numpy_helper.to_array(i) for i in proto.graph.initializer}
         assert "conv.weight" in stored
-        from engine.source.load import load_model
+        from onnx_studio.engine.source.load import load_model
 
         ours = load_model(recipe).module.state_dict()["conv.weight"].numpy()
         assert not np.allclose(stored["conv.weight"], ours, rtol=1e-3)

@@ -43,7 +43,7 @@ class Worker:
     def start(self) -> None:
         env = {**os.environ, "PYTHONPATH": str(REPO), "ONNX_STUDIO_CACHE_DIR": str(self.cache)}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "engine.worker"], cwd=REPO, env=env, text=True,
+            [sys.executable, "-m", "onnx_studio.engine.worker"], cwd=REPO, env=env, text=True,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self.ready = self.read()
 
@@ -372,7 +372,8 @@ def test_requests_sent_before_the_end_of_stdin_are_answered(tmp_path: Path) -> N
     """A client may write its requests and close stdin (installer/smoke_test.py does)."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "ONNX_STUDIO_CACHE_DIR": str(tmp_path)}
     done = subprocess.run(
-        [sys.executable, "-m", "engine.worker"], cwd=REPO, env=env, text=True, timeout=120,
+        [sys.executable, "-m", "onnx_studio.engine.worker"], cwd=REPO, env=env, text=True,
+        timeout=120,
         input='{"id": 1, "job": "ping"}\n{"id": 2, "job": "devices"}\n', capture_output=True)
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     assert [(m.get("id"), m["type"]) for m in lines] == [(None, "ready"), (1, "result"),
@@ -404,7 +405,7 @@ def test_a_worker_whose_client_died_ends_with_its_children(tmp_path: Path) -> No
     """Nobody reads the answers any more: the next protocol line ends the worker and the job."""
     read_end, write_end = os.pipe()
     env = {**os.environ, "PYTHONPATH": str(REPO), "ONNX_STUDIO_CACHE_DIR": str(tmp_path)}
-    proc = subprocess.Popen([sys.executable, "-m", "engine.worker"], cwd=REPO, env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "onnx_studio.engine.worker"], cwd=REPO, env=env,
                             text=True, stdin=subprocess.PIPE, stdout=write_end,
                             stderr=subprocess.DEVNULL)
     os.close(write_end)
@@ -430,9 +431,9 @@ def test_every_job_but_the_light_ones_waits_for_the_warm_up(monkeypatch) -> None
     machine); only the light jobs the form waits for are answered during the warm-up."""
     import io
 
-    from engine import worker
-    from engine.errors import StudioError
-    from engine.protocol import messages as m
+    from onnx_studio.engine import worker
+    from onnx_studio.engine.errors import StudioError
+    from onnx_studio.engine.protocol import messages as m
 
     joined: list[str] = []
 

@@ -1,5 +1,5 @@
 """A clean slate per job in the warm worker: user modules are forgotten after each job, and a
-worker that ran extension files ends after that job (engine.worker's docstring).
+worker that ran extension files ends after that job (onnx_studio.engine.worker's docstring).
 
 Driven over real pipes, as the GUI drives the worker; every read has a deadline
 (tests.conftest.read_json_line kills a silent worker and fails the test).
@@ -22,20 +22,20 @@ import pytest
 from tests.conftest import REPO, read_json_line
 
 LINE_TIMEOUT_S = 90  # the longest a job here may stay silent, on a loaded machine
-CUSTOM_OP_RECIPE = REPO / "resources" / "recipes" / "custom_op.toml"
-CUSTOM_OP_SYMBOLICS = REPO / "resources" / "models" / "custom_op_symbolics.py"
+CUSTOM_OP_RECIPE = REPO / "onnx_studio" / "resources" / "recipes" / "custom_op.toml"
+CUSTOM_OP_SYMBOLICS = REPO / "onnx_studio" / "resources" / "models" / "custom_op_symbolics.py"
 
 
 class Worker:
-    """One `python -m engine.worker` process; `launch` several, then `wait_ready` each, so
-    their torch imports overlap."""
+    """One `python -m onnx_studio.engine.worker` process; `launch` several, then `wait_ready` each,
+    so their torch imports overlap."""
 
     def __init__(self, cache: Path) -> None:
         env = {**os.environ, "PYTHONPATH": str(REPO), "ONNX_STUDIO_CACHE_DIR": str(cache)}
         env.pop("ONNX_STUDIO_WORKER_WARM_FIRST", None)
         env.pop("PYTHONDONTWRITEBYTECODE", None)  # as for most users: .pyc files get written
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "engine.worker"], cwd=REPO, env=env, text=True,
+            [sys.executable, "-m", "onnx_studio.engine.worker"], cwd=REPO, env=env, text=True,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self.ids = iter(range(1, 10_000))
         self.ready: dict[str, Any] | None = None
@@ -206,11 +206,11 @@ def test_no_module_from_the_users_folder_outlives_its_job(
 PROBE = """
 import importlib, json, sys
 
-from engine.source import load  # the baseline: what was loaded before any user code
+from onnx_studio.engine.source import load  # the baseline: what was loaded before any user code
 
 sys.path.insert(0, sys.argv[1])
 for name in ("hygiene_probe_pkg.sub", "hygiene_probe_ns.mod", "torch.onnx",
-             "engine.export.diagnose"):
+             "onnx_studio.engine.export.diagnose"):
     importlib.import_module(name)
 sys.path.remove(sys.argv[1])
 forgotten = load.forget_user_modules()
@@ -234,7 +234,8 @@ def test_forget_user_modules_keeps_installed_and_engine_modules(tmp_path: Path) 
     found = json.loads(done.stdout.strip().splitlines()[-1])
     assert set(found["forgotten"]) == {"hygiene_probe_pkg", "hygiene_probe_pkg.sub",
                                        "hygiene_probe_ns", "hygiene_probe_ns.mod"}
-    for kept in ("torch", "torch.onnx", "json", "engine.export.diagnose", "engine.source.load"):
+    for kept in ("torch", "torch.onnx", "json", "onnx_studio.engine.export.diagnose",
+                 "onnx_studio.engine.source.load"):
         assert kept in found["left"]
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.cli import main
-from engine.export.blame import human_bytes, memory_asked
+from onnx_studio.engine.cli import main
+from onnx_studio.engine.export.blame import human_bytes, memory_asked
 from tests.conftest import REPO
 
 MODELS = '''
@@ -101,7 +101,8 @@ def test_sys_exit_in_forward_names_the_call_through_the_real_cli(models: Path) -
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     out = models / "exits.onnx"
     done = subprocess.run(
-        [sys.executable, "-m", "engine.cli", "export", f"{models / 'blame_models.py'}:Exits",
+        [sys.executable, "-m", "onnx_studio.engine.cli", "export",
+         f"{models / 'blame_models.py'}:Exits",
          "-o", str(out), "--input", "x=2x3", "--json"],
         capture_output=True, text=True, env=env, cwd=models, timeout=110)
     assert done.returncode == 1, done.stderr

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.session import ExportSession
+from onnx_studio.app.session import ExportSession
 from tests.reliability.models_h1 import write_process_models
 
 pytestmark = pytest.mark.slow  # real worker processes: torch imports, exports

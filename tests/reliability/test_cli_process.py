@@ -1,6 +1,6 @@
 """The CLI's job runs in a worker process: every death inside it still ends in the JSON line.
 
-Real processes throughout: `python -m engine.cli` as a user runs it, a real worker, real
+Real processes throughout: `python -m onnx_studio.engine.cli` as a user runs it, a real worker, real
 signals. Each case asserts the exit status, the JSON document and the files left behind.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import process_tree
+from onnx_studio.engine import process_tree
 from tests.conftest import REPO, wait_until
 from tests.reliability.models_h1 import write_process_models
 
@@ -26,7 +26,7 @@ TIMEOUT_S = 100
 
 
 def cli(*argv: str) -> list[str]:
-    return [sys.executable, "-m", "engine.cli", *argv]
+    return [sys.executable, "-m", "onnx_studio.engine.cli", *argv]
 
 
 def env(tmp: Path) -> dict[str, str]:
@@ -172,7 +172,7 @@ def test_the_cli_process_never_imports_torch(models: Path, previous: bytes) -> N
     """The parent stays light: torch, onnx and onnxruntime load in the worker only."""
     code = (
         "import sys, json\n"
-        "from engine.cli import main\n"
+        "from onnx_studio.engine.cli import main\n"
         f"rc = main(['export', {str(models / 'process_models.py')!r} + ':Base', '-o', "
         f"{str(models / 'light.onnx')!r}, '--input', 'x=2x4', '--validate'])\n"
         "print(json.dumps({'rc': rc, 'loaded': [m for m in ('torch', 'onnxruntime') "

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from app import settings as settings_mod
-from app.recovery import recovery_dir
-from app.window import MainWindow
-from engine import recipe as recipes
-from engine.cli import main
+from onnx_studio.app import settings as settings_mod
+from onnx_studio.app.recovery import recovery_dir
+from onnx_studio.app.window import MainWindow
+from onnx_studio.engine import recipe as recipes
+from onnx_studio.engine.cli import main
 from tests.conftest import REPO
 
 DEPTH = 20_000
@@ -78,7 +78,8 @@ def banner_text(window: MainWindow) -> str:
 
 def open_window(qtbot, settings: settings_mod.Settings | None = None,
                 notice: str | None = None) -> MainWindow:
-    """A window started as `app.main.run` starts it (no worker: nothing here needs one)."""
+    """A window started as `onnx_studio.app.main.run` starts it (no worker: nothing here needs
+    one)."""
     window = MainWindow(settings or settings_mod.Settings(), notice, start_worker=False)
     qtbot.addWidget(window)
     window.load_initial(None)
@@ -156,7 +157,8 @@ def test_the_real_start_with_both_files_so_deep(tmp_path: Path) -> None:
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(REPO),
            "ONNX_STUDIO_OUTPUT_DIR": str(tmp_path)}
     for _ in range(2):
-        done = subprocess.run([sys.executable, "-m", "app", "--exit-after-paint"], cwd=REPO,
+        done = subprocess.run([sys.executable, "-m", "onnx_studio.app", "--exit-after-paint"],
+                              cwd=REPO,
                               env=env, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr[-3000:]
         assert "window_s" in json.loads(done.stdout.strip().splitlines()[-1])

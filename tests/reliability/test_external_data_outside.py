@@ -18,8 +18,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from engine.cli import main
-from engine.graph.model import GraphModel
+from onnx_studio.engine.cli import main
+from onnx_studio.engine.graph.model import GraphModel
 
 
 def model_with_data_at(folder: Path, location: str, data_at: Path) -> Path:

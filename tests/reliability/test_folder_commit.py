@@ -1,7 +1,7 @@
-"""A folder export is one commit (engine.file_set): a real SIGKILL at every moment of it, in a
-process of its own, leaves the previous set or the new set once the next start has run its
-sweep (engine.worker_process.remove_abandoned_temps, what the CLI and the window run first);
-the user's other files are never touched. Plain files stand in for the .onnx files here (the
+"""A folder export is one commit (onnx_studio.engine.file_set): a real SIGKILL at every moment of
+it, in a process of its own, leaves the previous set or the new set once the next start has run its
+sweep (onnx_studio.engine.worker_process.remove_abandoned_temps, what the CLI and the window run
+first); the user's other files are never touched. Plain files stand in for the .onnx files here (the
 commit does not read them); tests/reliability/test_hf_commit.py runs a real T5 export."""
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from engine import file_set
-from engine.worker_process import remove_abandoned_temps
+from onnx_studio.engine import file_set
+from onnx_studio.engine.worker_process import remove_abandoned_temps
 from tests.conftest import REPO
 
 WRITER = '''
 import sys, time
 from pathlib import Path
-from engine.file_set import FolderWrite
+from onnx_studio.engine.file_set import FolderWrite
 
 folder, tag, names, stop = Path(sys.argv[1]), sys.argv[2], sys.argv[3].split(","), sys.argv[4]
 with FolderWrite(folder) as write:

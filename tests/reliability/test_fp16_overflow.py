@@ -14,8 +14,8 @@ from pathlib import Path
 import onnx
 import pytest
 
-from engine import recipe as recipes
-from engine.analysis.variants import make_variant
+from onnx_studio.engine import recipe as recipes
+from onnx_studio.engine.analysis.variants import make_variant
 from tests.engine.explain_models import exported
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from engine import file_set
+from onnx_studio.engine import file_set
 from tests.conftest import REPO, wait_until
 from tests.engine.hf_models import build
 
@@ -53,7 +53,7 @@ def recipe(folder: Path, model: Path, out: Path, external_data: str) -> Path:
 def cli(tmp: Path, *args: str, stop_after: str = "") -> subprocess.Popen[str]:
     """`onnx-studio ARGS --json` in a session of its own (a kill of its group ends the CLI
     and its worker together, as a kill -9 of a terminal's job does)."""
-    return subprocess.Popen([sys.executable, "-m", "engine.cli", *args, "--json"],
+    return subprocess.Popen([sys.executable, "-m", "onnx_studio.engine.cli", *args, "--json"],
                             env=environment(tmp, stop_after), cwd=tmp, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True)

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from app import settings as settings_mod
-from app.jobs import JobRunner
-from app.session import ExportSession
-from app.window import MainWindow
-from engine import recipe as recipes
-from engine.paths import rebase_recipe_paths, source_path
+from onnx_studio.app import settings as settings_mod
+from onnx_studio.app.jobs import JobRunner
+from onnx_studio.app.session import ExportSession
+from onnx_studio.app.window import MainWindow
+from onnx_studio.engine import recipe as recipes
+from onnx_studio.engine.paths import rebase_recipe_paths, source_path
 from tests.app.conftest import EXPORT_TIMEOUT_MS, export_and_wait, leave_idle
 from tests.engine.hf_models import build
 

@@ -16,7 +16,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from engine.cli import main
+from onnx_studio.engine.cli import main
 
 MODEL = '''
 import torch
@@ -181,8 +181,8 @@ def test_validate_refuses_inputs_that_do_not_fit_and_names_each(
 
 def test_the_graph_tab_lists_the_problems_and_outlines_the_nodes(
         files: dict[str, Path], qtbot) -> None:
-    from app import settings as settings_mod
-    from app.window import MainWindow
+    from onnx_studio.app import settings as settings_mod
+    from onnx_studio.app.window import MainWindow
 
     window = MainWindow(settings_mod.Settings(), None, start_worker=False)
     qtbot.addWidget(window)
@@ -216,8 +216,8 @@ def test_the_checker_runs_once_the_graph_is_shown_and_its_warning_follows(
     """The graph is painted without waiting for the file's checks (0.6 s of the open at 100k
     nodes, the ONNX checker's 0.4 s of it); their verdict reaches the tab's problems right
     after, and belongs to that file."""
-    from app import settings as settings_mod
-    from app.window import MainWindow
+    from onnx_studio.app import settings as settings_mod
+    from onnx_studio.app.window import MainWindow
 
     window = MainWindow(settings_mod.Settings(), None, start_worker=False)
     qtbot.addWidget(window)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import files, process_tree
+from onnx_studio.engine import files, process_tree
 from tests.conftest import REPO
 from tests.reliability.models_h1 import write_process_models
 
@@ -22,8 +22,8 @@ from pathlib import Path
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
-from app import settings as settings_mod
-from app.window import MainWindow
+from onnx_studio.app import settings as settings_mod
+from onnx_studio.app.window import MainWindow
 
 app = QApplication(sys.argv[:1])
 window = MainWindow(settings_mod.Settings(), None, start_worker=True)
@@ -105,7 +105,7 @@ def test_the_cli_removes_what_dead_runs_left_in_its_folders(tmp_path: Path) -> N
     out = leave_leftovers(tmp_path / "out", owner)
     here = leave_leftovers(tmp_path / "work", owner)
     done = subprocess.run(
-        [sys.executable, "-m", "engine.cli", "export",
+        [sys.executable, "-m", "onnx_studio.engine.cli", "export",
          f"{tmp_path / 'process_models.py'}:Base", "-o", str(tmp_path / "out" / "new.onnx"),
          "--input", "x=2x4", "--json"],
         env=environment(tmp_path), cwd=tmp_path / "work", capture_output=True, text=True,
@@ -161,7 +161,7 @@ def test_a_profile_run_removes_only_what_the_studio_wrote(tmp_path: Path) -> Non
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]),
               str(folder / "relu.onnx"))
     done = subprocess.run(
-        [sys.executable, "-m", "engine.cli", "profile", "relu.onnx", "--runs", "1",
+        [sys.executable, "-m", "onnx_studio.engine.cli", "profile", "relu.onnx", "--runs", "1",
          "--warmup", "0", "--json"],
         env=environment(tmp_path), cwd=folder, capture_output=True, text=True, timeout=100)
     assert done.returncode == 0, done.stderr[-2000:]

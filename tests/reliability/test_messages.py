@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from engine.cli import main
+from onnx_studio.engine.cli import main
 from tests.conftest import REPO
 
 
@@ -109,7 +109,7 @@ def test_a_damaged_pt2_says_so_and_keeps_stderr_clean(
     the JSON details (and on stderr with --verbose)."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     path = archives[name]
-    argv = [sys.executable, "-m", "engine.cli", "export", str(path), "-o",
+    argv = [sys.executable, "-m", "onnx_studio.engine.cli", "export", str(path), "-o",
             str(path.with_suffix(".onnx")), "--input", "x=2x3", "--json"]
     done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=110)
     assert done.returncode == 2, done.stderr

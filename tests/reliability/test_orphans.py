@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from engine import process_tree
+from onnx_studio.engine import process_tree
 from tests.conftest import REPO, wait_until
 from tests.reliability.models_h1 import write_process_models
 
@@ -28,8 +28,8 @@ from pathlib import Path
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
-from app import settings as settings_mod
-from app.window import MainWindow
+from onnx_studio.app import settings as settings_mod
+from onnx_studio.app.window import MainWindow
 
 recipe, mode = Path(sys.argv[1]), sys.argv[2]
 app = QApplication(sys.argv[:1])

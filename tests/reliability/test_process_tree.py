@@ -1,5 +1,6 @@
-"""engine.process_tree ends whole trees portably, and engine.files' commit gate lets a rename
-under way finish before the process ends: real processes and threads, no mocks."""
+"""onnx_studio.engine.process_tree ends whole trees portably, and onnx_studio.engine.files' commit
+gate lets a rename under way finish before the process ends: real processes and threads, no
+mocks."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import threading
 import time
 from pathlib import Path
 
-from engine import files, process_tree
+from onnx_studio.engine import files, process_tree
 from tests.conftest import wait_until
 
 SPAWNER = '''

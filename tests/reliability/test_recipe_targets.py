@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 import torch
 
-from app import settings as settings_mod
-from app.window import MainWindow
-from engine import recipe as recipes
-from engine.cli import main
+from onnx_studio.app import settings as settings_mod
+from onnx_studio.app.window import MainWindow
+from onnx_studio.engine import recipe as recipes
+from onnx_studio.engine.cli import main
 
 MLP = '''import torch
 

@@ -18,10 +18,10 @@ from typing import Any
 import psutil
 import pytest
 
-from engine import cli
-from engine.batch.items import ItemJob, fingerprint, read_items
-from engine.errors import StudioError
-from engine.recipe import Recipe, load, loads
+from onnx_studio.engine import cli
+from onnx_studio.engine.batch.items import ItemJob, fingerprint, read_items
+from onnx_studio.engine.errors import StudioError
+from onnx_studio.engine.recipe import Recipe, load, loads
 from tests.conftest import wait_until
 from tests.zoo.zoo_models import batch_command, cli_env, hang_pids, write_recipe
 

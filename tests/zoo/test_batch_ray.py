@@ -18,8 +18,8 @@ import psutil
 import pytest
 
 import onnx_studio
-from engine.batch.items import read_items
-from engine.batch.ray_executor import run_on_node, task_options
+from onnx_studio.engine.batch.items import read_items
+from onnx_studio.engine.batch.ray_executor import run_on_node, task_options
 from tests.conftest import wait_until
 from tests.zoo.zoo_models import batch_command, cli_env, hang_pids, write_recipe
 

@@ -88,7 +88,7 @@ def cli_env(tmp: Path) -> dict[str, str]:
 
 
 def batch_command(*argv: str) -> list[str]:
-    return [sys.executable, "-m", "engine.cli", "batch", *argv]
+    return [sys.executable, "-m", "onnx_studio.engine.cli", "batch", *argv]
 
 
 def hang_pids(folder: Path, marker: str) -> list[int]:

@@ -1,0 +1,7 @@
+"""`python -m app` opens the window."""
+
+from onnx_studio.app.main import main
+
+# importing onnx_studio.app.__main__ (tools walking the package) opens nothing
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,28 @@
+"""The Graph tab: a fast, hierarchical browser of an ONNX graph.
+
+Owns `GraphTab` (the tab, a view of the session, light to import) and `GraphBrowser` (toolbar,
+breadcrumb, graph view, properties panel) with its canvas, colours and timing. The browser
+imports onnx and pyqtgraph, so it is imported on first use (`GraphBrowser` and
+`time_first_paint` are looked up lazily here), never at window start.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from onnx_studio.app.graph.tab import GraphTab, preload_graph_modules
+
+if TYPE_CHECKING:
+    from onnx_studio.app.graph.browser import GraphBrowser
+    from onnx_studio.app.graph.timing import time_first_paint
+
+__all__ = ["GraphBrowser", "GraphTab", "preload_graph_modules", "time_first_paint"]
+_LAZY = {"GraphBrowser": "onnx_studio.app.graph.browser",
+         "time_first_paint": "onnx_studio.app.graph.timing"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'onnx_studio.app.graph' has no attribute {name!r}")

@@ -1,0 +1,99 @@
+"""The Log tab: the worker's standard error, the jobs' log lines and the session's own, as a
+terminal would show them.
+
+A line that a progress bar rewrote in place (carriage returns, tqdm's bars) shows what it
+ended as, and the next state of the same bar replaces it rather than adding a line; a
+character the log's font has no glyph for (an emoji such as ✅) is written as a sign or a
+name it can show, never as a box.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable
+
+from PySide6.QtGui import QFontMetrics, QTextCursor
+from PySide6.QtWidgets import QPlainTextEdit, QWidget
+
+from onnx_studio.app.results.summary import mono
+from onnx_studio.app.session import ExportSession
+
+__all__ = ["LogView", "displayable", "terminal_lines"]
+
+# tqdm's bar: "desc: 50%|█████     | 1/2 [00:01<00:01, 1.2it/s]" (the bar between the pipes)
+_BAR = re.compile(r"^(?P<head>.*?)(?P<percent>\d{1,3})%\|[^|]*\|\s*(?P<tail>.*)$")
+# emoji and signs often printed by libraries, as characters a plain font has (else words)
+_SIGNS = {"✅": "✔", "✔️": "✔", "☑": "✔", "❌": "✘", "❎": "✘", "✖": "✘", "⚠️": "⚠",
+          "🚀": "", "🤗": "(Hugging Face)", "💡": "(hint)", "🔥": "", "📦": "", "⏳": "…"}
+_INVISIBLE = {"\ufe0f", "\ufe0e", "\u200d"}  # emoji presentation selectors, joiners
+
+
+def terminal_lines(text: str) -> list[tuple[str, str]]:
+    """The lines of `text` as a terminal leaves them, each with its progress bar's key ("" for
+    a plain line): a carriage return starts the line again (its last state is kept), and a
+    tqdm bar is written without its bar, as "desc 50% 1/2 [00:01<00:01, 1.2it/s]"."""
+    out: list[tuple[str, str]] = []
+    for raw in text.split("\n"):
+        states = [s for s in raw.split("\r") if s.strip()]
+        line = states[-1].rstrip() if states else ""
+        bar = _BAR.match(line)
+        if bar is not None:
+            head = bar.group("head").rstrip(": ").strip()
+            line = f"{head + ' ' if head else ''}{bar.group('percent')}% {bar.group('tail')}"
+            out.append((line.rstrip(), head or "progress"))
+        elif line or not states:
+            out.append((line, ""))
+    return out
+
+
+def displayable(text: str, has_glyph: Callable[[str], bool]) -> str:
+    """`text` with every character `has_glyph` says the font cannot draw replaced: a sign it
+    can (✅ as ✔), else its name in brackets; emoji presentation selectors are dropped."""
+    if all(ch.isascii() or has_glyph(ch) for ch in text):
+        return text
+    out: list[str] = []
+    for ch in text:
+        if ch.isascii() or has_glyph(ch):
+            out.append(ch)
+        elif ch in _INVISIBLE:
+            continue
+        elif ch in _SIGNS and all(has_glyph(c) for c in _SIGNS[ch]):
+            out.append(_SIGNS[ch])
+        else:
+            out.append(f"[{unicodedata.name(ch, f'U+{ord(ch):04X}').lower()}]")
+    return "".join(out)
+
+
+class LogView(QPlainTextEdit):
+    """Everything the worker said, newest at the bottom (bounded)."""
+
+    def __init__(self, session: ExportSession, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setReadOnly(True)
+        self.setMaximumBlockCount(20000)
+        self.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        mono(self)
+        self._bar = ""  # the progress bar the last line shows ("": a plain line)
+        session.logLine.connect(self.add)
+
+    def has_glyph(self, ch: str) -> bool:
+        """True when the log's font (or a font Qt falls back to) draws `ch`."""
+        return QFontMetrics(self.font()).inFontUcs4(ord(ch))
+
+    def add(self, text: str) -> None:
+        """Append what was said, as a terminal shows it (see terminal_lines, displayable)."""
+        bar = self.verticalScrollBar()
+        at_end = bar.value() >= bar.maximum() - 4
+        for line, key in terminal_lines(text.rstrip("\n")):
+            line = displayable(line, self.has_glyph)
+            if key and key == self._bar:  # the same bar moved on: its line says where it is
+                cursor = QTextCursor(self.document().lastBlock())
+                cursor.movePosition(QTextCursor.MoveOperation.EndOfBlock,
+                                    QTextCursor.MoveMode.KeepAnchor)
+                cursor.insertText(line)
+            else:
+                self.appendPlainText(line)
+            self._bar = key
+        if at_end:
+            bar.setValue(bar.maximum())

@@ -1,0 +1,320 @@
+"""The Summary tab: what the session's file is — the last export (file, size, nodes, shapes,
+timings, the verdict of its validation as the session judges it now) or an .onnx the user
+opened — or why the export failed: a sentence, a hint, and the details one click away.
+
+A view of the session: it draws the session's results whenever they change and keeps none."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import Qt, QUrl
+from PySide6.QtGui import QDesktopServices, QFontDatabase, QPalette
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
+
+from onnx_studio.app.outcomes import ExportOutcome, JobStart, OpenedFile, failure_hint
+from onnx_studio.app.results.why import WhyBar
+from onnx_studio.app.session import ExportSession
+from onnx_studio.engine.errors import plain
+
+if TYPE_CHECKING:  # the protocol loads with the first result, after the first paint
+    from onnx_studio.engine.protocol import Error, ExportFacts, ExportReport
+
+DEFAULT_DOMAIN = ""  # the ONNX operator set's domain name in `opset_imports`
+
+
+def human_size(size: int) -> str:
+    value = float(size)
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "bytes" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{size} bytes"
+
+
+def mono(widget: QWidget) -> None:
+    """Show `widget`'s text in the system's fixed-width font."""
+    widget.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+
+
+def _shape(shape: list[int | str] | None) -> str:
+    if shape is None:
+        return "?"
+    return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+def text_label(plain: bool = False) -> QLabel:
+    """A wrapped label whose text can be selected and copied (messages, hints, facts)."""
+    label = QLabel()
+    if plain:  # text from exceptions or the user: never read as HTML
+        label.setTextFormat(Qt.TextFormat.PlainText)
+    label.setWordWrap(True)
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    return label
+
+
+class SummaryView(QWidget):
+    """What the session's file is, or why the export failed (sentence, hint, details)."""
+
+    def __init__(self, session: ExportSession, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.session = session
+        self.status = text_label()
+        self.hint = text_label(plain=True)
+        self.details_button = QPushButton("Show details")
+        self.details_button.setCheckable(True)
+        self.details = QPlainTextEdit()
+        self.details.setReadOnly(True)
+        mono(self.details)
+        self.facts = QTextBrowser()
+        self.facts.setOpenExternalLinks(False)
+        self.facts.setOpenLinks(False)  # a link opens the folder; the Summary stays as it is
+        self.facts.anchorClicked.connect(self._open_link)
+        self._stages: list[str] = []
+        self._running: str | None = None  # the file a running export writes
+        self._drawn: object = None  # the result drawn last: its details stay open on a redraw
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.status)
+        layout.addWidget(self.hint)
+        self.why = WhyBar(session)  # Why? of a failed validation (issue 26)
+        layout.addWidget(self.why)
+        row = QHBoxLayout()
+        row.addWidget(self.details_button)
+        row.addStretch(1)
+        layout.addLayout(row)
+        layout.addWidget(self.details, 2)
+        layout.addWidget(self.facts, 3)
+        layout.addStretch(1)  # keeps a short status at the top when the boxes are hidden
+        self.details_button.toggled.connect(self._toggle_details)
+        self.show_empty()
+        session.exportStarted.connect(self._export_started)
+        session.exportProgress.connect(lambda _fraction, stage: self.add_stage(stage))
+        session.exportFinished.connect(self._export_finished)
+        session.resultsChanged.connect(self.refresh)
+        session.warningsChanged.connect(self.refresh)  # the Warnings row, as the tab lists them
+
+    def _export_started(self, start: JobStart) -> None:
+        self.show_running(str(start.onnx), start.worker_ready)
+
+    def _export_finished(self, _outcome: ExportOutcome) -> None:
+        self._running = None
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Draw the session's file: an .onnx opened since the last export, else the export."""
+        if self._running is not None:
+            return
+        shown = self.session.results.latest()
+        if shown is None:
+            self.show_empty()
+        elif isinstance(shown, OpenedFile):
+            self.show_opened(shown)
+        else:
+            self.show_export(shown)
+
+    def show_opened(self, opened: OpenedFile) -> None:
+        """What an .onnx the user opened holds (inspect), or why it cannot be read."""
+        from onnx_studio.engine.protocol import Error, ExportFacts, ExportReport
+
+        inspect = opened.inspect
+        if opened.error is not None or inspect is None:
+            self.show_error(Error(kind="source", message=opened.error or ""), "")
+            return
+        report = ExportReport(ok=True, output=str(opened.path), graph=inspect.graph,
+                              exporter="unknown (an opened file)",
+                              opset=inspect.opset_imports.get(DEFAULT_DOMAIN))
+        self._show_facts(report, ExportFacts(), opened)
+        self.status.setText(f"<h3>Opened {html.escape(opened.path.name)}</h3>Validate checks "
+                            "this file against the model in the form, with the form's inputs.")
+        self._set_error_parts("", "", opened)
+
+    def show_export(self, outcome: ExportOutcome) -> None:
+        """An export: what it wrote, the verdict of its validation as judged now, or why it
+        failed."""
+        from onnx_studio.engine.protocol import Error, ErrorEvent
+
+        final = outcome.final
+        report = outcome.report
+        if isinstance(final, ErrorEvent) or report is None:  # cancelled, crashed
+            error = outcome.error or Error(kind="export", message="Export failed.")
+            self.show_error(error, outcome.details, outcome)
+            return
+        checked = self.session.results.validation_of(outcome.stamp)
+        validation = checked.validation if checked is not None else report.validation
+        if outcome.written and (validation is None or validation.ok):
+            self.status.setText("<h3 style='color:#2f9e44'>✔ Exported</h3>" if report.ok
+                                or validation is not None else "<h3>Finished</h3>")
+            self._set_error_parts("", "", outcome)
+        elif outcome.written and validation is not None:  # it computes something else
+            own = checked is None or (checked.job == outcome.job and not checked.rejudged)
+            error = report.error if own and report.error is not None else Error(
+                kind="validation", message=validation.message or "",
+                hint=failure_hint(validation))
+            self.show_error(error, outcome.details, outcome)
+        else:
+            error = report.error or Error(kind="export", message="Export failed.")
+            self.show_error(error, outcome.details, outcome)
+        self._show_facts(report, final.extra, outcome)
+
+    def _toggle_details(self, on: bool) -> None:
+        self.details.setVisible(on)
+        self.details_button.setText("Hide details" if on else "Show details")
+
+    def _set_error_parts(self, hint: str, details: str, drawn: object = None) -> None:
+        details = plain(details)  # the full chain, as the engine sent it, never colour codes
+        self.hint.setText(hint)
+        self.hint.setVisible(bool(hint))
+        self.details.setPlainText(details)
+        self.details_button.setVisible(bool(details))
+        if drawn is None or drawn is not self._drawn:  # another result: its details closed
+            self.details_button.setChecked(False)
+            self._toggle_details(False)
+        self._drawn = drawn
+
+    def show_empty(self) -> None:
+        self.status.setText("<h3>No export yet</h3>Check the form on the left, then press "
+                            "<b>Export</b> (Ctrl+E). The file's summary appears here; warnings, "
+                            "the graph, the equivalent Python script and the log are in the "
+                            "other tabs.")
+        self._set_error_parts("", "")
+        self.facts.setHtml("")
+        self.facts.setVisible(False)
+
+    def show_running(self, output: str, worker_ready: bool = True) -> None:
+        self._stages = []
+        self._running = output
+        self._set_error_parts("", "")
+        self.facts.setVisible(False)
+        self.add_stage("Sent to the worker" if worker_ready
+                       else "Waiting for the worker to start (it loads torch once)")
+
+    def add_stage(self, stage: str) -> None:
+        """List the stages an export has gone through, the current one last."""
+        if not stage or (self._stages and self._stages[-1] == stage):
+            return
+        self._stages.append(stage)
+        done = "".join(f"✔ {html.escape(s)}<br>" for s in self._stages[:-1])
+        now = f"<b>… {html.escape(self._stages[-1])}</b>"
+        self.status.setText(f"<h3>Exporting…</h3>to {html.escape(self._running or '')}"
+                            f"<p style='line-height:130%'>{done}{now}</p>")
+
+    def show_error(self, error: Error, details: str, drawn: object = None) -> None:
+        title = {"cancelled": "Export cancelled", "worker_crashed": "The worker crashed",
+                 "validation": "Validation failed"}.get(error.kind, "Export failed")
+        if error.kind == "cancelled" and "had already finished" in error.message:
+            title = "Cancelled after the file was written"
+        message = html.escape(error.message)
+        ops = [o for o in error.unsupported_ops if o not in error.message]
+        if ops:
+            message += "<br>Unsupported operators: " + ", ".join(
+                f"<code>{html.escape(o)}</code>" for o in ops)
+        self.status.setText(f"<h3 style='color:#d0463b'>✘ {title}</h3>{message}")
+        self._set_error_parts(error.hint, details or error.details or "", drawn)
+        self.facts.setVisible(False)
+
+    def _show_facts(self, report: ExportReport, extra: ExportFacts,
+                    shown: ExportOutcome | OpenedFile) -> None:
+        """The facts table of a report with a graph (none: the table is hidden)."""
+        if report.graph is None:
+            self.facts.setVisible(False)
+            return
+        self.facts.setHtml(self._facts_html(report, extra, shown))
+        self.facts.setVisible(True)
+
+    def _facts_html(self, report: ExportReport, extra: ExportFacts,
+                    shown: ExportOutcome | OpenedFile) -> str:
+        from onnx_studio.engine.protocol import Graph, known
+
+        rows: list[tuple[str, str]] = []
+        output = report.output
+        if output and report.files:  # a folder of files, listed below
+            link = QUrl.fromLocalFile(str(output)).toString()
+            rows.append(("Folder", f"{html.escape(str(output))} "
+                                   f"(<a href='{link}'>open folder</a>)"))
+        elif output:
+            path = Path(output)
+            link = QUrl.fromLocalFile(str(path.parent)).toString()
+            rows.append(("File", f"{html.escape(str(path))} "
+                                 f"(<a href='{link}'>open folder</a>)"))
+            if path.is_file():
+                rows.append(("Size", human_size(path.stat().st_size)))
+            data = sorted(p.name for p in path.parent.glob(path.name + "*.data")) if \
+                path.parent.is_dir() else []
+            named = known(extra.external_data)
+            data += [named] if named and named not in data else []
+            rows.append(("External data", ", ".join(data) if data else "none (weights inside)"))
+        exporter = html.escape(str(report.exporter))
+        if report.exporter_reason:  # why that one (a recipe's "auto" resolved)
+            exporter += f" — {html.escape(report.exporter_reason)}"
+        rows.append(("Exporter", exporter))
+        rows.append(("Opset", html.escape(str(report.opset if report.opset is not None
+                                                else "?"))))
+        graph = report.graph or Graph(nodes=0, inputs=[], outputs=[])
+        rows.append(("Nodes", str(graph.nodes)))
+        if report.files:  # a Hugging Face folder: each file it wrote
+            several = len(report.files) > 1
+            rows.append(("Files", "<br>".join(
+                f"<b>{html.escape(f.name)}</b> {f.graph.nodes} nodes"
+                + (f", data: {html.escape(', '.join(f.data_files))}" if f.data_files else "")
+                for f in report.files)
+                + ("<br><i>The Graph tab shows each (File), two side by side</i>"
+                   if several else "")))
+        if report.task:
+            rows.append(("Task", html.escape(report.task)))
+        for items, label in ((graph.inputs, "Inputs"), (graph.outputs, "Outputs")):
+            if items:
+                rows.append((label, "<br>".join(
+                    f"<b>{html.escape(t.name)}</b> {html.escape(t.dtype)}"
+                    f" {html.escape(_shape(t.shape))}" for t in items)))
+        if report.seconds:
+            rows.append(("Time", ", ".join(f"{k} {v:.2f} s" for k, v in report.seconds.items())
+                         + f" (total {sum(report.seconds.values()):.2f} s)"))
+        verdict = self._verdict(report, shown)
+        if verdict:
+            rows.append(("Validation", verdict))
+        # the session's warnings: the export's and its validation's, as the Warnings tab lists
+        count = len(self.session.warnings)
+        rows.append(("Warnings", f"{count} (see the Warnings tab)" if count else "none"))
+        body = "".join(f"<tr><td style='padding:2px 12px 2px 0'><b>{k}</b></td><td>{v}</td></tr>"
+                       for k, v in rows)
+        return f"<table>{body}</table>"
+
+    def _verdict(self, report: ExportReport, shown: ExportOutcome | OpenedFile) -> str:
+        """The validation of the shown file as the session judges it now ("": none)."""
+        stamp = shown if isinstance(shown, OpenedFile) else shown.stamp
+        checked = self.session.results.validation_of(stamp)
+        validation = checked.validation if checked is not None else report.validation
+        if validation is None:
+            return ""
+        trials = validation.trials
+        text = (f"{'passed' if validation.ok else 'FAILED'}: "
+                f"{sum(1 for t in trials if t.ok)} of {len(trials)} trials within rtol "
+                f"{validation.rtol}, atol {validation.atol}")
+        if checked is not None and checked.rejudged:
+            text += " (judged again at the form's tolerance, nothing re-run)"
+        stale = self.session.stale(checked) if checked is not None else None
+        if stale is not None:
+            text += f" — out of date: {html.escape(stale.sentence)}"
+        return text
+
+    def follow_palette(self) -> None:
+        """A new palette (the window's theme changed): the facts again, their links in its
+        colour. (Told by the window, not read from changeEvent: a Python changeEvent on a view
+        drawn at start makes PySide build a class for every kind of event, ~7 ms of it.)"""
+        self.facts.document().setDefaultStyleSheet(
+            f"a {{ color: {self.palette().color(QPalette.ColorRole.Link).name()}; }}")
+        if not self.facts.isHidden():
+            self.refresh()
+
+    def _open_link(self, url: QUrl) -> None:
+        QDesktopServices.openUrl(url)

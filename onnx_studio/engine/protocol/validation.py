@@ -1,0 +1,171 @@
+"""The `validation` object (`Validation`): ONNX Runtime against PyTorch per trial and per
+output, node by node (`Intermediates`), and a Hugging Face export's greedy generation
+(`Generation`); an export report's `validation`, and what a validate job answers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from onnx_studio.engine.protocol.convert import OMIT, UNSET, Unset, Wire
+from onnx_studio.engine.protocol.parts import WarningItem
+
+
+@dataclass(kw_only=True)
+class TrialOutput(Wire):
+    """One output in one trial: ONNX Runtime against PyTorch
+    (onnx_studio.engine.validation.metrics.compare).
+
+    Non-finite numbers are None (null), never NaN: the validation keeps its JSON strict.
+    """
+
+    name: str
+    shape: list[int]
+    dtype: str
+    onnx_shape: list[int]
+    onnx_dtype: str
+    passed: bool
+    message: str
+    max_abs_diff: float | None
+    max_rel_diff: float | None
+    mean_abs_diff: float | None
+    cosine_similarity: float | None
+    mismatched: int | None
+    mismatched_fraction: float | None
+    nan_mismatch: int | None
+    inf_mismatch: int | None
+    matched_nans: int | None
+    elements: int
+    exact: bool | None = field(default=None, metadata=OMIT)  # absent when the shapes differ
+    # the (|ref|, |diff|) pairs that decide the verdict at any tolerance (metrics.tolerance_hull)
+    tolerance_hull: list[list[float]] | None = field(default=None, metadata=OMIT)
+    # `mismatched` estimated from the plot sample (a validation judged again at another
+    # tolerance in the window, onnx_studio.app.session.rejudge); the worker never sets it
+    mismatched_estimated: bool | None = field(default=None, metadata=OMIT)
+
+
+@dataclass(kw_only=True)
+class OutputMetrics(Wire):
+    """One output's worst numbers over all trials: an entry of `validation.outputs`.
+
+    The metrics after `passed` are UNSET in an entry that no trial produced (every run
+    failed), and None when no trial could compute them (the shapes differed).
+    """
+
+    name: str
+    max_abs_diff: float | None
+    max_rel_diff: float | None
+    passed: bool
+    mean_abs_diff: float | Unset | None = UNSET
+    mismatched: int | Unset | None = UNSET
+    mismatched_fraction: float | Unset | None = UNSET
+    nan_mismatch: int | Unset | None = UNSET
+    inf_mismatch: int | Unset | None = UNSET
+    matched_nans: int | Unset | None = UNSET
+    cosine_similarity: float | Unset | None = UNSET
+    message: str | None = field(default=None, metadata=OMIT)
+    dtype: str | None = field(default=None, metadata=OMIT)  # the ONNX output's dtype
+    trials: int | None = field(default=None, metadata=OMIT)  # how many trials produced this output
+    # as TrialOutput's: a count estimated from a sample when judged again (never from the worker)
+    mismatched_estimated: bool | None = field(default=None, metadata=OMIT)
+
+
+@dataclass(kw_only=True)
+class Trial(Wire):
+    """One run of both models: on the export inputs, a random draw, or other dynamic sizes."""
+
+    kind: str  # export-inputs | random | dynamic-size
+    seed: int | None = field(default=None, metadata=OMIT)
+    # every named dynamic dimension's size
+    sizes: dict[str, int] | None = field(default=None, metadata=OMIT)
+    ok: bool
+    outputs: list[TrialOutput] | None = field(default=None, metadata=OMIT)
+    message: str | None = field(default=None, metadata=OMIT)
+    # the dimension a dynamic-size trial moves off its export size
+    changed: str | None = field(default=None, metadata=OMIT)
+    details: str | None = field(default=None, metadata=OMIT)
+    seconds: float | None = field(default=None, metadata=OMIT)
+
+
+@dataclass(kw_only=True)
+class NodeMetrics(Wire):
+    """One ONNX node's values against the FX node it came from
+    (onnx_studio.engine.validation.nodes)."""
+
+    max_abs_diff: float | None
+    max_rel_diff: float | None
+    passed: bool
+    mismatched: int | None = field(default=None, metadata=OMIT)
+    # why it could not be compared (the shapes differ)
+    message: str | None = field(default=None, metadata=OMIT)
+    value: str  # the ONNX value compared
+    # the largest |diff| / (atol + rtol * |expected|): 1.0 is at the tolerance; absent when not
+    # compared or when a NaN/inf stands where the other side has none (then `passed` is false)
+    tolerance_ratio: float | None = field(default=None, metadata=OMIT)
+
+
+@dataclass(kw_only=True)
+class Intermediates(Wire):
+    """Per-node comparison: nodes in graph order and the first one outside the tolerance."""
+
+    nodes: dict[str, NodeMetrics]
+    first_divergent: str | None
+    compared: int
+    message: str | None = field(default=None, metadata=OMIT)  # why nothing was compared
+    # ONNX Runtime runs it took: 1, or more when the values were streamed in chunks that fit
+    # onnx_studio.engine.validation.nodes.BUDGET
+    onnxruntime_runs: int | None = field(default=None, metadata=OMIT)
+
+
+@dataclass(kw_only=True)
+class NotTried(Wire):
+    """A size of a bounded dynamic dimension validation left out: outside its [dims] bounds."""
+
+    dim: str
+    size: int
+    bounds: list[int | None]  # [min, max]; None: unbounded on that side
+    reason: str
+
+
+@dataclass(kw_only=True)
+class Validation(Wire):
+    """The contract's `validation` object, with what onnx_studio.engine.validation adds after its
+    keys."""
+
+    ok: bool
+    # one sentence: how many trials failed, and the first one's reason
+    message: str | None = field(default=None, metadata=OMIT)
+    rtol: float
+    atol: float
+    outputs: list[OutputMetrics] = field(default_factory=list)
+    trials: list[Trial] = field(default_factory=list)
+    # sizes of bounded dimensions outside their bounds: not run
+    # (onnx_studio.engine.validation.validator)
+    not_tried: list[NotTried] | None = field(default=None, metadata=OMIT)
+    warnings: list[WarningItem] | None = field(default=None, metadata=OMIT)
+    providers: list[str] | None = field(default=None, metadata=OMIT)
+    optimization: str | None = field(default=None, metadata=OMIT)
+    intermediates: Intermediates | None = field(default=None, metadata=OMIT)
+    plots: str | Unset | None = UNSET  # the .npz of the plot data; None: it was not saved
+    seconds: float | None = field(default=None, metadata=OMIT)
+    # Hugging Face generation tasks: greedy tokens over the ONNX files against generate()
+    generation: Generation | None = field(default=None, metadata=OMIT)
+
+
+@dataclass(kw_only=True)
+class Generation(Wire):
+    """The greedy-generation check of a Hugging Face export
+    (onnx_studio.engine.validation.hf_checks)."""
+
+    steps: int
+    tokens_equal: bool
+    onnx_tokens: list[int]
+    torch_tokens: list[int]
+    # teacher-forced: both sides fed generate's tokens (`fed_tokens`); each side's token is the
+    # argmax of its own logits at that step, and the logits are compared too
+    fed_tokens: list[int] | None = field(default=None, metadata=OMIT)
+    teacher_forced: bool | None = field(default=None, metadata=OMIT)
+    max_abs_diff: float | None = field(default=None, metadata=OMIT)
+    max_rel_diff: float | None = field(default=None, metadata=OMIT)
+    passed: bool | None = field(default=None, metadata=OMIT)  # tokens equal, logits within
+    message: str | None = field(default=None, metadata=OMIT)  # why not, one sentence

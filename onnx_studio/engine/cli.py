@@ -12,7 +12,9 @@ import argparse
 import contextlib
 import dataclasses
 import os
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -388,8 +390,36 @@ def main(argv: Sequence[str] | None = None, open_window: OpenWindow | None = Non
             return 2
         return open_window(getattr(args, "file", None), getattr(args, "exit_after_paint", False),
                            getattr(args, "expand_all", False))
-    with _stdout_kept_for_results() as out:
+    with _stdout_kept_for_results() as out, _stopped_by_signals():
         return _run_command(parser, argv, out)
+
+
+class _Stopped(KeyboardInterrupt):
+    """SIGINT or SIGTERM reached the command outside a job (a job's run ends its worker and
+    answers `cancelled` itself): the command ends with the JSON line all the same."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _stopped_by_signals() -> Iterator[None]:
+    """SIGINT and SIGTERM raise `_Stopped` for the whole command (on the main thread; a job's
+    run puts its own handlers in while it runs, and these back after)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        raise _Stopped(signum)
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 @contextlib.contextmanager
@@ -460,6 +490,12 @@ def _run_command(parser: argparse.ArgumentParser, argv: list[str], out: TextIO) 
                               environment)
     except StudioError as err:
         doc = _error_document(err, environment)
+    except KeyboardInterrupt as interrupt:
+        signum = getattr(interrupt, "signum", signal.SIGINT)
+        doc = _error_document(StudioError(
+            "cancelled", f"Stopped by {signal.Signals(signum).name}; nothing was written (a "
+            "file already committed stays as it is).", "Run the command again.",
+            exit_code=128 + int(signum)), environment)
     except Exception as exc:  # our own bug: still one sentence and the JSON line
         doc = _error_document(StudioError(
             "export", f"onnx-studio failed unexpectedly: {exc}.",

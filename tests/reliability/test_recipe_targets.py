@@ -18,6 +18,7 @@ import torch
 
 from onnx_studio.app import settings as settings_mod
 from onnx_studio.app.window import MainWindow
+from onnx_studio.engine import file_set
 from onnx_studio.engine import recipe as recipes
 from onnx_studio.engine.cli import main
 
@@ -123,7 +124,7 @@ def test_save_recipe_refuses_a_place_inside_a_hugging_face_output_folder(
     model.mkdir()
     (model / "config.json").write_text('{"model_type": "gpt2"}', encoding="utf-8")
     out = tmp_path / "tiny_onnx"
-    out.mkdir()
+    file_set.claim_folder(out, "export", ["model.onnx"])  # a previous export's folder
     (out / "model.onnx").write_bytes(b"the previous export")
     before = snapshot(tmp_path)
     for target in (out / "recipe.toml", out / "deeper" / ".." / "recipe.toml"):

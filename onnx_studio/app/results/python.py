@@ -20,6 +20,8 @@ from PySide6.QtWidgets import (
 
 from onnx_studio.app.results.summary import mono
 from onnx_studio.app.session import ExportSession
+from onnx_studio.engine.errors import StudioError
+from onnx_studio.engine.file_set import write_file
 from onnx_studio.engine.recipe import is_folder_source
 
 
@@ -105,5 +107,12 @@ class PythonView(QWidget):
     def _save(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Save script", "export_model.py",
                                               "Python (*.py)")
-        if path:
-            Path(path).write_text(self.text.toPlainText(), encoding="utf-8")
+        if not path:
+            return
+        try:
+            write_file(Path(path), self.text.toPlainText().encode("utf-8"),
+                       what="The script")
+        except (StudioError, OSError) as exc:
+            self.note.setText(f"Not saved: {exc}")
+        else:
+            self.note.setText(f"Saved {Path(path).name}.")

@@ -38,7 +38,12 @@ from onnx_studio.engine.analysis.model_file import ModelFile
 from onnx_studio.engine.analysis.timing import DEFAULT_RUNS, open_session, percentiles, time_calls
 from onnx_studio.engine.errors import StudioError, one_line
 from onnx_studio.engine.events import Events
-from onnx_studio.engine.export.onnx_file import AtomicOnnxWrite, check_output_path
+from onnx_studio.engine.export.onnx_file import (
+    AtomicOnnxWrite,
+    check_output_path,
+    referenced_data,
+)
+from onnx_studio.engine.file_set import check_apart
 from onnx_studio.engine.protocol import ExportReport
 from onnx_studio.engine.recipe import Recipe
 
@@ -87,16 +92,15 @@ def make_variant(source: Path, recipe: Recipe, kind: str, output: Path,
     source = Path(source).resolve()
     original = ModelFile.read(source)
     output = check_output_path(Path(output))
-    if output == source:
-        raise StudioError("write", "The variant would overwrite its source file; choose "
-                          "another -o path.", exit_code=2)
+    inputs = [source, *(source.parent / n for n in referenced_data(source))]
+    check_apart([output], inputs, "The variant")
     r, a = variant_tolerance(kind, recipe, rtol, atol)
     started = time.perf_counter()
     half = HalfPrecision.prepare(source, original, recipe, keep_fp32, r, a, keep_io_types,
                          events.part(0.0, 0.3)) if kind == "fp16" else None
     events.progress(0.3 if half else 0.0, f"Making the {kind} variant")
     settings = _write(kind, source, output, keep_io_types, optimization,
-                      set(half.kept) if half else set())
+                      set(half.kept) if half else set(), inputs)
     made = time.perf_counter() - started
 
     checked = dataclasses.replace(recipe, validate=dataclasses.replace(recipe.validate,
@@ -152,9 +156,10 @@ def fail_message(report: ExportReport, kind: str, output: Path, rtol: float,
 
 
 def _write(kind: str, source: Path, output: Path, keep_io_types: bool, optimization: str,
-           keep: set[str]) -> dict[str, str]:
-    """Make the variant in a temp folder beside `output` and rename it into place."""
-    with AtomicOnnxWrite(output) as write:
+           keep: set[str], inputs: list[Path]) -> dict[str, str]:
+    """Make the variant in a staging folder beside `output` and commit it into place (never
+    over one of `inputs`: the source file and its data)."""
+    with AtomicOnnxWrite(output, inputs) as write:
         target = write.temp_path
         try:
             settings = write_converted(kind, source, target, keep_io_types, optimization, keep)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,7 @@ class ItemJob:
     base_dir: str  # what the recipe's relative paths resolve against
     validate: bool | None  # None: as the recipe says
     folder: str  # the folder its output is written into (its temporary files go there too)
+    output: str  # its output (.onnx file or folder), absolute and normalised
     fingerprint: str
     cpus: int  # CPUs a Ray task reserves for it
     gpus: int  # GPUs a Ray task reserves for it: 1 when the recipe's device is CUDA
@@ -51,6 +53,7 @@ class ItemJob:
     def of(cls, key: str, label: str, recipe: Recipe, validate: bool | None) -> ItemJob:
         return cls(key=key, label=label, recipe=recipe.to_toml(), base_dir=str(recipe.base_dir),
                    validate=validate, folder=str(output_folder(recipe)),
+                   output=os.path.normpath(os.path.abspath(recipe.output_path)),
                    fingerprint=fingerprint(recipe, validate),
                    cpus=recipe.export.cpus or 1,
                    gpus=1 if recipe.export.device.startswith("cuda") else 0)

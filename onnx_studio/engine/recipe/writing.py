@@ -10,7 +10,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from onnx_studio.engine.files import write_text_atomic
+from onnx_studio.engine.file_set import write_file
 from onnx_studio.engine.recipe.spec import AUTO_FILL, InputSpec, Recipe, RecipeError
 
 # fields an entry that is not a tensor does not write (they describe a tensor)
@@ -85,7 +85,8 @@ def save(recipe: Recipe, path: str | os.PathLike[str]) -> None:
     """Write the recipe atomically; saved over a recipe file, that file's text is updated in
     place (see `updated_toml`) rather than replaced."""
     path = Path(path)
-    write_text_atomic(path, updated_toml(recipe, _recipe_text(path)))
+    write_file(path, updated_toml(recipe, _recipe_text(path)).encode("utf-8"),
+               what="The recipe")
 
 
 def _recipe_text(path: Path) -> str | None:

@@ -45,7 +45,7 @@ from onnx_studio.engine.protocol import (
     VariantResult,
 )
 from onnx_studio.engine.protocol import Progress as ProgressEvent
-from onnx_studio.engine.recipe import Recipe
+from onnx_studio.engine.recipe import Recipe, check_recipe, to_toml
 
 PathLike = str | os.PathLike[str]
 RecipeLike = Recipe | PathLike  # a Recipe object, or the path of a recipe file
@@ -75,8 +75,8 @@ def export(recipe: RecipeLike, *, output: PathLike | None = None,
             chosen.export.output = os.path.abspath(output)
         if validate:
             chosen.validate.enabled = True
-        chosen.check()
-        result = _run(ExportRequest(recipe=chosen.to_toml(), base_dir=str(chosen.base_dir),
+        check_recipe(chosen)
+        result = _run(ExportRequest(recipe=to_toml(chosen), base_dir=str(chosen.base_dir),
                                     validate=validate, plots_beside_onnx=True),
                       output_folder(chosen), progress, timeout)
         return _report(result)
@@ -95,9 +95,9 @@ def validate(model: PathLike, recipe: RecipeLike, *, rtol: float | None = None,
             chosen.validate.rtol = rtol
         if atol is not None:
             chosen.validate.atol = atol
-        chosen.check()
+        check_recipe(chosen)
         path = Path(model).expanduser().resolve()
-        result = _run(ValidateFileRequest(recipe=chosen.to_toml(),
+        result = _run(ValidateFileRequest(recipe=to_toml(chosen),
                                           base_dir=str(chosen.base_dir), onnx=str(path)),
                       path.parent, progress, timeout)
         return _report(result)
@@ -116,7 +116,7 @@ def compare(a: PathLike, b: PathLike, *, recipe: RecipeLike | None = None, runs:
     def job() -> CompareDocument:
         chosen = None if recipe is None else _recipe(recipe)
         result = _run(CompareRequest(a=_absolute(a), b=_absolute(b),
-                                     recipe=None if chosen is None else chosen.to_toml(),
+                                     recipe=None if chosen is None else to_toml(chosen),
                                      base_dir=None if chosen is None else str(chosen.base_dir),
                                      dims=dict(dims or {}), runs=_at_least_one(runs, "runs")),
                       Path.cwd(), progress, timeout)
@@ -137,7 +137,7 @@ def profile(model: PathLike, *, recipe: RecipeLike | None = None, runs: int = 20
     def job() -> ProfileDocument:
         chosen = None if recipe is None else _recipe(recipe)
         result = _run(ProfileRequest(onnx=_absolute(model),
-                                     recipe=None if chosen is None else chosen.to_toml(),
+                                     recipe=None if chosen is None else to_toml(chosen),
                                      base_dir=None if chosen is None else str(chosen.base_dir),
                                      runs=_at_least_one(runs, "runs"), warmup=warmup,
                                      provider=provider, threads=threads,
@@ -167,7 +167,7 @@ def variant(model: PathLike, recipe: RecipeLike, kind: str, output: PathLike, *,
         target = _absolute(output)
         keep = keep_fp32 if keep_fp32 is None or isinstance(keep_fp32, str) \
             else ",".join(keep_fp32)
-        result = _run(VariantRequest(onnx=_absolute(model), recipe=chosen.to_toml(),
+        result = _run(VariantRequest(onnx=_absolute(model), recipe=to_toml(chosen),
                                      base_dir=str(chosen.base_dir), kind=kind, output=target,
                                      rtol=rtol, atol=atol, keep_io_types=keep_io_types,
                                      optimization=optimization,
@@ -190,7 +190,7 @@ def explain(model: PathLike, recipe: RecipeLike, *, repro_dir: PathLike | None =
         chosen = _recipe(recipe)
         target = _absolute(model)
         repro = None if repro_dir is None else _absolute(repro_dir)
-        result = _run(ExplainRequest(onnx=target, recipe=chosen.to_toml(),
+        result = _run(ExplainRequest(onnx=target, recipe=to_toml(chosen),
                                      base_dir=str(chosen.base_dir), repro_dir=repro,
                                      write_repro=write_repro),
                       Path(repro).parent if repro else Path(target).parent, progress, timeout)
@@ -231,7 +231,7 @@ def batch(items: Sequence[RecipeLike], report_dir: PathLike, *, list_file: PathL
 def _recipe(recipe: RecipeLike) -> Recipe:
     """A copy of a Recipe object (the caller's stays as it was), or the recipe file loaded."""
     chosen = recipe.copy() if isinstance(recipe, Recipe) else load_recipe(recipe)
-    chosen.check()
+    check_recipe(chosen)
     return chosen
 
 

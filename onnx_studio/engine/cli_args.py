@@ -16,7 +16,7 @@ from onnx_studio.engine import recipe as recipes
 from onnx_studio.engine import shipped
 from onnx_studio.engine.export.hf_files import check_output_folder
 from onnx_studio.engine.export.onnx_file import check_output_path
-from onnx_studio.engine.recipe import DimSpec, InputSpec, OutputSpec, Recipe
+from onnx_studio.engine.recipe import DimSpec, InputSpec, OutputSpec, Recipe, check_recipe
 
 __all__ = ["FILL_FORMS", "RequestError", "recipe_from_args"]
 
@@ -252,5 +252,5 @@ def recipe_from_args(args: argparse.Namespace) -> Recipe:
         check_output_folder(recipe.output_path)
     else:
         check_output_path(recipe.output_path)
-    recipe.check()
+    check_recipe(recipe)
     return recipe

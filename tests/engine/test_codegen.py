@@ -24,6 +24,7 @@ import torch
 from onnx_studio.engine import recipe as recipes
 from onnx_studio.engine.errors import StudioError
 from onnx_studio.engine.export import codegen
+from onnx_studio.engine.recipe import to_toml
 from onnx_studio.engine.source import load as sources
 from onnx_studio.engine.source.inputs import make_inputs
 from tests.conftest import REPO
@@ -492,5 +493,5 @@ def test_a_hugging_face_source_runs_the_studios_pipeline_on_its_recipe(
 
     monkeypatch.setattr(onnx_studio.engine.pipeline, "export", export)
     exec(compile(code, "export_model.py", "exec"), {"__name__": "__main__"})
-    assert len(seen) == 1 and seen[0].to_toml() == recipe.to_toml()
+    assert len(seen) == 1 and to_toml(seen[0]) == to_toml(recipe)
     assert seen[0].base_dir == tmp_path.resolve()

@@ -18,7 +18,7 @@ from typing import Any
 
 from onnx_studio.engine.errors import StudioError
 from onnx_studio.engine.export.exporter import choose_exporter
-from onnx_studio.engine.recipe import InputSpec, Recipe, is_folder_source
+from onnx_studio.engine.recipe import InputSpec, Recipe, is_folder_source, to_toml
 from onnx_studio.engine.source import describe as source_info
 from onnx_studio.engine.source import inputs as inputs_mod
 from onnx_studio.engine.source import kinds
@@ -423,7 +423,7 @@ def _hf_script(recipe: Recipe) -> str:
     """A Hugging Face folder's export: its files (a model, or an encoder and decoders with and
     without their cache) are exported through the studio's task wrappers, so the script runs
     the studio's pipeline on the recipe (it needs this package, as the example: source does)."""
-    text = recipe.to_toml()
+    text = to_toml(recipe)
     literal = (f"r\'\'\'\n{text}\'\'\'" if "\'\'\'" not in text and not text.endswith("\\")
                else _py(text))
     body = [

@@ -472,7 +472,8 @@ def test_torch_s_own_checks_and_build_paths_are_not_relayed(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The LSTM example: rnn.py's hidden-size checks raise TracerWarnings about torch's own
     code; a TorchScript pass notice ends with a path on torch's build machine."""
-    code, doc = run_json(capsys, "export", "--recipe", str(REPO / "onnx_studio/resources/recipes/lstm.toml"),
+    code, doc = run_json(capsys, "export", "--recipe",
+                         str(REPO / "onnx_studio/resources/recipes/lstm.toml"),
                          "-o", str(tmp_path / "lstm.onnx"))
     assert code == 0, doc
     assert not [w for w in doc["warnings"] if w["category"] == "TracerWarning"], doc["warnings"]

@@ -13,6 +13,10 @@ line prints as JSON.
     summary = onnx_studio.batch(["bert.toml", "hf:models/gpt2"], "zoo-report", workers=2)
     print(summary.passed, "of", summary.total)
 
+    # the model object itself, as torch.onnx.export takes it (a class from __main__ too)
+    report = onnx_studio.export(model, args=(x,), output="model.onnx",
+                                dynamic_shapes={"x": {0: "batch"}})
+
 A recipe is a `Recipe` object (`load_recipe(path)`, or built in code) or the path of a recipe
 file. Every job runs in a worker process of its own, as the CLI's do, so a model that crashes
 its process (`os._exit`, a segmentation fault, running out of memory) comes back as an error

@@ -42,7 +42,8 @@ _WHERE = {
                      "ExplainDocument", "ExportReport", "ProfileDocument", "VariantReport"),
                     "onnx_studio.engine.protocol"),
     **dict.fromkeys(("ProgressCallback", "RecipeLike", "batch", "compare", "explain", "export",
-                     "load_recipe", "profile", "validate", "variant"), "onnx_studio.api"),
+                     "load_recipe", "loads_recipe", "profile", "validate", "variant"),
+                    "onnx_studio.api"),
 }
 
 if TYPE_CHECKING:
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
         explain,
         export,
         load_recipe,
+        loads_recipe,
         profile,
         validate,
         variant,
@@ -92,6 +94,7 @@ __all__ = [
     "explain",
     "export",
     "load_recipe",
+    "loads_recipe",
     "profile",
     "validate",
     "variant",

@@ -63,6 +63,12 @@ def load_recipe(path: PathLike) -> Recipe:
     return recipes.load(shipped.runnable(path))
 
 
+def loads_recipe(text: str, base_dir: PathLike | None = None) -> Recipe:
+    """The recipe in TOML text (relative paths resolve against `base_dir`, default the current
+    folder); raises `StudioError` kind `recipe` naming the field at fault."""
+    return recipes.loads(text, base_dir=None if base_dir is None else Path(base_dir))
+
+
 def export(recipe: RecipeLike | torch.nn.Module, args: Sequence[Any] | None = None,
            kwargs: Mapping[str, Any] | None = None, *, output: PathLike | None = None,
            dynamic_shapes: Any = None, input_names: Sequence[str] | None = None,

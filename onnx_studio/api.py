@@ -14,9 +14,9 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from onnx_studio.engine import recipe as recipes
 from onnx_studio.engine import shipped
@@ -45,7 +45,10 @@ from onnx_studio.engine.protocol import (
     VariantResult,
 )
 from onnx_studio.engine.protocol import Progress as ProgressEvent
-from onnx_studio.engine.recipe import Recipe
+from onnx_studio.engine.recipe import Recipe, check_recipe, to_toml
+
+if TYPE_CHECKING:
+    import torch
 
 PathLike = str | os.PathLike[str]
 RecipeLike = Recipe | PathLike  # a Recipe object, or the path of a recipe file
@@ -60,15 +63,66 @@ def load_recipe(path: PathLike) -> Recipe:
     return recipes.load(shipped.runnable(path))
 
 
-def export(recipe: RecipeLike, *, output: PathLike | None = None,
-           validate: bool | None = None, progress: ProgressCallback | None = None,
+def loads_recipe(text: str, base_dir: PathLike | None = None) -> Recipe:
+    """The recipe in TOML text (relative paths resolve against `base_dir`, default the current
+    folder); raises `StudioError` kind `recipe` naming the field at fault."""
+    return recipes.loads(text, base_dir=None if base_dir is None else Path(base_dir))
+
+
+def export(recipe: RecipeLike | torch.nn.Module, args: Sequence[Any] | None = None,
+           kwargs: Mapping[str, Any] | None = None, *, output: PathLike | None = None,
+           dynamic_shapes: Any = None, input_names: Sequence[str] | None = None,
+           output_names: Sequence[str] | None = None, opset: int | None = None,
+           exporter: str | None = None, validate: bool | None = None,
+           rtol: float | None = None, atol: float | None = None, device: str | None = None,
+           progress: ProgressCallback | None = None,
            timeout: float | None = None) -> ExportReport:
     """Export the recipe's model (and validate it when `validate`, or when the recipe says so
     and `validate` is None): what `onnx-studio export --recipe R --json` prints.
 
     `output` replaces the recipe's `export.output`; `progress(fraction, stage)` hears the
     job's stages; past `timeout` seconds the job is ended (kind `timeout`).
+
+    Given a `torch.nn.Module` instead of a recipe, export it as `torch.onnx.export` would:
+    `export(model, args=(x,), kwargs=None, output="m.onnx", dynamic_shapes=...,
+    input_names=..., output_names=..., opset=...)`, validated (`validate` True unless False)
+    against that very module on those arguments. `dynamic_shapes` is torch.export's: a dict
+    keyed by forward()'s parameter names (or a tuple in their order), each tensor's entry
+    `{axis: dim}` or one dim per axis, a dim a name, a `torch.export.Dim` (its min/max kept),
+    `Dim.AUTO`/`Dim.DYNAMIC` or None. Your module is left as it is; the worker's copy is
+    exported in eval mode, on the device of its parameters unless `device` says otherwise.
+
+    The module runs in a worker process, as a recipe's does: it is pickled with cloudpickle
+    (a class defined in a notebook's or a script's `__main__`, or in a file of your own
+    folder, travels with its code; installed packages are imported by the worker) and the
+    example tensors saved beside it, in a job folder under the studio's cache that is removed
+    afterwards. A model that crashes its process comes back as kind `worker_crashed`. The
+    worker unpickles what you passed, so this needs no `trust_pickle` from you: the trust is
+    the one you have in your own object. A module that cannot be pickled (it holds an open
+    file, a lock, a data loader) is a document of kind `source` saying so; it cannot be
+    exported in this process instead. The validation runs on your example arguments (the
+    worker cannot draw other sizes of a dynamic dimension from values it did not make).
     """
+    from onnx_studio.model_jobs import is_model
+
+    if is_model(recipe):
+        from onnx_studio.model_jobs import export_model
+        from onnx_studio.model_recipe import ModelCall
+
+        return export_model(recipe, ModelCall(args, kwargs, dynamic_shapes, input_names,
+                                              output_names),
+                            output=output, opset=opset, exporter=exporter, validate=validate,
+                            rtol=rtol, atol=atol, device=device, progress=progress,
+                            timeout=timeout)
+    model_only = {"args": args, "kwargs": kwargs, "dynamic_shapes": dynamic_shapes,
+                  "input_names": input_names, "output_names": output_names, "opset": opset,
+                  "exporter": exporter, "rtol": rtol, "atol": atol, "device": device}
+    given = [name for name, value in model_only.items() if value is not None]
+    if given:
+        return ExportReport().fail(StudioError(
+            "recipe", f"{given[0]} applies to a model object, not a recipe; the recipe says "
+            "it.", "Set it in the recipe, or pass the torch.nn.Module itself.", exit_code=2))
+
     def job() -> ExportReport:
         _check(output=(output, _PATH_OR_NONE), validate=(validate, _BOOL_OR_NONE),
                progress=(progress, _CALLABLE_OR_NONE), timeout=(timeout, _SECONDS_OR_NONE))
@@ -77,8 +131,8 @@ def export(recipe: RecipeLike, *, output: PathLike | None = None,
             chosen.export.output = os.path.abspath(output)
         if validate:
             chosen.validate.enabled = True
-        chosen.check()
-        result = _run(ExportRequest(recipe=chosen.to_toml(), base_dir=str(chosen.base_dir),
+        check_recipe(chosen)
+        result = _run(ExportRequest(recipe=to_toml(chosen), base_dir=str(chosen.base_dir),
                                     validate=validate, plots_beside_onnx=True),
                       output_folder(chosen), progress, timeout)
         return _report(result)
@@ -86,11 +140,36 @@ def export(recipe: RecipeLike, *, output: PathLike | None = None,
     return _document(ExportReport, job)
 
 
-def validate(model: PathLike, recipe: RecipeLike, *, rtol: float | None = None,
-             atol: float | None = None, progress: ProgressCallback | None = None,
+def validate(model: PathLike | torch.nn.Module, recipe: RecipeLike | PathLike,
+             args: Sequence[Any] | None = None, kwargs: Mapping[str, Any] | None = None, *,
+             rtol: float | None = None, atol: float | None = None, device: str | None = None,
+             progress: ProgressCallback | None = None,
              timeout: float | None = None) -> ExportReport:
     """Validate an .onnx file (or a Hugging Face export's folder) against the recipe's
-    PyTorch model: what `onnx-studio validate MODEL --recipe R --json` prints."""
+    PyTorch model: what `onnx-studio validate MODEL --recipe R --json` prints.
+
+    Given a `torch.nn.Module` first, validate the .onnx file named second against it on the
+    example arguments: `validate(model, "m.onnx", args=(x,))`, in a worker process as
+    `export(model, ...)` does (see there).
+    """
+    from onnx_studio.model_jobs import is_model
+
+    if is_model(model):
+        from onnx_studio.model_jobs import validate_model
+        from onnx_studio.model_recipe import ModelCall
+
+        if isinstance(recipe, Recipe):
+            return ExportReport().fail(StudioError(
+                "recipe", "Given a model object, validate takes the .onnx file's path second, "
+                "not a recipe.", "Call validate(model, 'model.onnx', args=(x,)).", exit_code=2))
+        return validate_model(model, recipe, ModelCall(args, kwargs), rtol=rtol, atol=atol,
+                              device=device, progress=progress, timeout=timeout)
+    if args is not None or kwargs is not None or device is not None:
+        return ExportReport().fail(StudioError(
+            "recipe", "args, kwargs and device apply to a model object, not a recipe; the "
+            "recipe says them.", "Pass the torch.nn.Module first, or leave them out.",
+            exit_code=2))
+
     def job() -> ExportReport:
         _check(model=(model, _PATH), rtol=(rtol, _TOLERANCE_OR_NONE),
                atol=(atol, _TOLERANCE_OR_NONE), progress=(progress, _CALLABLE_OR_NONE),
@@ -100,9 +179,9 @@ def validate(model: PathLike, recipe: RecipeLike, *, rtol: float | None = None,
             chosen.validate.rtol = rtol
         if atol is not None:
             chosen.validate.atol = atol
-        chosen.check()
+        check_recipe(chosen)
         path = Path(model).expanduser().resolve()
-        result = _run(ValidateFileRequest(recipe=chosen.to_toml(),
+        result = _run(ValidateFileRequest(recipe=to_toml(chosen),
                                           base_dir=str(chosen.base_dir), onnx=str(path)),
                       path.parent, progress, timeout)
         return _report(result)
@@ -123,7 +202,7 @@ def compare(a: PathLike, b: PathLike, *, recipe: RecipeLike | None = None, runs:
                progress=(progress, _CALLABLE_OR_NONE), timeout=(timeout, _SECONDS_OR_NONE))
         chosen = None if recipe is None else _recipe(recipe)
         result = _run(CompareRequest(a=_absolute(a), b=_absolute(b),
-                                     recipe=None if chosen is None else chosen.to_toml(),
+                                     recipe=None if chosen is None else to_toml(chosen),
                                      base_dir=None if chosen is None else str(chosen.base_dir),
                                      dims=dict(dims or {}), runs=_at_least_one(runs, "runs")),
                       Path.cwd(), progress, timeout)
@@ -148,7 +227,7 @@ def profile(model: PathLike, *, recipe: RecipeLike | None = None, runs: int = 20
                progress=(progress, _CALLABLE_OR_NONE), timeout=(timeout, _SECONDS_OR_NONE))
         chosen = None if recipe is None else _recipe(recipe)
         result = _run(ProfileRequest(onnx=_absolute(model),
-                                     recipe=None if chosen is None else chosen.to_toml(),
+                                     recipe=None if chosen is None else to_toml(chosen),
                                      base_dir=None if chosen is None else str(chosen.base_dir),
                                      runs=_at_least_one(runs, "runs"), warmup=warmup,
                                      provider=provider, threads=threads,
@@ -183,7 +262,7 @@ def variant(model: PathLike, recipe: RecipeLike, kind: str, output: PathLike, *,
         target = _absolute(output)
         keep = keep_fp32 if keep_fp32 is None or isinstance(keep_fp32, str) \
             else ",".join(keep_fp32)
-        result = _run(VariantRequest(onnx=_absolute(model), recipe=chosen.to_toml(),
+        result = _run(VariantRequest(onnx=_absolute(model), recipe=to_toml(chosen),
                                      base_dir=str(chosen.base_dir), kind=kind, output=target,
                                      rtol=rtol, atol=atol, keep_io_types=keep_io_types,
                                      optimization=optimization,
@@ -209,7 +288,7 @@ def explain(model: PathLike, recipe: RecipeLike, *, repro_dir: PathLike | None =
         chosen = _recipe(recipe)
         target = _absolute(model)
         repro = None if repro_dir is None else _absolute(repro_dir)
-        result = _run(ExplainRequest(onnx=target, recipe=chosen.to_toml(),
+        result = _run(ExplainRequest(onnx=target, recipe=to_toml(chosen),
                                      base_dir=str(chosen.base_dir), repro_dir=repro,
                                      write_repro=write_repro),
                       Path(repro).parent if repro else Path(target).parent, progress, timeout)
@@ -327,7 +406,7 @@ def _recipe(recipe: RecipeLike) -> Recipe:
                           f"{_shown(recipe)}.", "Pass a Recipe (onnx_studio.load_recipe(path)) "
                           "or the path of a .toml recipe.", exit_code=2)
     chosen = recipe.copy() if isinstance(recipe, Recipe) else load_recipe(recipe)
-    chosen.check()
+    check_recipe(chosen)
     return chosen
 
 

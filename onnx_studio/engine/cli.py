@@ -41,7 +41,7 @@ from onnx_studio.engine.protocol import (
     WarningItem,
     encode,
 )
-from onnx_studio.engine.recipe import Recipe
+from onnx_studio.engine.recipe import Recipe, check_recipe, to_toml
 from onnx_studio.engine.worker_process import remove_abandoned_temps
 
 
@@ -210,7 +210,7 @@ def _cmd_export(args: argparse.Namespace, progress: Progress) -> ExportReport:
     if args.save_recipe:  # refused before any work: not over the model, the output, ...
         check_recipe_target(recipe, Path(args.save_recipe), "choose another --save-recipe path")
     result = _export_in_worker(
-        ExportRequest(recipe=recipe.to_toml(), base_dir=str(recipe.base_dir),
+        ExportRequest(recipe=to_toml(recipe), base_dir=str(recipe.base_dir),
                       validate=True if args.validate else None, plots_beside_onnx=True),
         progress, output_folder(recipe))
     report = _report_of(result)
@@ -244,10 +244,10 @@ def _cmd_validate(args: argparse.Namespace, progress: Progress) -> ExportReport:
         recipe.validate.rtol = args.rtol
     if args.atol is not None:
         recipe.validate.atol = args.atol
-    recipe.check()
+    check_recipe(recipe)
     model = Path(args.model).resolve()
     result = _export_in_worker(
-        ValidateFileRequest(recipe=recipe.to_toml(), base_dir=str(recipe.base_dir),
+        ValidateFileRequest(recipe=to_toml(recipe), base_dir=str(recipe.base_dir),
                             onnx=str(model)),
         progress, model if model.is_dir() else model.parent)
     return _report_of(result)

@@ -23,15 +23,15 @@ from typing import Any
 
 import numpy as np
 
-from onnx_studio.engine.analysis.model_file import ModelFile
-from onnx_studio.engine.analysis.timing import open_session, percentiles, time_calls
-from onnx_studio.engine.analysis.variants import (
+from onnx_studio.engine.analysis.conversions import (
     HalfPrecision,
     explicit_names,
     fail_message,
     variant_tolerance,
     write_converted,
 )
+from onnx_studio.engine.analysis.model_file import ModelFile
+from onnx_studio.engine.analysis.timing import open_session, percentiles, time_calls
 from onnx_studio.engine.errors import StudioError, one_line
 from onnx_studio.engine.events import Events
 from onnx_studio.engine.protocol import ExportReport, VariantFacts, VariantReport

@@ -29,7 +29,7 @@ from onnx_studio.engine.export.onnx_file import (
 from onnx_studio.engine.export.request_check import check_request
 from onnx_studio.engine.paths import recipe_inputs
 from onnx_studio.engine.protocol import ExportFacts, ExportReport, Graph
-from onnx_studio.engine.recipe import DYNAMO_MIN_OPSET, Recipe
+from onnx_studio.engine.recipe import DYNAMO_MIN_OPSET, Recipe, check_recipe
 from onnx_studio.engine.source.device import check_device
 
 
@@ -63,7 +63,7 @@ def _export(recipe: Recipe, events: Events, report: ExportReport) -> Any:
     from onnx_studio.engine.source import inputs as inputs_mod
     from onnx_studio.engine.source import load as sources
 
-    recipe.check()
+    check_recipe(recipe)
     exporter, report.exporter_reason = choose_exporter(recipe)
     report.exporter = exporter
     _check_opset(exporter, recipe.export.opset)

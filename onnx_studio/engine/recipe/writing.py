@@ -1,5 +1,5 @@
-"""A `Recipe` as TOML: its plain data (`to_dict`), the house style's text (`dumps`), a recipe
-file's own text updated in place (`updated_toml`), written atomically (`save`).
+"""A `Recipe` as TOML: its plain data (`to_dict`), the house style's text (`dumps`, `to_toml`),
+a recipe file's own text updated in place (`updated_toml`), written atomically (`save`).
 """
 
 from __future__ import annotations
@@ -66,6 +66,11 @@ def dumps(data: dict[str, Any]) -> str:
     except ValueError as exc:
         raise RecipeError(f"{exc}; a recipe holds numbers, strings, true/false, lists and "
                           "tables.") from None
+
+
+def to_toml(recipe: Recipe) -> str:
+    """The recipe as TOML text in the house style (what `save` writes to a new file)."""
+    return dumps(to_dict(recipe))
 
 
 def updated_toml(recipe: Recipe, text: str | None) -> str:

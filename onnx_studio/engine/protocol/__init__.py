@@ -59,6 +59,7 @@ from onnx_studio.engine.protocol.batch import BatchRecord, BatchResult, BatchSum
 from onnx_studio.engine.protocol.convert import UNSET, ProtocolError, Unset, Wire, known
 from onnx_studio.engine.protocol.documents import (
     ExportedFile,
+    ExporterFallback,
     ExportFacts,
     ExportReport,
     InspectDocument,
@@ -150,6 +151,7 @@ __all__ = [
     "ExportRequest",
     "ExportResult",
     "ExportedFile",
+    "ExporterFallback",
     "FillChoice",
     "ForwardParam",
     "Fp16Overflow",

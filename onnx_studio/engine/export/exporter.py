@@ -17,7 +17,15 @@ from typing import Any
 from onnx_studio.engine import torch_private
 from onnx_studio.engine.errors import StudioError, chain_text, one_line
 from onnx_studio.engine.events import Events
-from onnx_studio.engine.export import blame, causes, diagnose, failures, fallback, structured
+from onnx_studio.engine.export import (
+    blame,
+    causes,
+    diagnose,
+    failures,
+    fallback,
+    structured,
+    symbolic_attributes,
+)
 from onnx_studio.engine.export.capture import captured, warn
 from onnx_studio.engine.export.choice import choose_exporter
 from onnx_studio.engine.export.onnx_file import (
@@ -197,6 +205,11 @@ def _export_dynamo(recipe: Recipe, model: Any, args: tuple[Any, ...], path: Path
             do_constant_folding=opts.do_constant_folding,
         )
     except (Exception, SystemExit) as exc:  # sys.exit() in the traced forward: blamed
+        found = symbolic_attributes.find(exc)
+        if found is not None:  # an attribute computed from a dynamic size (CondConv's groups)
+            raise symbolic_attributes.attribute_error(
+                exc, found, recipe, lambda node: symbolic_attributes.model_line(
+                    model, args, dynamic_shapes, node)) from None
         raise _classify(exc, recipe, lambda: diagnose.unsupported_operators_dynamo(
             model, args, dynamic_shapes, opts.opset, translation_table), user_file) from None
     assert program is not None

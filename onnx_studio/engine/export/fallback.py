@@ -26,8 +26,8 @@ def may_fall_back(recipe: Recipe, chosen: str, error: StudioError) -> str | None
 
     if recipe.export.exporter != "auto" or chosen != "dynamo":
         return ""
-    if error.kind not in FALLBACK_KINDS:
-        return ""
+    if error.kind not in FALLBACK_KINDS or getattr(error, "no_fallback", False):
+        return ""  # no_fallback: a cause the other exporter shares (symbolic_attributes)
     opset = recipe.export.opset
     highest = torch_private.torchscript_max_opset()
     if opset is not None and opset > highest:

@@ -28,6 +28,18 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 REPO = Path(__file__).resolve().parents[1]
 
 
+def _torchvision_first() -> None:
+    """With the vision extra installed, import torchvision through the engine's guard before a
+    test module imports transformers (which imports torchvision): a CUDA torchvision beside a
+    CPU torch fails its own import otherwise. Nothing when torchvision is absent."""
+    from onnx_studio.engine.source.vision import ready_torchvision
+
+    ready_torchvision()
+
+
+_torchvision_first()
+
+
 @pytest.fixture(autouse=True)
 def _isolated_config(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
     """Point platformdirs' config, cache and data folders at a temp dir for every test."""

@@ -164,3 +164,28 @@ def independent_check(recipe_path: Path, onnx_path: Path, batch: int = CHECK_BAT
     ok = bool(np.allclose(got, expected, rtol=1e-3, atol=max(1e-5, 1e-5 * scale)))
     return {"ok": ok, "max_abs_diff": diff, "scale": scale,
             "message": "" if ok else f"max |diff| {diff:.3g} at scale {scale:.3g}"}
+
+
+def run_zoo(folder: Path, count: int = COUNT, seed: int = SEED, *, workers: int = 2,
+            timeout: float = 900.0, with_torchvision: bool = True
+            ) -> list[tuple[str, Any, dict[str, Any] | None]]:
+    """Draw, write the recipes into `folder`, run them through `onnx-studio batch` (resuming
+    what an earlier run of the same folder recorded), and check every written file at
+    CHECK_BATCH: (name, its BatchRecord, the independent check or None) per model."""
+    from onnx_studio.engine.batch import BatchOptions, read_items, run_batch
+
+    timm_names = draw(count, seed)
+    torchvision_names = torchvision_classifiers() if with_torchvision else []
+    recipes = write_zoo(folder / "recipes", timm_names, torchvision_names)
+    jobs = read_items([str(p) for p in recipes], None, folder / "report")
+    summary = run_batch(jobs, folder / "report",
+                        BatchOptions(workers=workers, timeout=timeout, resume=True))
+    rows = []
+    for record in summary.records:
+        report = record.report
+        output = Path(report.output) if report.output else None
+        check = None
+        if report.ok and output is not None and output.is_file():
+            check = independent_check(Path(record.recipe), output)
+        rows.append((Path(record.recipe).stem, record, check))
+    return rows

@@ -22,14 +22,26 @@ from typing import IO, Any
 
 import pytest
 
-from onnx_studio.engine.source import torchvision_guard
+from onnx_studio.engine.source.vision import ready_torchvision
 from tests.engine.models import export_graph_examples
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 REPO = Path(__file__).resolve().parents[1]
-# the tests build transformers and timm models in this process too: as the worker does, make
-# a torchvision whose C++ library cannot load on this torch importable first
-torchvision_guard.guard()
+# the tests build transformers and timm models in this process too: as the engine does before
+# it loads one, import a torchvision whose C++ operators cannot load on this torch first
+ready_torchvision()
+
+
+def _torchvision_first() -> None:
+    """With the vision extra installed, import torchvision through the engine's guard before a
+    test module imports transformers (which imports torchvision): a CUDA torchvision beside a
+    CPU torch fails its own import otherwise. Nothing when torchvision is absent."""
+    from onnx_studio.engine.source.vision import ready_torchvision
+
+    ready_torchvision()
+
+
+_torchvision_first()
 
 
 @pytest.fixture(autouse=True)

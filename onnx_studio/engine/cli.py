@@ -331,9 +331,13 @@ def _print_report(report: ExportReport, out: TextIO) -> None:
         out.write(f"wrote {report.output} ({nodes} nodes, opset {report.opset}; {seconds})\n")
     if report.validation:
         for o in report.validation.outputs:
-            verdict = "ok" if o.passed else "FAILED"
+            verdict = ("FAILED" if not o.passed else "ok within rounding of its scale"
+                       if o.rule == "scale" else "ok")
             out.write(f"  {o.name}: max abs {_metric(o.max_abs_diff)}, "
                       f"max rel {_metric(o.max_rel_diff)} {verdict}\n")
+        if report.validation.verdict == "inconclusive":
+            out.write(f"  validation INCONCLUSIVE: {report.validation.message} "
+                      f"{report.validation.hint or ''}\n")
         for t in report.validation.trials:
             if not t.ok:
                 out.write(f"  trial {t.kind} {t.sizes if t.sizes is not None else ''} failed: "

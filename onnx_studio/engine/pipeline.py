@@ -115,6 +115,10 @@ def _judge_into(report: ExportReport, compute: Callable[[], dict[str, Any]],
     finally:
         report.seconds["validate"] = time.perf_counter() - started
     report.validation = Validation.from_dict(result)
+    if report.validation.verdict == "inconclusive":  # a pass that proves nothing: said on top
+        report.warnings.append(WarningItem(
+            category="Verdict", message=report.validation.message or "Inconclusive.",
+            hint=report.validation.hint))
     if not report.validation.ok:
         report.fail(StudioError(
             "validation", report.validation.message or "ONNX Runtime disagrees with PyTorch.",

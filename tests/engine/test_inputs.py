@@ -11,15 +11,15 @@ import pytest
 import torch
 
 from onnx_studio.engine.errors import StudioError
-from onnx_studio.engine.recipe import DTYPES, InputSpec, OutputSpec, Recipe
+from onnx_studio.engine.recipe import DTYPES, DimSpec, InputSpec, OutputSpec, Recipe
 from onnx_studio.engine.source.device import check_device
 from onnx_studio.engine.source.inputs import (
     dynamic_axes,
     dynamic_shapes,
-    dynamic_size_warnings,
     input_shapes,
     make_inputs,
 )
+from onnx_studio.engine.source.trace_sizes import trace_size_warning, trace_sizes
 
 
 def _recipe(*inputs: InputSpec, outputs: tuple[OutputSpec, ...] = (), base: Path | None = None,
@@ -267,10 +267,20 @@ def test_dynamic_axes_for_inputs_and_outputs() -> None:
     assert dynamic_axes(_recipe(InputSpec("a", [2]))) is None
 
 
-def test_size_zero_dynamic_axis_warns() -> None:
-    warned = dynamic_size_warnings(_recipe(InputSpec("a", [0, 2], dynamic={0: "batch"})))
-    assert len(warned) == 1 and "size 0" in warned[0]
-    assert dynamic_size_warnings(_recipe(InputSpec("a", [1, 2], dynamic={0: "batch"}))) == []
+def test_a_dynamic_size_of_0_or_1_is_traced_at_2_or_its_min() -> None:
+    for size in (0, 1):
+        recipe = _recipe(InputSpec("a", [size, 2], dynamic={0: "batch", 1: "n"}))
+        assert trace_sizes(recipe) == {"batch": 2}
+        warned = trace_size_warning(recipe, trace_sizes(recipe))
+        assert f"'batch' at 2 (the example has {size})" in warned
+    assert trace_sizes(_recipe(InputSpec("a", [3, 2], dynamic={0: "batch"}))) == {}
+    recipe = _recipe(InputSpec("a", [1, 2], dynamic={0: "batch"}))
+    recipe.dims["batch"] = DimSpec(min=1, max=1)  # the user asked for 1: honoured
+    assert trace_sizes(recipe) == {}
+    recipe.dims["batch"] = DimSpec(min=4)  # the example is outside, but min wins over 2
+    assert trace_sizes(recipe) == {"batch": 4}
+    from_file = _recipe(InputSpec("a", [1, 2], dynamic={0: "batch"}, fill="file", file="a.npy"))
+    assert trace_sizes(from_file) == {}  # a file's size cannot be drawn again
 
 
 class _AddAndSum(torch.nn.Module):

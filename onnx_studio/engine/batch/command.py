@@ -91,9 +91,11 @@ def run(args: argparse.Namespace, out: TextIO, want_json: bool) -> int:
 def print_text(summary: BatchSummary, out: TextIO) -> None:
     """A line per item that ran, then the counts."""
     for row in summary.results:
-        verdict = "passed" if row.ok else "FAILED"
+        verdict = {"failed": "FAILED", "inconclusive": "INCONCLUSIVE"}.get(
+            row.verdict or "", "passed" if row.ok else "FAILED")
         cause = f"  {row.error.kind}: {row.error.message}" if row.error is not None else ""
         earlier = " (recorded earlier)" if row.resumed else ""
         out.write(f"{verdict:7} {row.seconds:7.1f} s  {row.recipe}{earlier}{cause}\n")
     if summary.total:
-        out.write(f"{summary.passed} passed, {summary.failed} failed of {summary.total}\n")
+        out.write(f"{summary.passed} passed, {summary.inconclusive} inconclusive, "
+                  f"{summary.failed} failed of {summary.total}\n")

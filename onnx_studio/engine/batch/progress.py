@@ -70,7 +70,10 @@ class BatchProgress:
             self._stages.pop(job.key, None)
             self.done += 1
             report = record.report
-            if report.ok:
+            if record.verdict == "inconclusive":
+                verdict = f"INCONCLUSIVE in {record.seconds:.1f} s (passed, but its outputs " \
+                          "cannot tell a right file from a wrong one)"
+            elif report.ok:
                 verdict = f"passed in {record.seconds:.1f} s"
             else:
                 self.failed += 1

@@ -129,7 +129,8 @@ def _run_logged(jobs: list[ItemJob], log: records.RecordLog, options: BatchOptio
             "Run the same command with --resume to run the others.",
             exit_code=_EXIT.get(signal.Signals(signum), 1)))
     write_report(report_dir, summary)
-    progress.say(f"{summary.passed} passed, {summary.failed} failed of {summary.total} in "
+    progress.say(f"{summary.passed} passed, {summary.inconclusive} inconclusive, "
+                 f"{summary.failed} failed of {summary.total} in "
                  f"{summary.seconds:.1f} s; report: {report_dir / 'report.html'}")
     return summary
 
@@ -155,10 +156,11 @@ def _summary(jobs: list[ItemJob], done: dict[str, BatchRecord], resumed: set[str
              seconds: float, report_dir: Path) -> BatchSummary:
     """The counts and the rows of the items that have a record, in the items' order."""
     ordered = [done[j.key] for j in jobs if j.key in done]
-    passed = sum(1 for r in ordered if r.ok)
+    verdicts = [r.verdict for r in ordered]
+    passed, inconclusive = verdicts.count("passed"), verdicts.count("inconclusive")
     return BatchSummary(
-        ok=passed == len(jobs), total=len(jobs), passed=passed,
-        failed=len(ordered) - passed, seconds=round(seconds, 3),
+        ok=passed + inconclusive == len(jobs), total=len(jobs), passed=passed,
+        failed=verdicts.count("failed"), inconclusive=inconclusive, seconds=round(seconds, 3),
         results=[BatchResult.of(r, resumed=r.recipe in resumed) for r in ordered],
         skipped=len(resumed), report_dir=str(report_dir.resolve()), records=ordered)
 

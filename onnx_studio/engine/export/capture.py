@@ -189,7 +189,7 @@ def _user_warnings(caught: list[tuple[warnings.WarningMessage, str]],
                     "hint": f"Name both axes {kept!r} in the recipe, or change the model if "
                             "they should differ."})
             continue
-        in_library = "site-packages" in w.filename or "/torch/" in w.filename
+        in_library = _in_library(w.filename)
         source = f"{w.filename}:{w.lineno}" if not in_library or w.filename == user_file else ""
         key = (source, text)
         if key in seen:
@@ -203,3 +203,13 @@ def _user_warnings(caught: list[tuple[warnings.WarningMessage, str]],
             item["details"] = f"{w.category.__name__}: {text.strip()}\n\n{stack}"
         out.append(item)
     return out
+
+
+def _in_library(filename: str) -> bool:
+    """Whether a warning's file is an installed package's or Python's own (contextlib.py, where
+    torch's context managers warn from): no line of the model's, so no source is shown."""
+    import sysconfig
+
+    name = filename.replace("\\", "/")
+    stdlib = sysconfig.get_paths()["stdlib"].replace("\\", "/").rstrip("/") + "/"
+    return "site-packages" in name or "/torch/" in name or name.startswith(stdlib)

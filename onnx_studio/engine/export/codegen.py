@@ -85,6 +85,11 @@ def _model_lines(recipe: Recipe) -> tuple[list[str], list[str], str, str]:
     elif kind == "torchvision":
         imports.append("import torchvision")
         lines += _torchvision_lines(parsed.name, spec.kwargs)
+    elif kind == "timm":
+        imports.append("import timm")
+        lines.append("# random weights: the studio never downloads (a checkpoint is loaded below)")
+        lines.append("model = " + _call("timm.create_model", spec.kwargs, _py(parsed.name),
+                                        "pretrained=False"))
     elif kind == "python":
         imports += ["import importlib.util", "import sys"]
         lines += _python_lines(recipe, parsed)

@@ -17,7 +17,15 @@ from typing import Any
 from onnx_studio.engine import torch_private
 from onnx_studio.engine.errors import StudioError, chain_text, one_line
 from onnx_studio.engine.events import Events
-from onnx_studio.engine.export import blame, causes, diagnose, failures, structured
+from onnx_studio.engine.export import (
+    blame,
+    causes,
+    diagnose,
+    failures,
+    fallback,
+    structured,
+    symbolic_attributes,
+)
 from onnx_studio.engine.export.capture import captured, warn
 from onnx_studio.engine.export.choice import choose_exporter
 from onnx_studio.engine.export.onnx_file import (
@@ -28,9 +36,10 @@ from onnx_studio.engine.export.onnx_file import (
 )
 from onnx_studio.engine.export.request_check import check_request
 from onnx_studio.engine.paths import recipe_inputs
-from onnx_studio.engine.protocol import ExportFacts, ExportReport, Graph
+from onnx_studio.engine.protocol import ExporterFallback, ExportFacts, ExportReport, Graph
 from onnx_studio.engine.recipe import DYNAMO_MIN_OPSET, Recipe, check_recipe
 from onnx_studio.engine.source.device import check_device
+from onnx_studio.engine.source.trace_sizes import trace_size_warning, trace_sizes
 
 
 def export_model(recipe: Recipe, events: Events | None = None) -> tuple[ExportReport, Any]:
@@ -60,10 +69,10 @@ def _with_exporter(recipe: Recipe, exporter: str) -> Recipe:
 
 
 def _export(recipe: Recipe, events: Events, report: ExportReport) -> Any:
-    from onnx_studio.engine.source import inputs as inputs_mod
     from onnx_studio.engine.source import load as sources
 
     check_recipe(recipe)
+    original = recipe
     exporter, report.exporter_reason = choose_exporter(recipe)
     report.exporter = exporter
     _check_opset(exporter, recipe.export.opset)
@@ -82,15 +91,21 @@ def _export(recipe: Recipe, events: Events, report: ExportReport) -> Any:
         report.exporter = exporter
     recipe = _with_exporter(recipe, exporter)
     opts = recipe.export
-    args = inputs_mod.make_inputs(recipe, device=opts.device, model=loaded.module)
+    # an example size of 0 or 1 on a dynamic axis is traced at 2: torch specialises 0 and 1
+    report.traced_sizes = trace_sizes(recipe) or None
     events.progress(0.1, "Running the model once")
-    with _checking_mode(loaded.module, loaded.kind):
-        result = _dry_run(loaded.module, args, recipe, loaded.source_file)
+    args, result = _first_run(recipe, loaded, report.traced_sizes)
+    if report.traced_sizes and args[0] is None:  # it runs only at the example's sizes
+        report.traced_sizes = None
+        args, result = _first_run(recipe, loaded, None)
     structured.prepare_outputs(result)  # dataclass outputs: torch.export must know them
     recipe = structured.with_output_names(recipe, result)  # present.0.key, logits, ...
     report.seconds["load"] = time.perf_counter() - started
-    found = [{"category": "DynamicShape", "message": text, "source": ""}
-             for text in inputs_mod.dynamic_size_warnings(recipe)]
+    found = [{"category": "Environment", "message": text, "source": ""}
+             for text in loaded.notes]
+    if report.traced_sizes:
+        found.append({"category": "DynamicShape", "source": "",
+                      "message": trace_size_warning(recipe, report.traced_sizes)})
     if loaded.source_file is not None:
         found += diagnose.scan_source(Path(loaded.source_file),
                                       diagnose.used_class_names(loaded.module))
@@ -99,26 +114,30 @@ def _export(recipe: Recipe, events: Events, report: ExportReport) -> Any:
 
     events.progress(0.15, "Exporting")
     started = time.perf_counter()
-    # An ExportedProgram goes to dynamo as it is; TorchScript traces its eager module instead.
-    program = loaded.exported_program if opts.exporter == "dynamo" else None
-    model = program if program is not None else loaded.module
     if loaded.kind != "exported_program":  # a captured program keeps the mode it was made in
         _set_training_mode(loaded.module, opts.training)
     with AtomicOnnxWrite(target, recipe_inputs(recipe)) as write, \
             captured(events.part(0.15, 0.85), report, loaded):
-        if opts.exporter == "dynamo":
-            _export_dynamo(recipe, model, args, write.temp_path, translation_table,
-                           loaded.source_file, progress=events.part(0.75, 0.85).progress)
-            if structured.arguments.is_structured(recipe):
-                structured.name_input_dims(write.temp_path, recipe)
-            for note in _name_output_dims(write.temp_path, recipe):
-                item = {"category": "DynamicShape", "message": note, "source": ""}
-                warn(report, events, item)
-        else:
-            _export_torchscript(recipe, model, args, write.temp_path,
-                                fixed_mode=loaded.kind == "exported_program",
-                                user_file=loaded.source_file,
-                                flat=structured.needs_wrapping(recipe, result))
+        try:
+            _convert(recipe, loaded, args, result, write.temp_path, translation_table, report,
+                     events)
+        except StudioError as err:
+            why_not = fallback.may_fall_back(original, recipe.export.exporter, err)
+            if why_not is not None:
+                if why_not:
+                    err.message = f"{err.message.rstrip('.')}; {why_not}."
+                raise
+            recipe = _with_exporter(recipe, "torchscript")
+            try:
+                _convert(recipe, loaded, args, result, write.temp_path, translation_table,
+                         report, events)
+            except StudioError as second:
+                raise fallback.both_failed(err, second) from None
+            report.exporter = "torchscript"
+            report.fallback = ExporterFallback(tried="dynamo", kind=err.kind,
+                                               message=fallback.short_cause(err))
+            warn(report, events, fallback.fallback_warning(err))
+        opts = recipe.export
         report.seconds["export"] = time.perf_counter() - started
         checked = check_request(write.temp_path, recipe,
                                 output_axes=opts.exporter != "dynamo")
@@ -139,6 +158,26 @@ def _export(recipe: Recipe, events: Events, report: ExportReport) -> Any:
         opset_imports=summary["opset_imports"],
     )
     return loaded
+
+
+def _convert(recipe: Recipe, loaded: Any, args: tuple[Any, ...], result: Any, path: Path,
+             translation_table: dict[Any, Any], report: ExportReport, events: Events) -> None:
+    """Run the recipe's exporter (resolved: dynamo or torchscript) into `path`."""
+    if recipe.export.exporter == "dynamo":
+        # an ExportedProgram goes to dynamo as it is; TorchScript traces its eager module
+        model = loaded.exported_program if loaded.exported_program is not None \
+            else loaded.module
+        _export_dynamo(recipe, model, args, path, translation_table, loaded.source_file,
+                       progress=events.part(0.75, 0.85).progress)
+        if structured.arguments.is_structured(recipe):
+            structured.name_input_dims(path, recipe)
+        for note in _name_output_dims(path, recipe):
+            warn(report, events, {"category": "DynamicShape", "message": note, "source": ""})
+    else:
+        _export_torchscript(recipe, loaded.module, args, path,
+                            fixed_mode=loaded.kind == "exported_program",
+                            user_file=loaded.source_file,
+                            flat=structured.needs_wrapping(recipe, result))
 
 
 def _export_dynamo(recipe: Recipe, model: Any, args: tuple[Any, ...], path: Path,
@@ -168,6 +207,11 @@ def _export_dynamo(recipe: Recipe, model: Any, args: tuple[Any, ...], path: Path
             do_constant_folding=opts.do_constant_folding,
         )
     except (Exception, SystemExit) as exc:  # sys.exit() in the traced forward: blamed
+        found = symbolic_attributes.find(exc)
+        if found is not None:  # an attribute computed from a dynamic size (CondConv's groups)
+            raise symbolic_attributes.attribute_error(
+                exc, found, recipe, lambda node: symbolic_attributes.model_line(
+                    model, args, dynamic_shapes, node)) from None
         raise _classify(exc, recipe, lambda: diagnose.unsupported_operators_dynamo(
             model, args, dynamic_shapes, opts.opset, translation_table), user_file) from None
     assert program is not None
@@ -297,6 +341,24 @@ def _classify(exc: BaseException, recipe: Recipe, find_all: Any,
     """Turn an exporter exception into a StudioError chosen by its cause
     (onnx_studio.engine.export.failures.export_failure)."""
     return failures.export_failure(exc, recipe.export.exporter, find_all, user_file)
+
+
+def _first_run(recipe: Recipe, loaded: Any, sizes: dict[str, int] | None
+               ) -> tuple[tuple[Any, ...], Any]:
+    """The export's inputs at `sizes` and what forward() returns on them. With `sizes` (the
+    trace sizes), a model that fails there gives ((None,), None): the caller tries the example's
+    own sizes, whose failure is the one to report."""
+    from onnx_studio.engine.source import inputs as inputs_mod
+
+    device = recipe.export.device
+    try:
+        args = inputs_mod.make_inputs(recipe, device=device, model=loaded.module, sizes=sizes)
+        with _checking_mode(loaded.module, loaded.kind):
+            return args, _dry_run(loaded.module, args, recipe, loaded.source_file)
+    except StudioError:
+        if not sizes:
+            raise
+        return (None,), None
 
 
 def _dry_run(module: Any, args: tuple[Any, ...], recipe: Recipe,

@@ -65,6 +65,7 @@ from onnx_studio.engine.protocol.batch import (
 from onnx_studio.engine.protocol.convert import UNSET, ProtocolError, Unset, Wire, known
 from onnx_studio.engine.protocol.documents import (
     ExportedFile,
+    ExporterFallback,
     ExportFacts,
     ExportReport,
     InspectDocument,
@@ -156,6 +157,7 @@ __all__ = [
     "ExportRequest",
     "ExportResult",
     "ExportedFile",
+    "ExporterFallback",
     "FillChoice",
     "ForwardParam",
     "Fp16Overflow",

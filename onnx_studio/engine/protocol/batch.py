@@ -54,6 +54,19 @@ class BatchRecord(Wire):
     def ok(self) -> bool:
         return self.report.ok
 
+    @property
+    def verdict(self) -> str:
+        """"passed", "inconclusive" (passed, but its outputs cannot tell a right file from a
+        wrong one) or "failed"."""
+        return report_verdict(self.report)
+
+
+def report_verdict(report: ExportReport) -> str:
+    """An export document's verdict: "failed", "inconclusive" or "passed"."""
+    if not report.ok:
+        return "failed"
+    return "passed" if report.validation is None else report.validation.verdict
+
 
 @dataclass(kw_only=True)
 class BatchResult(Wire):
@@ -67,6 +80,10 @@ class BatchResult(Wire):
     error: ItemError | None
     # recorded by an earlier run with the same fingerprint, not run again (--resume)
     resumed: bool | None = field(default=None, metadata=OMIT)
+    # passed | inconclusive | failed (report_verdict); None in a summary written before it
+    verdict: str | None = None
+    # why an inconclusive item proves nothing, and what would make it conclusive
+    inconclusive: str | None = field(default=None, metadata=OMIT)
 
     @classmethod
     def of(cls, record: BatchRecord, resumed: bool = False) -> BatchResult:
@@ -79,7 +96,15 @@ class BatchResult(Wire):
                    error=None if error is None else ItemError(kind=error.kind,
                                                               message=error.message,
                                                               hint=error.hint),
-                   resumed=True if resumed else None)
+                   resumed=True if resumed else None, verdict=report_verdict(report),
+                   inconclusive=_inconclusive(report))
+
+
+def _inconclusive(report: ExportReport) -> str | None:
+    validation = report.validation
+    if validation is None or validation.verdict != "inconclusive":
+        return None
+    return f"{validation.message} {validation.hint or ''}".strip()
 
 
 @dataclass(kw_only=True)
@@ -99,6 +124,9 @@ class BatchSummary(Wire):
     seconds: float = 0.0
     results: list[BatchResult] = field(default_factory=list)
     skipped: int = 0  # rows taken from results.jsonl (--resume) instead of run
+    # items that exported and validated without a failure but whose outputs cannot tell a
+    # right file from a wrong one: not counted in `passed` (nor in `failed`)
+    inconclusive: int = 0
     report_dir: str | None = None
     error: Error | None = None
     records: list[BatchRecord] = field(default_factory=list, compare=False, metadata=LOCAL)
@@ -110,8 +138,8 @@ class BatchSummary(Wire):
         return self
 
     def exit_status(self) -> int:
-        """0 every item passed, 1 one failed, the error's status otherwise (2 a wrong request,
-        130/143 a batch ended by SIGINT/SIGTERM)."""
+        """0 no item failed (each passed or inconclusive), 1 one failed, the error's status
+        otherwise (2 a wrong request, 130/143 a batch ended by SIGINT/SIGTERM)."""
         if self.error is not None:
             return self.error.exit_status()
         return 0 if self.ok else 1

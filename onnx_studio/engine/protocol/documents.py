@@ -42,6 +42,16 @@ class ExportFacts(Wire):
     opset_imports: dict[str, int] | None = field(default=None, metadata=OMIT)
 
 
+@dataclass(kw_only=True)
+class ExporterFallback(Wire):
+    """`exporter = "auto"` left dynamo for the TorchScript exporter (onnx_studio.engine.export
+    .fallback): the exporter that failed, its error kind and its cause, one sentence."""
+
+    tried: str
+    kind: str
+    message: str
+
+
 def _round_seconds(seconds: dict[str, float]) -> dict[str, float]:
     return {k: round(v, 3) for k, v in seconds.items()}
 
@@ -61,6 +71,11 @@ class ExportReport(Wire):
     exporter: str | None = None  # the exporter that ran (a recipe's "auto" resolved)
     # why that one (onnx_studio.engine.export.exporter.choose_exporter); left out when not known
     exporter_reason: str | None = field(default=None, metadata=OMIT)
+    # set when "auto" fell back: `exporter` is then the one that ran (torchscript)
+    fallback: ExporterFallback | None = field(default=None, metadata=OMIT)
+    # the sizes the export traced dynamic dimensions at when they differ from the example's
+    # (an example size of 0 or 1 is specialised by torch: onnx_studio.engine.source.trace_sizes)
+    traced_sizes: dict[str, int] | None = field(default=None, metadata=OMIT)
     opset: int | None = None
     seconds: dict[str, float] = field(default_factory=dict, metadata={ENCODE: _round_seconds})
     graph: Graph | None = None

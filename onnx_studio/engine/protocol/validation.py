@@ -42,6 +42,16 @@ class TrialOutput(Wire):
     # `mismatched` estimated from the plot sample (a validation judged again at another
     # tolerance in the window, onnx_studio.app.session.rejudge); the worker never sets it
     mismatched_estimated: bool | None = field(default=None, metadata=OMIT)
+    # which rule passed it: "element-wise" (every element within atol + rtol*|expected|) or
+    # "scale" (the largest difference within rounding of the output's scale,
+    # onnx_studio.engine.validation.metrics.scale_tolerance); absent when it failed
+    rule: str | None = field(default=None, metadata=OMIT)
+    reference_scale: float | None = field(default=None, metadata=OMIT)  # max |expected|
+    # when it failed on its numbers: the atol that would pass at the validation's rtol, the rtol
+    # at its atol (None: none would), and max |diff| / max |expected|
+    needed_atol: float | None = field(default=None, metadata=OMIT)
+    needed_rtol: float | None = field(default=None, metadata=OMIT)
+    scale_ratio: float | None = field(default=None, metadata=OMIT)
 
 
 @dataclass(kw_only=True)
@@ -68,6 +78,12 @@ class OutputMetrics(Wire):
     trials: int | None = field(default=None, metadata=OMIT)  # how many trials produced this output
     # as TrialOutput's: a count estimated from a sample when judged again (never from the worker)
     mismatched_estimated: bool | None = field(default=None, metadata=OMIT)
+    # as TrialOutput's, over its trials: "scale" when some trial passed only by its scale
+    rule: str | None = field(default=None, metadata=OMIT)
+    reference_scale: float | None = field(default=None, metadata=OMIT)
+    needed_atol: float | None = field(default=None, metadata=OMIT)
+    needed_rtol: float | None = field(default=None, metadata=OMIT)
+    scale_ratio: float | None = field(default=None, metadata=OMIT)
 
 
 @dataclass(kw_only=True)
@@ -150,6 +166,18 @@ class Validation(Wire):
     seconds: float | None = field(default=None, metadata=OMIT)
     # Hugging Face generation tasks: greedy tokens over the ONNX files against generate()
     generation: Generation | None = field(default=None, metadata=OMIT)
+    # False when some output cannot tell a right file from a wrong one (all within the
+    # tolerance of zero, or of one constant): the verdict is then "inconclusive", `message`
+    # says which output and `hint` what would make it conclusive. None: not judged (older).
+    conclusive: bool | None = field(default=None, metadata=OMIT)
+    hint: str | None = field(default=None, metadata=OMIT)
+
+    @property
+    def verdict(self) -> str:
+        """"failed", "inconclusive" (passed, but the outputs cannot tell) or "passed"."""
+        if not self.ok:
+            return "failed"
+        return "inconclusive" if self.conclusive is False else "passed"
 
 
 @dataclass(kw_only=True)

@@ -1,5 +1,5 @@
 """What a `model.source` string names, read without touching the disk: (file, name) of
-"net.py:Net", the built-in `example:`/`torchvision:` sources, the folder sources (`hf:`).
+"net.py:Net", the built-in `example:`/`torchvision:`/`timm:` sources, the folder sources (`hf:`).
 """
 
 from __future__ import annotations
@@ -30,8 +30,9 @@ def is_folder_source(source: str) -> bool:
 
 
 def builtin_source(text: str) -> tuple[str, None, str] | None:
-    """(kind, None, name) for the example: and torchvision: sources, which name no file."""
-    for prefix in ("example", "torchvision"):
+    """(kind, None, name) for the example:, torchvision: and timm: sources, which name no
+    file."""
+    for prefix in ("example", "torchvision", "timm"):
         if text.startswith(prefix + ":"):
             return prefix, None, text[len(prefix) + 1:].strip()
     return None

@@ -1,6 +1,7 @@
 """Describe a model source without running it: what kind it is, its classes and factories.
 
-`parse` classifies a source string (file.py:Name, .pt2, .pt/.pth, example:, torchvision:);
+`parse` classifies a source string (file.py:Name, .pt2, .pt/.pth, example:, torchvision:,
+timm:);
 `describe` reads the file only (ast for .py, the zip's entries for .pt/.pt2, through
 onnx_studio.engine.source.signatures), so the window can call it without importing torch and without
 running anything the user has not asked to run. Loading the model is
@@ -23,8 +24,8 @@ from onnx_studio.engine.source.signatures import (
     pt2_signature,
     torchscript_signature,
 )
+from onnx_studio.engine.source.vision import NO_TIMM, NO_TORCHVISION
 
-NO_TORCHVISION = "torchvision is not installed, so torchvision: models cannot be loaded."
 
 @dataclass
 class Candidate:
@@ -73,10 +74,12 @@ def describe(source: str, base_dir: Path, *, trust_remote_code: bool = False) ->
         return SourceDescription("unknown", error=exc.message)
     if parsed.kind == "example":
         return _describe_example(parsed.name)
-    if parsed.kind == "torchvision":
-        if importlib.util.find_spec("torchvision") is None:
-            return SourceDescription("torchvision", error=NO_TORCHVISION)
-        return SourceDescription("torchvision", forward_params=["x"])
+    if parsed.kind in ("torchvision", "timm"):  # image models: forward(x)
+        missing = {"torchvision": NO_TORCHVISION, "timm": NO_TIMM}
+        for package in ("torchvision", parsed.kind):
+            if importlib.util.find_spec(package) is None:
+                return SourceDescription(parsed.kind, error=missing[package])
+        return SourceDescription(parsed.kind, forward_params=["x"])
     assert parsed.path is not None
     if not parsed.path.is_file():
         return SourceDescription(parsed.kind if parsed.kind != "torchscript_or_pickle"

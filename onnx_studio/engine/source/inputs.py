@@ -9,12 +9,11 @@ Dynamic dimension names, as measured with torch 2.13 and onnxscript 0.7:
   not recommended; so we pass Dim objects.
 - One Dim object per name makes axes that share a name one dimension (torch.export checks the
   example sizes agree, and so do we, with a clearer message).
-- Size 0/1 specialization: plain `torch.export.export` refuses a Dim whose example size is 1
-  ("Constraints violated"), but torch.onnx's capture runs it under
-  `backed_size_oblivious=True`, so an example size of 1 exports a truly dynamic axis (checked:
-  batch 1 export runs at batch 4 in ONNX Runtime, both exporters). We therefore neither bump
-  sizes nor warn for 1. Size 0 is a real problem (empty tensors specialize and many ops reject
-  them), so `dynamic_size_warnings` flags dynamic axes whose example size is 0.
+- Size 0/1 specialization: torch.onnx's capture runs under `backed_size_oblivious=True`, so a
+  plain model exported at batch 1 keeps a dynamic batch, but models that broadcast, squeeze or
+  branch on the size still fix it or trip a guard (`batch <= 2`; timm's MaxViT, several others
+  of a random timm draw). The export therefore traces an example size of 0 or 1 at 2
+  (onnx_studio.engine.source.trace_sizes), and validation runs the example's size too.
 """
 
 from __future__ import annotations
@@ -149,20 +148,6 @@ def dynamic_axes(recipe: Recipe) -> dict[str, dict[int, str]] | None:
         if out.dynamic:
             axes[out.name] = dict(sorted(out.dynamic.items()))
     return axes or None
-
-
-def dynamic_size_warnings(recipe: Recipe) -> list[str]:
-    """Sentences for dynamic axes whose example size would make the export specialize."""
-    found = []
-    for spec in recipe.inputs:
-        if spec.fill == "file":
-            continue
-        for axis, name in sorted(spec.dynamic.items()):
-            if -len(spec.shape) <= axis < len(spec.shape) and spec.shape[axis] == 0:
-                found.append(f"{spec.name} axis {axis} ({name!r}) has example size 0; an "
-                             "empty example fixes the axis or fails the export, so use 2 "
-                             "or more.")
-    return found
 
 
 # ---------------------------------------------------------------------------- automatic fills

@@ -1,6 +1,6 @@
 """What kind of model a source is, from its string and its file's archive, without reading its code
 or loading torch: `parse` (a .py file and its class, a .pt2, a TorchScript or pickle, an example, a
-torchvision model), `archive_kind` (a TorchScript archive or a pickle). Light enough for the
+torchvision or timm model), `archive_kind` (a TorchScript archive or a pickle). Light enough for the
 window's first paint, where the form asks which exporter "auto" means
 (onnx_studio.engine.export.choice); onnx_studio.engine.source.describe, which parses the Python
 source, loads with the first description."""
@@ -14,7 +14,8 @@ from pathlib import Path
 from onnx_studio.engine.errors import StudioError
 from onnx_studio.engine.recipe import Recipe, builtin_source, python_source_parts
 
-KINDS = ("python", "exported_program", "torchscript", "pickle", "example", "torchvision")
+KINDS = ("python", "exported_program", "torchscript", "pickle", "example", "torchvision",
+         "timm")
 PICKLE_SUFFIXES = (".pt", ".pth", ".pkl", ".bin")
 
 
@@ -56,7 +57,7 @@ def parse(source: str, base_dir: Path) -> ParsedSource:
                           "validate it with `onnx-studio validate`.")
     raise StudioError("source", f"Cannot tell what kind of model {text!r} is.",
                       "Use file.py:ClassName, a .pt2 ExportedProgram, a TorchScript or "
-                      "pickled .pt/.pth file, example:NAME or torchvision:NAME.")
+                      "pickled .pt/.pth file, example:NAME, torchvision:NAME or timm:NAME.")
 
 
 def _resolve(path: str, base_dir: Path) -> Path:

@@ -29,7 +29,6 @@ from onnx_studio.engine.errors import StudioError, one_line
 from onnx_studio.engine.recipe import ModelSpec, Recipe
 from onnx_studio.engine.source.checkpoints import apply_checkpoint
 from onnx_studio.engine.source.describe import (
-    NO_TORCHVISION,
     default_name,
     find_candidates,
     missing_name_message,
@@ -38,6 +37,7 @@ from onnx_studio.engine.source.describe import (
 )
 from onnx_studio.engine.source.device import check_device
 from onnx_studio.engine.source.kinds import ParsedSource, parse
+from onnx_studio.engine.source.vision import ready_torchvision, timm_factory, torchvision_factory
 
 # Module-name prefix for imported user files; a counter makes each load a fresh module so a
 # warm worker picks up edits and two files called model.py never collide.
@@ -61,6 +61,8 @@ class LoadedModel:
     kind: str
     source_file: Path | None
     forward_params: list[str] = field(default_factory=list)
+    # what the load noticed that the export should warn about (a library loaded without parts)
+    notes: list[str] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------- load
@@ -80,15 +82,16 @@ def load_model(recipe: Recipe, device: str = "cpu") -> LoadedModel:
         with _working_folder(recipe):
             loaded = _load_exported_program(parsed.path, spec.checkpoint, spec.trust_pickle)
     else:
+        notes: list[str] = []
         with _seeded(recipe.export.seed), _working_folder(recipe):
-            module, source_file, kind = _build(parsed, spec)
+            module, source_file, kind = _build(parsed, spec, notes)
         if spec.checkpoint:
             apply_checkpoint(module, recipe.resolve(spec.checkpoint))
         if recipe.export.training != "preserve":
             module.eval()
         if spec.script and kind != "torchscript":
             module = _script(module)
-        loaded = LoadedModel(module, None, kind, source_file, _forward_params(module))
+        loaded = LoadedModel(module, None, kind, source_file, _forward_params(module), notes)
     if device != "cpu":
         try:
             loaded.module = loaded.module.to(device)
@@ -112,16 +115,23 @@ def _seeded(seed: int) -> Iterator[None]:
         yield
 
 
-def _build(parsed: ParsedSource, spec: ModelSpec) -> tuple[Any, Path | None, str]:
-    """The module for every source kind except .pt2, with its source file and kind."""
+def _build(parsed: ParsedSource, spec: ModelSpec, notes: list[str]
+           ) -> tuple[Any, Path | None, str]:
+    """The module for every source kind except .pt2, with its source file and kind; what the
+    load noticed goes into `notes`."""
     if parsed.kind == "python":
         assert parsed.path is not None
         return _load_python(parsed.path, parsed.name, spec.kwargs), parsed.path, "python"
     if parsed.kind == "example":
         module, source_file = _load_example(parsed.name, spec.kwargs)
         return module, source_file, "example"
-    if parsed.kind == "torchvision":
-        return _load_torchvision(parsed.name, spec.kwargs), None, "torchvision"
+    if parsed.kind in ("torchvision", "timm"):
+        factory, note = (torchvision_factory if parsed.kind == "torchvision"
+                         else timm_factory)(parsed.name)
+        if note:
+            notes.append(note)
+        return _call_user(factory, spec.kwargs, f"{parsed.kind}:{parsed.name}", None), None, \
+            parsed.kind
     assert parsed.path is not None
     kind, module = _load_archive(parsed.path, spec.trust_pickle)
     if spec.kwargs:
@@ -245,6 +255,7 @@ def _import_file(path: Path) -> Any:
     if spec is None or spec.loader is None:
         raise StudioError("source", f"Cannot import {path}.", "Is it a Python file?")
     module = importlib.util.module_from_spec(spec)
+    ready_torchvision()  # a model file that imports transformers or timm imports it too
     before = set(sys.modules)
     sys.modules[name] = module  # dataclasses, pickling and TorchScript look the module up here
     sys.path.insert(0, folder)
@@ -358,43 +369,6 @@ def _load_example(name: str, kwargs: dict[str, Any]) -> tuple[Any, Path]:
         raise StudioError("source", f"Example {name} failed to import: {one_line(exc)}.",
                           details=traceback.format_exc()) from None
     return _call_user(factory, kwargs, f"example:{name}", None), example.source_file
-
-
-def _load_torchvision(name: str, kwargs: dict[str, Any]) -> Any:
-    if importlib.util.find_spec("torchvision") is None:
-        raise StudioError("source", NO_TORCHVISION,
-                          "Install it (pip install torchvision, the `vision` extra), or use "
-                          "an example such as example:alexnet.")
-    try:
-        import torchvision.models as tvm
-    except Exception as exc:
-        raise StudioError("source", f"torchvision is installed but fails to import: "
-                          f"{one_line(exc)}.", "Install a torchvision that matches torch.",
-                          details=traceback.format_exc()) from None
-    available = tvm.list_models()
-    if name not in available:
-        close = [m for m in available if name.lower() in m or m in name.lower()][:8]
-        raise StudioError("source", f"torchvision has no model called {name!r}.",
-                          f"Try one of: {', '.join(close or available[:8])}.")
-    weights = _cached_torchvision_weights(tvm, name)
-    return _call_user(lambda **kw: tvm.get_model(name, weights=weights, **kw), kwargs,
-                      f"torchvision:{name}", None)
-
-
-def _cached_torchvision_weights(tvm: Any, name: str) -> Any:
-    """The default pretrained weights when already downloaded; None (random) otherwise.
-
-    No network at run time: torchvision would download missing weights, so only weights whose
-    file is in the torch hub cache are used.
-    """
-    import torch
-
-    try:
-        weights = tvm.get_model_weights(name).DEFAULT
-    except Exception:
-        return None
-    cached = Path(torch.hub.get_dir()) / "checkpoints" / Path(weights.url).name
-    return weights if cached.is_file() else None
 
 
 def _load_archive(path: Path, trust_pickle: bool) -> tuple[str, Any]:

@@ -13,7 +13,13 @@ import numpy as np
 
 from onnx_studio.engine.errors import one_line
 from onnx_studio.engine.events import Events
-from onnx_studio.engine.validation.metrics import VERDICT, cannot_tell, compare, worst
+from onnx_studio.engine.validation.metrics import (
+    VERDICT,
+    cannot_tell,
+    compare,
+    conclusiveness,
+    worst,
+)
 from onnx_studio.engine.validation.ort_session import create_session
 
 GENERATION_STEPS = 20
@@ -70,8 +76,9 @@ def check_parts(hf: Any, folder: Path, rtol: float, atol: float,
             trials.append(trial)
     outputs = [{"name": name, "trials": len(found), **worst(found)}
                for name, found in per_output.items()]
-    warnings = dropped + [w for w in (cannot_tell(name, found, rtol, atol)
-                                      for name, found in per_output.items()) if w is not None]
+    cannot = [w for w in (cannot_tell(name, found, rtol, atol)
+                          for name, found in per_output.items()) if w is not None]
+    warnings = dropped + cannot
     for warning in warnings:
         events.warning(warning)
     ok = all(t["ok"] for t in trials)
@@ -81,8 +88,10 @@ def check_parts(hf: Any, folder: Path, rtol: float, atol: float,
                    if (t.get("message") or "").startswith(PYTORCH_RANDOM)), None)
     message = None if ok else unrun or random or (f"ONNX Runtime disagrees with PyTorch on "
                                                   f"{', '.join(failed[:3])}.")
+    verdict = conclusiveness(cannot)
     return {"ok": ok, "rtol": rtol, "atol": atol, "outputs": outputs, "trials": trials,
-            "warnings": warnings, "message": message}
+            "warnings": warnings, "conclusive": verdict["conclusive"], "hint": verdict.get("hint"),
+            "message": message if not ok else verdict.get("inconclusive")}
 
 
 def trial_sizes(part: Any) -> list[tuple[str, tuple[int, int, int] | None]]:

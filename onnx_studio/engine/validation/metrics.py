@@ -102,6 +102,15 @@ def compare(reference: np.ndarray, candidate: np.ndarray, rtol: float, atol: flo
         outside_finite = int(np.count_nonzero(diff > scale))
         band = ([float(np.max(r - scale)), float(np.min(r + scale))] if r.size else None)
     mismatched = outside_finite + nan_mismatch + inf_mismatch
+    # the output's own scale: its largest finite |expected|
+    reference_scale = float(np.abs(r).max()) if r.size else None
+    rule = None if exact else "element-wise"
+    if (mismatched and not problems and not exact and mismatched == outside_finite
+            and reference_scale and diff.size
+            and float(diff.max()) <= scale_tolerance(rtol, reference.dtype) * reference_scale):
+        # each element outside atol + rtol*|ref|, but the output as a whole within float32
+        # rounding of its scale (random weights that give logits of 1e8): passed by its scale
+        rule, mismatched = "scale", 0
     # no element compared (an empty output, or no finite pair): the numbers are unknown, None
     max_abs = float(diff.max()) if diff.size else None
     mean_abs = float(np.sum(diff, dtype=np.float64)) / diff.size if diff.size else None
@@ -124,9 +133,13 @@ def compare(reference: np.ndarray, candidate: np.ndarray, rtol: float, atol: flo
                             + ("" if exact or max_abs is None
                                else f" by more than atol + rtol*|ref| "
                                     f"(max abs diff {max_abs:.3g})"))
+    if problems and not exact and diff.size and nan_mismatch == inf_mismatch == 0:
+        out.update(_tolerances_that_pass(np.abs(r), diff, rtol, atol))
     out.update(
         passed=not problems,
         message="; ".join(problems),
+        rule=rule if not problems else None,
+        reference_scale=_finite(reference_scale),
         tolerance_hull=None if exact else tolerance_hull(np.abs(r), diff),
         max_abs_diff=_finite(max_abs),
         max_rel_diff=_finite(max_rel),
@@ -147,6 +160,39 @@ def compare(reference: np.ndarray, candidate: np.ndarray, rtol: float, atol: flo
     return out
 
 
+# the scale rule: an output passes when its largest difference is within this many float32
+# (or its own dtype's) epsilons of its largest |expected| (and within rtol of it). Rounding of a
+# sum grows with its length; 64 epsilons (7.6e-6 for float32) keeps a real error out: a wrong
+# value differs by a good part of the scale, not by a few parts in a million.
+SCALE_EPSILONS = 64
+
+
+def scale_tolerance(rtol: float, dtype: Any = np.float32) -> float:
+    """The fraction of an output's scale (max |expected|) within which its largest difference
+    is rounding: SCALE_EPSILONS epsilons of its float dtype (float32 for other dtypes), and
+    never more than rtol."""
+    kind = np.dtype(dtype)
+    eps = float(np.finfo(kind if np.issubdtype(kind, np.floating) else np.float32).eps)
+    return min(rtol, SCALE_EPSILONS * eps)
+
+
+def _tolerances_that_pass(scale: np.ndarray, diff: np.ndarray, rtol: float, atol: float
+                          ) -> dict[str, float | None]:
+    """The atol that would pass at this rtol, the rtol that would pass at this atol (None when
+    none would: a difference where |expected| is 0), and the largest difference as a fraction
+    of the output's scale."""
+    needed_atol = float(np.max(diff - np.float64(rtol) * scale))
+    over = diff > atol
+    if np.any(over & (scale == 0)):
+        needed_rtol = None
+    else:
+        needed_rtol = float(np.max((diff[over] - atol) / scale[over])) if np.any(over) else rtol
+    top = float(scale.max())
+    return {"needed_atol": _finite(max(needed_atol, atol)),
+            "needed_rtol": _finite(None if needed_rtol is None else max(needed_rtol, rtol)),
+            "scale_ratio": _finite(float(diff.max()) / top) if top > 0 else None}
+
+
 HULL_MAX_ELEMENTS = 50_000_000  # beyond this the hull's sort costs more than it saves
 
 
@@ -157,7 +203,8 @@ def tolerance_hull(scale: np.ndarray, diff: np.ndarray) -> list[list[float]] | N
     elements. For rtol >= 0 that maximum is reached on the upper convex hull of the points
     (|ref|, diff) that no other point beats with a smaller |ref| and a larger diff, so those
     vertices (usually a handful) let the window judge the stored numbers again at another
-    tolerance without running anything (`judge_hull`). None for outputs too large to sort.
+    tolerance without running anything (`judge_hull`). The pair of the largest |ref| closes the
+    list (the output's scale, for the scale rule). None for outputs too large to sort.
     """
     if diff.size == 0:
         return []
@@ -178,18 +225,26 @@ def tolerance_hull(scale: np.ndarray, diff: np.ndarray) -> list[list[float]] | N
             else:
                 break
         hull.append(point)
+    top = int(np.argmax(scale))  # the output's scale for the scale rule (judge_hull): a real
+    if float(scale[top]) > hull[-1][0]:  # pair, so the element-wise verdict stays the same
+        hull.append((float(scale[top]), float(diff[top])))
     return [[x, y] for x, y in hull]
 
 
 def judge_hull(hull: list[list[float]], rtol: float, atol: float, dtype: str = "float32"
                ) -> bool:
     """True when no element of a `tolerance_hull` lies outside atol + rtol*|ref|, computed in
-    the output's working dtype as `compare` does."""
+    the output's working dtype as `compare` does, or when the largest difference is within
+    rounding of the output's scale (`scale_tolerance`), as `compare`'s scale rule."""
     if not hull:
         return True
     points = np.asarray(hull, dtype=np.float64 if dtype == "float64" else np.float32)
     bound = points[:, 0] * np.asarray(rtol, points.dtype) + np.asarray(atol, points.dtype)
-    return not bool(np.any(np.greater(points[:, 1], bound)))
+    if not np.any(np.greater(points[:, 1], bound)):
+        return True
+    # the scale rule: its last point holds the largest |ref|, and its largest diff is on it
+    top = float(points[:, 0].max())
+    return top > 0 and float(points[:, 1].max()) <= scale_tolerance(rtol, dtype) * top
 
 
 def _is_float(array: np.ndarray) -> bool:
@@ -205,6 +260,13 @@ def worst(per_trial: list[dict[str, Any]]) -> dict[str, Any]:
                 "mismatched_fraction", "nan_mismatch", "inf_mismatch", "matched_nans"):
         values = [m[key] for m in ran if m.get(key) is not None]
         out[key] = max(values) if values else None
+    for key in ("reference_scale", "scale_ratio", "needed_atol", "needed_rtol"):
+        values = [m[key] for m in ran if m.get(key) is not None]
+        if values:
+            out[key] = max(values)
+    rules = {m.get("rule") for m in per_trial}
+    if out["passed"] and rules & {"scale", "element-wise"}:
+        out["rule"] = "scale" if "scale" in rules else "element-wise"
     cosines = [m["cosine_similarity"] for m in ran if m.get("cosine_similarity") is not None]
     out["cosine_similarity"] = min(cosines) if cosines else None
     messages = [m["message"] for m in per_trial if m.get("message")]
@@ -253,6 +315,23 @@ def cannot_tell(name: str, per_trial: list[dict[str, Any]], rtol: float, atol: f
             "hint": "Make the output vary: load real weights or a checkpoint, feed inputs that "
                     "move it (random fills, other sizes), or tighten rtol/atol below its "
                     "spread."}
+
+
+INCONCLUSIVE_HINT = ("Make the outputs tell a right file from a wrong one: load real weights "
+                     "(model.checkpoint) instead of random ones at their default "
+                     "initialisation, or feed inputs that reach the outputs.")
+
+
+def conclusiveness(cannot: list[dict[str, Any]]) -> dict[str, Any]:
+    """The validation dict's `conclusive`, and when false the sentence (`inconclusive`) and the
+    `hint` saying what would make it conclusive, from the outputs' `cannot_tell` warnings."""
+    if not cannot:
+        return {"conclusive": True}
+    first = cannot[0]["message"]
+    if len(cannot) > 1:
+        first += f" ({len(cannot) - 1} more output(s) likewise)"
+    return {"conclusive": False, "inconclusive": f"Inconclusive: {first}",
+            "hint": f"{INCONCLUSIVE_HINT} For this output: {cannot[0]['hint']}"}
 
 
 def plot_sample(reference: np.ndarray, candidate: np.ndarray,

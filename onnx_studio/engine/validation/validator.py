@@ -28,8 +28,22 @@ from onnx_studio.engine.events import Events
 from onnx_studio.engine.export import blame
 from onnx_studio.engine.graph.file_check import check_file, refuse_unusable
 from onnx_studio.engine.recipe import Recipe
+from onnx_studio.engine.validation.failure_hints import (
+    COUNT_DIFFERS,
+    ORT_FAILED,
+    PYTORCH_FAILED,
+)
+
+# what a failed validation should change; here too, where the window and older callers look
+from onnx_studio.engine.validation.failure_hints import failure_hint as failure_hint
 from onnx_studio.engine.validation.input_fit import refuse_misfits
-from onnx_studio.engine.validation.metrics import PlotKeeper, cannot_tell, compare, worst
+from onnx_studio.engine.validation.metrics import (
+    PlotKeeper,
+    cannot_tell,
+    compare,
+    conclusiveness,
+    worst,
+)
 from onnx_studio.engine.validation.metrics import validation_warning as _warning
 from onnx_studio.engine.validation.ort_session import (
     create_session,
@@ -41,10 +55,6 @@ from onnx_studio.engine.validation.ort_session import (
 from onnx_studio.engine.validation.weights import weight_warnings
 
 RANDOM_FILLS = frozenset({"randn", "rand", "randint"})
-# how a failed trial's message begins (or what it says), read back by `failure_hint`
-ORT_FAILED = "ONNX Runtime failed"
-PYTORCH_FAILED = "The PyTorch model itself failed"
-COUNT_DIFFERS = "the ONNX file has"
 
 
 def validate(
@@ -122,14 +132,19 @@ def validate(
         events.log(f"validation {trial.label}: {'ok' if outcome['ok'] else outcome['message']}")
 
     outputs = _worst_outputs(output_names, result_trials)
-    for warning in verdict_warnings(result_trials, opts.rtol, opts.atol):
+    cannot = verdict_warnings(result_trials, opts.rtol, opts.atol)
+    for warning in cannot:
         warn(warning)
     failed = [t for t in result_trials if not t["ok"]]
+    verdict = conclusiveness(cannot)
     result: dict[str, Any] = {
         "ok": bool(result_trials) and not failed,
-        # one sentence for a status line: how many trials failed and the first one's reason
+        # one sentence for a status line: how many trials failed and the first one's reason,
+        # or why a validation that passed proves nothing (inconclusive)
         "message": f"{len(failed)} of {len(result_trials)} trials failed; first: "
-                   f"{failed[0]['message']}" if failed else "",
+                   f"{failed[0]['message']}" if failed else verdict.get("inconclusive", ""),
+        "conclusive": verdict["conclusive"],
+        "hint": verdict.get("hint"),
         "rtol": opts.rtol,
         "atol": opts.atol,
         "outputs": outputs,
@@ -475,60 +490,6 @@ def exit_sentence(exc: SystemExit, source_file: Path | str | None = None) -> str
     The line is the innermost frame in the model's file when known, else the innermost frame
     outside torch and this engine."""
     return blame.exit_sentence(exc, source_file)
-
-
-# Hints for a failed validation, by the first cause found (a tolerance only for numbers).
-_HINTS = {
-    "shape": ("ONNX Runtime returns another shape than PyTorch ({detail}); no tolerance "
-              "changes a shape. If it differs only at other sizes, a dynamic axis was baked "
-              "into the file as a constant: look in Warnings for shape arithmetic traced as a "
-              "number (.item(), int(), len()), keep it a tensor, and declare the axis dynamic "
-              "on the inputs and outputs. If the shapes belong to another output, the outputs "
-              "come in another order than the recipe's [[outputs]]."),
-    "dtype": ("ONNX Runtime returns another dtype than PyTorch ({detail}); no tolerance "
-              "changes a dtype. Look for a cast in forward() the export changed, or give the "
-              "inputs the dtypes the model expects."),
-    "count": ("PyTorch and the ONNX file return a different number of outputs; compare what "
-              "forward() returns (None, nested tuples or dicts) with the recipe's [[outputs]]."),
-    "pytorch": ("The PyTorch model itself fails on these inputs, so nothing could be compared "
-                "there; if forward() accepts only the export's sizes, remove that dynamic axis "
-                "or set validate.dynamic_sizes = false."),
-    "onnxruntime": ("ONNX Runtime cannot run the file on these inputs: the message names the "
-                    "node. At other sizes this means a size from the export inputs is fixed in "
-                    "the file; look in Warnings for what was traced as a constant."),
-    "other": "The failed trial's message says what went wrong; its details hold the cause.",
-    "values": ("Compare the per-output numbers; loosen rtol/atol if the differences are "
-               "rounding, otherwise look for values baked in at export time (see Warnings)."),
-}
-
-
-def failure_hint(validation: dict[str, Any]) -> str:
-    """What to change after a failed validation (the contract's `validation` object as a dict),
-    chosen by its cause: a shape or dtype mismatch, a different output count, a model or an
-    ONNX Runtime that failed to run, and only then differing numbers (where a tolerance may
-    help). "" when nothing failed."""
-    failed = [t for t in validation.get("trials") or [] if not t.get("ok")]
-    if not failed:
-        return ""
-    for key, differs in (("shape", "onnx_shape"), ("dtype", "onnx_dtype")):
-        field = "shape" if key == "shape" else "dtype"
-        for trial in failed:
-            for out in trial.get("outputs") or []:
-                if out.get(field) is not None and out.get(differs) is not None \
-                        and out[field] != out[differs]:
-                    detail = (f"output {out['name']!r}: {out[differs]} from ONNX Runtime, "
-                              f"{out[field]} from PyTorch")
-                    return _HINTS[key].format(detail=detail)
-    messages = [t.get("message") or "" for t in failed]
-    if any(COUNT_DIFFERS in m and "output(s)" in m for m in messages):
-        return _HINTS["count"]
-    if any(PYTORCH_FAILED in m for m in messages):
-        return _HINTS["pytorch"]
-    if any(m.startswith(ORT_FAILED) for m in messages):
-        return _HINTS["onnxruntime"]
-    if any(not out.get("passed", True) for t in failed for out in t.get("outputs") or []):
-        return _HINTS["values"]
-    return _HINTS["other"]
 
 
 def _mode_warnings(loaded: Any) -> list[dict[str, Any]]:

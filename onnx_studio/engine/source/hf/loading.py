@@ -138,6 +138,9 @@ def load_config(folder: Path, trust_remote_code: bool = False) -> Any:
         raise StudioError("source", f"{folder} has no config.json; name a folder written by "
                           "save_pretrained.", exit_code=2)
     config_dict(folder)  # what transformers' reader would fail on, named first
+    from onnx_studio.engine.source.vision import ready_torchvision
+
+    ready_torchvision()  # transformers imports it when installed (a CUDA build on a CPU torch)
     import transformers
 
     try:

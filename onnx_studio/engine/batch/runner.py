@@ -73,7 +73,7 @@ def run_batch(jobs: list[ItemJob], report_dir: Path, options: BatchOptions,
     With `options.resume`, an item whose last record in results.jsonl has its fingerprint and
     whose written files are on disk as recorded is not run again (its row comes from the
     record), unless it failed and the new options may change that (`retry_failed`, or a
-    timeout run again with a longer or no --timeout). SIGINT or SIGTERM (on the main thread), or
+    timeout run again under a longer --timeout). SIGINT or SIGTERM (on the main thread), or
     `stop` set from elsewhere, ends every running item's worker and its children; the items
     that finished are recorded, and the summary's error is kind `cancelled` (exit status 130
     or 143). A StudioError for options or a report folder that cannot work (exit status 2).
@@ -138,7 +138,7 @@ def _run_logged(jobs: list[ItemJob], log: records.RecordLog, options: BatchOptio
 def _still_holds(record: BatchRecord, job: ItemJob, options: BatchOptions) -> bool:
     """Does --resume keep this record of `job`? Its inputs (the fingerprint) and its outputs
     (the files it wrote, as stamped) are as they were, and running it again cannot change a
-    failure (no --retry-failed; a timeout only under the same or a shorter --timeout)."""
+    failure (no --retry-failed; a timeout kept unless --timeout is longer than it ran under)."""
     if record.fingerprint != job.fingerprint or not records.outputs_unchanged(record):
         return False
     error = record.report.error
@@ -146,9 +146,9 @@ def _still_holds(record: BatchRecord, job: ItemJob, options: BatchOptions) -> bo
         return True
     if options.retry_failed:
         return False
-    if error.kind == "timeout":
-        return options.timeout is not None and record.timeout is not None \
-            and options.timeout <= record.timeout
+    if error.kind == "timeout":  # run again under a longer --timeout only
+        return options.timeout is None or (record.timeout is not None
+                                           and options.timeout <= record.timeout)
     return True
 
 

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import os
 import sys
-import traceback
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, TextIO
 
 from onnx_studio.engine import recipe as recipes
 from onnx_studio.engine import shipped
@@ -27,34 +26,27 @@ from onnx_studio.engine.protocol import (
     CompareDocument,
     CompareRequest,
     CompareResult,
-    Event,
     ExplainDocument,
     ExplainRequest,
     ExplainResult,
     ExportReport,
     ExportRequest,
-    ExportResult,
     ProfileDocument,
     ProfileRequest,
     ProfileResult,
-    Request,
-    Result,
     ValidateFileRequest,
     VariantReport,
     VariantRequest,
     VariantResult,
 )
-from onnx_studio.engine.protocol import Progress as ProgressEvent
 from onnx_studio.engine.recipe import Recipe, check_recipe, to_toml
+from onnx_studio.job_documents import ProgressCallback, document, export_report, run
 
 if TYPE_CHECKING:
     import torch
 
 PathLike = str | os.PathLike[str]
 RecipeLike = Recipe | PathLike  # a Recipe object, or the path of a recipe file
-ProgressCallback = Callable[[float, str], None]  # (fraction done, stage)
-D = TypeVar("D", ExportReport, CompareDocument, ProfileDocument, VariantReport,
-              ExplainDocument)
 
 
 def load_recipe(path: PathLike) -> Recipe:
@@ -132,12 +124,12 @@ def export(recipe: RecipeLike | torch.nn.Module, args: Sequence[Any] | None = No
         if validate:
             chosen.validate.enabled = True
         check_recipe(chosen)
-        result = _run(ExportRequest(recipe=to_toml(chosen), base_dir=str(chosen.base_dir),
+        result = run(ExportRequest(recipe=to_toml(chosen), base_dir=str(chosen.base_dir),
                                     validate=validate, plots_beside_onnx=True),
                       output_folder(chosen), progress, timeout)
-        return _report(result)
+        return export_report(result)
 
-    return _document(ExportReport, job)
+    return document(ExportReport, job)
 
 
 def validate(model: PathLike | torch.nn.Module, recipe: RecipeLike | PathLike,
@@ -181,12 +173,12 @@ def validate(model: PathLike | torch.nn.Module, recipe: RecipeLike | PathLike,
             chosen.validate.atol = atol
         check_recipe(chosen)
         path = Path(model).expanduser().resolve()
-        result = _run(ValidateFileRequest(recipe=to_toml(chosen),
+        result = run(ValidateFileRequest(recipe=to_toml(chosen),
                                           base_dir=str(chosen.base_dir), onnx=str(path)),
                       path.parent, progress, timeout)
-        return _report(result)
+        return export_report(result)
 
-    return _document(ExportReport, job)
+    return document(ExportReport, job)
 
 
 def compare(a: PathLike, b: PathLike, *, recipe: RecipeLike | None = None, runs: int = 20,
@@ -201,7 +193,7 @@ def compare(a: PathLike, b: PathLike, *, recipe: RecipeLike | None = None, runs:
         _check(a=(a, _PATH), b=(b, _PATH), runs=(runs, _COUNT), dims=(dims, _DIMS_OR_NONE),
                progress=(progress, _CALLABLE_OR_NONE), timeout=(timeout, _SECONDS_OR_NONE))
         chosen = None if recipe is None else _recipe(recipe)
-        result = _run(CompareRequest(a=_absolute(a), b=_absolute(b),
+        result = run(CompareRequest(a=_absolute(a), b=_absolute(b),
                                      recipe=None if chosen is None else to_toml(chosen),
                                      base_dir=None if chosen is None else str(chosen.base_dir),
                                      dims=dict(dims or {}), runs=_at_least_one(runs, "runs")),
@@ -210,7 +202,7 @@ def compare(a: PathLike, b: PathLike, *, recipe: RecipeLike | None = None, runs:
         judge_comparison(result.comparison)
         return result.comparison
 
-    return _document(CompareDocument, job)
+    return document(CompareDocument, job)
 
 
 def profile(model: PathLike, *, recipe: RecipeLike | None = None, runs: int = 20,
@@ -226,7 +218,7 @@ def profile(model: PathLike, *, recipe: RecipeLike | None = None, runs: int = 20
                optimization=(optimization, _TEXT), dims=(dims, _DIMS_OR_NONE),
                progress=(progress, _CALLABLE_OR_NONE), timeout=(timeout, _SECONDS_OR_NONE))
         chosen = None if recipe is None else _recipe(recipe)
-        result = _run(ProfileRequest(onnx=_absolute(model),
+        result = run(ProfileRequest(onnx=_absolute(model),
                                      recipe=None if chosen is None else to_toml(chosen),
                                      base_dir=None if chosen is None else str(chosen.base_dir),
                                      runs=_at_least_one(runs, "runs"), warmup=warmup,
@@ -236,7 +228,7 @@ def profile(model: PathLike, *, recipe: RecipeLike | None = None, runs: int = 20
         assert isinstance(result, ProfileResult)
         return result.profile
 
-    return _document(ProfileDocument, job)
+    return document(ProfileDocument, job)
 
 
 def variant(model: PathLike, recipe: RecipeLike, kind: str, output: PathLike, *,
@@ -262,7 +254,7 @@ def variant(model: PathLike, recipe: RecipeLike, kind: str, output: PathLike, *,
         target = _absolute(output)
         keep = keep_fp32 if keep_fp32 is None or isinstance(keep_fp32, str) \
             else ",".join(keep_fp32)
-        result = _run(VariantRequest(onnx=_absolute(model), recipe=to_toml(chosen),
+        result = run(VariantRequest(onnx=_absolute(model), recipe=to_toml(chosen),
                                      base_dir=str(chosen.base_dir), kind=kind, output=target,
                                      rtol=rtol, atol=atol, keep_io_types=keep_io_types,
                                      optimization=optimization,
@@ -271,7 +263,7 @@ def variant(model: PathLike, recipe: RecipeLike, kind: str, output: PathLike, *,
         assert isinstance(result, VariantResult)
         return result.variant_report
 
-    return _document(VariantReport, job)
+    return document(VariantReport, job)
 
 
 def explain(model: PathLike, recipe: RecipeLike, *, repro_dir: PathLike | None = None,
@@ -288,14 +280,14 @@ def explain(model: PathLike, recipe: RecipeLike, *, repro_dir: PathLike | None =
         chosen = _recipe(recipe)
         target = _absolute(model)
         repro = None if repro_dir is None else _absolute(repro_dir)
-        result = _run(ExplainRequest(onnx=target, recipe=to_toml(chosen),
+        result = run(ExplainRequest(onnx=target, recipe=to_toml(chosen),
                                      base_dir=str(chosen.base_dir), repro_dir=repro,
                                      write_repro=write_repro),
                       Path(repro).parent if repro else Path(target).parent, progress, timeout)
         assert isinstance(result, ExplainResult)
         return result.explanation
 
-    return _document(ExplainDocument, job)
+    return document(ExplainDocument, job)
 
 
 def batch(items: Sequence[RecipeLike], report_dir: PathLike, *, list_file: PathLike | None = None,
@@ -330,7 +322,8 @@ def batch(items: Sequence[RecipeLike], report_dir: PathLike, *, list_file: PathL
     except StudioError as err:
         return BatchSummary().fail(err)
     except KeyboardInterrupt:
-        return BatchSummary().fail(_cancelled())
+        return BatchSummary().fail(StudioError("cancelled", "Stopped by KeyboardInterrupt "
+                                               "(Ctrl+C).", "Call it again to run it."))
 
 
 # ---------------------------------------------------------------------------- the request check
@@ -418,53 +411,3 @@ def _at_least_one(value: int, name: str) -> int:
     if value < 1:
         raise StudioError("recipe", f"{name} must be at least 1 (got {value}).", exit_code=2)
     return value
-
-
-def _run(request: Request, folder: Path, progress: ProgressCallback | None,
-         timeout: float | None) -> Result:
-    """The job in a fresh worker process (onnx_studio.engine.job_client), its stages told to
-    `progress`."""
-    from onnx_studio.engine.job_client import run_job
-    from onnx_studio.engine.worker_process import remove_abandoned_temps
-
-    def hear(event: Event) -> None:
-        if progress is not None and isinstance(event, ProgressEvent):
-            progress(event.fraction, event.stage)
-
-    remove_abandoned_temps([folder])
-    return run_job(request, request.TAG, hear, folder=folder, timeout=timeout)
-
-
-def _report(result: Result) -> ExportReport:
-    from onnx_studio.engine.batch.item_run import report_of
-    from onnx_studio.engine.job_client import remove_job_folder
-
-    assert isinstance(result, ExportResult)
-    remove_job_folder(result.job_dir)
-    return report_of(result)
-
-
-def _cancelled() -> StudioError:
-    return StudioError("cancelled", "Stopped by KeyboardInterrupt (Ctrl+C) before the job ran.",
-                       "Call it again to run it.")
-
-
-def _document(empty: type[D], job: Callable[[], D]) -> D:
-    """The job's document, or an empty one failed with the error that stopped it."""
-    from onnx_studio.engine.job_client import CancelledAfterWrite
-
-    try:
-        return job()
-    except StudioError as err:
-        error = err
-    except KeyboardInterrupt:  # outside a job's run (which ends its worker and says so itself)
-        error = _cancelled()
-    except Exception as exc:  # our own bug: still a document with one sentence
-        error = StudioError("export", f"onnx_studio failed unexpectedly: {exc}.",
-                            "Report the traceback in the details.",
-                            details=traceback.format_exc())
-    doc = empty()
-    doc.fail(error)
-    if isinstance(error, CancelledAfterWrite) and isinstance(doc, ExportReport):
-        doc.output = error.written  # the file is there: never claim it is not
-    return doc

@@ -14,7 +14,6 @@ import os
 import shutil
 import sys
 import tempfile
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,22 +21,18 @@ from typing import TYPE_CHECKING, Any
 from typing_extensions import TypeIs
 
 from onnx_studio.engine import dirs
-from onnx_studio.engine.errors import StudioError
 from onnx_studio.engine.protocol import (
-    Event,
     ExportReport,
     ExportRequest,
-    ExportResult,
     ValidateFileRequest,
 )
-from onnx_studio.engine.protocol import Progress as ProgressEvent
 from onnx_studio.engine.recipe import EXPORTERS, Recipe, check_recipe, to_toml
+from onnx_studio.job_documents import ProgressCallback, document, export_report, run
 from onnx_studio.model_recipe import ModelCall, model_device, model_recipe, wrong
 
 if TYPE_CHECKING:
     import torch
 
-ProgressCallback = Callable[[float, str], None]
 
 
 def is_model(obj: object) -> TypeIs[torch.nn.Module]:
@@ -72,9 +67,9 @@ def export_model(model: Any, call: ModelCall, *, output: str | os.PathLike[str] 
         _tolerances(recipe, rtol, atol)
         recipe.validate.enabled = validate is not False
         check_recipe(recipe)
-        return _run(ExportRequest(recipe=to_toml(recipe), base_dir=str(folder),
-                                  validate=recipe.validate.enabled, plots_beside_onnx=True),
-                    target.parent, progress, timeout)
+        request = ExportRequest(recipe=to_toml(recipe), base_dir=str(folder),
+                                validate=recipe.validate.enabled, plots_beside_onnx=True)
+        return export_report(run(request, target.parent, progress, timeout))
 
     return _in_job_folder(job)
 
@@ -95,8 +90,9 @@ def validate_model(model: Any, onnx: str | os.PathLike[str], call: ModelCall, *,
         _tolerances(recipe, rtol, atol)
         recipe.validate.enabled = True
         check_recipe(recipe)
-        return _run(ValidateFileRequest(recipe=to_toml(recipe), base_dir=str(folder),
-                                        onnx=str(path)), path.parent, progress, timeout)
+        request = ValidateFileRequest(recipe=to_toml(recipe), base_dir=str(folder),
+                                      onnx=str(path))
+        return export_report(run(request, path.parent, progress, timeout))
 
     return _in_job_folder(job)
 
@@ -108,49 +104,16 @@ def _tolerances(recipe: Recipe, rtol: float | None, atol: float | None) -> None:
         recipe.validate.atol = atol
 
 
-def _run(request: ExportRequest | ValidateFileRequest, folder: Path,
-         progress: ProgressCallback | None, timeout: float | None) -> ExportReport:
-    """The job in a fresh worker process, its stages told to `progress`."""
-    from onnx_studio.engine.batch.item_run import report_of
-    from onnx_studio.engine.job_client import remove_job_folder, run_job
-    from onnx_studio.engine.worker_process import remove_abandoned_temps
-
-    def hear(event: Event) -> None:
-        if progress is not None and isinstance(event, ProgressEvent):
-            progress(event.fraction, event.stage)
-
-    remove_abandoned_temps([folder])
-    result = run_job(request, request.TAG, hear, folder=folder, timeout=timeout)
-    assert isinstance(result, ExportResult)
-    remove_job_folder(result.job_dir)
-    return report_of(result)
-
-
 def _in_job_folder(job: Callable[[Path], ExportReport]) -> ExportReport:
     """The job's document, given a fresh folder under the cache that is removed afterwards;
     on any failure a failed document, as the recipe calls return."""
-    from onnx_studio.engine.job_client import CancelledAfterWrite
-
-    folder: Path | None = None
-    try:
+    def in_folder() -> ExportReport:
         parent = dirs.cache_dir() / "models"
         parent.mkdir(parents=True, exist_ok=True)
         folder = Path(tempfile.mkdtemp(prefix="model-", dir=parent))
-        return job(folder)
-    except StudioError as err:
-        error = err
-    except KeyboardInterrupt:
-        error = StudioError("cancelled", "Cancelled (Ctrl+C) before the export finished.",
-                            exit_code=130)
-    except Exception as exc:  # our own bug: still a document with one sentence
-        error = StudioError("export", f"onnx_studio failed unexpectedly: {exc}.",
-                            "Report the traceback in the details.",
-                            details=traceback.format_exc())
-    finally:
-        if folder is not None:
+        try:
+            return job(folder)
+        finally:
             shutil.rmtree(folder, ignore_errors=True)
-    doc = ExportReport()
-    doc.fail(error)
-    if isinstance(error, CancelledAfterWrite):
-        doc.output = error.written  # the file is there: never claim it is not
-    return doc
+
+    return document(ExportReport, in_folder)

@@ -90,7 +90,8 @@ def check_recipe_target(recipe: Recipe, path: Path, advice: str) -> Path:
 
     def refuse(problem: str) -> StudioError:
         return StudioError("write", f"Cannot save the recipe to {path}: {problem}; {advice}.",
-                           exit_code=2)
+                           f"{advice[:1].upper()}{advice[1:]}: a new .toml name in a folder "
+                           "you can write to.", exit_code=2)
 
     if path.suffix.lower() != ".toml":
         raise refuse(f"a recipe is a .toml file, name it {path.stem or 'recipe'}.toml")

@@ -11,10 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from onnx_studio.engine.errors import StudioError
+from onnx_studio.engine.export import causes
 from onnx_studio.engine.recipe import Recipe
 
 # the failures of capture (torch.export) and translation (onnxscript): another exporter may
-# get through. The model's own errors, its inputs, memory and the disk are the same for both.
+# get through. The model's own errors, its inputs, memory and the disk are the same for both;
+# a branch or size read from a tensor's value would be traced as a constant (a wrong file).
 FALLBACK_KINDS = frozenset({"export", "unsupported_operator"})
 CAUSE_CHARS = 240  # dynamo's cause in the warning: its first sentence, shortened to this
 
@@ -28,6 +30,10 @@ def may_fall_back(recipe: Recipe, chosen: str, error: StudioError) -> str | None
         return ""
     if error.kind not in FALLBACK_KINDS or getattr(error, "no_fallback", False):
         return ""  # no_fallback: a cause the other exporter shares (symbolic_attributes)
+    if causes.is_data_dependent(error.details or error.message):
+        # a trace follows the branch (or keeps the size) of the example only: the file
+        # would be wrong for other inputs, so dynamo's answer (torch.cond, a script) stands
+        return ""
     opset = recipe.export.opset
     highest = torch_private.torchscript_max_opset()
     if opset is not None and opset > highest:

@@ -25,6 +25,8 @@ _EXPORT_KEY = re.compile(r"(?<![\w.])(?:export\.)?(?P<key>opset|do_constant_fold
 _DROP_AXIS = re.compile(r"remove '(?P<name>\w+)' from the dynamic axes")
 _MODEL_KWARG = re.compile(r"--model-kwarg (?P<key>\w+)=(?P<value>[\w.\-]+)")
 _DIM_MAX = re.compile(r"\[dims\] (?P<name>\w+) max = (?P<value>\d+)")
+_SCRIPT = re.compile(r"model\.script = true")
+_KWARGS_TABLE = re.compile(r"model\.kwargs = \{ (?P<key>\w+) = (?P<value>\"[^\"]*\"|[\w.\-]+) \}")
 # words that say a hint names a change (a recipe key set to a value, an option, an axis)
 _LOOKS_CONCRETE = re.compile(r'(?:\w+\.)?\w+ = (?:"[^"]*"|[-+0-9.e]+|true|false)\b|'
                              r"--model-kwarg|from the dynamic axes")
@@ -53,6 +55,11 @@ def concrete_changes(hint: str) -> list[tuple[str, Change]]:
         found.append((m[0], lambda r, n=m["name"]: _drop_axis(r, n)))
     for m in _MODEL_KWARG.finditer(hint):
         found.append((m[0], lambda r, k=m["key"], v=m["value"]: r.model.kwargs.update({k: v})))
+    if _SCRIPT.search(hint):
+        found.append(("model.script = true", lambda r: setattr(r.model, "script", True)))
+    for m in _KWARGS_TABLE.finditer(hint):
+        value = _value(m["value"]) if m["value"].startswith('"') else m["value"]
+        found.append((m[0], lambda r, k=m["key"], v=value: r.model.kwargs.update({k: v})))
     for m in _DIM_MAX.finditer(hint):
         found.append((m[0], lambda r, n=m["name"], v=int(m["value"]): r.dims.__setitem__(
             n, DimSpec(min=(r.dims.get(n) or DimSpec()).min, max=v))))

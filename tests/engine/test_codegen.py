@@ -410,6 +410,10 @@ def test_example_and_torchvision_keep_kwargs(tmp_path: Path) -> None:
     code = codegen.generate(_src(tmp_path, "torchvision:resnet18", "kwargs = { num_classes = 3 }"))
     assert "torchvision.models.get_model('resnet18', weights=weights, num_classes=3)" in code
     compile(code, "generated.py", "exec")
+    code = codegen.generate(_src(tmp_path, "timm:resnet10t", "kwargs = { num_classes = 3 }"))
+    assert "import timm" in code
+    assert "timm.create_model('resnet10t', pretrained=False, num_classes=3)" in code
+    compile(code, "generated.py", "exec")
 
 
 def test_training_modes_match_the_studio(tmp_path: Path) -> None:

@@ -174,6 +174,12 @@ def _unsupported_type(text: str, exporter: str) -> Cause | None:
 # ---------------------------------------------------------------------------- data-dependent
 
 
+def is_data_dependent(text: str) -> bool:
+    """Whether an exporter's failure text says forward() reads a tensor's value (a branch, a
+    size): a TorchScript trace would bake the value it saw into the file."""
+    return bool(_DATA_DEPENDENT.search(text))
+
+
 def _data_dependent(exc: BaseException, text: str, exporter: str,
                     user_file: Path | str | None) -> Cause | None:
     if exporter != "dynamo" or not _DATA_DEPENDENT.search(text):

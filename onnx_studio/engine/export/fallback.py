@@ -11,10 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from onnx_studio.engine.errors import StudioError
+from onnx_studio.engine.export import causes
 from onnx_studio.engine.recipe import Recipe
 
 # the failures of capture (torch.export) and translation (onnxscript): another exporter may
-# get through. The model's own errors, its inputs, memory and the disk are the same for both.
+# get through. The model's own errors, its inputs, memory and the disk are the same for both;
+# a branch or size read from a tensor's value would be traced as a constant (a wrong file).
 FALLBACK_KINDS = frozenset({"export", "unsupported_operator"})
 CAUSE_CHARS = 240  # dynamo's cause in the warning: its first sentence, shortened to this
 
@@ -28,6 +30,10 @@ def may_fall_back(recipe: Recipe, chosen: str, error: StudioError) -> str | None
         return ""
     if error.kind not in FALLBACK_KINDS or getattr(error, "no_fallback", False):
         return ""  # no_fallback: a cause the other exporter shares (symbolic_attributes)
+    if causes.is_data_dependent(error.details or error.message):
+        # a trace follows the branch (or keeps the size) of the example only: the file
+        # would be wrong for other inputs, so dynamo's answer (torch.cond, a script) stands
+        return ""
     opset = recipe.export.opset
     highest = torch_private.torchscript_max_opset()
     if opset is not None and opset > highest:
@@ -59,20 +65,21 @@ def fallback_warning(error: StudioError) -> dict[str, Any]:
 
 def both_failed(first: StudioError, second: StudioError) -> StudioError:
     """The error of an "auto" export both exporters failed: dynamo's (the default's), with the
-    TorchScript exporter's cause beside it and a hint that names no exporter."""
+    TorchScript exporter's cause beside it and a hint that does not send the user to an
+    exporter that was tried already."""
     message = (f"{first.message.rstrip('.')}. The TorchScript exporter (tried next, as "
                f"exporter = \"auto\" does) failed too: {second.message}")
-    hint = _without_exporter_switch(first.hint) or _without_exporter_switch(second.hint)
     details = (f"dynamo:\n{first.details or first.message}\n\n"
                f"TorchScript exporter:\n{second.details or second.message}")
+    ops = sorted({*first.unsupported_ops, *second.unsupported_ops})
+    if "torchscript" not in first.hint.lower():
+        hint = first.hint
+    elif ops:
+        hint = (f"Neither exporter converts {', '.join(ops)}: rewrite the model to avoid it, try "
+                "another opset, or register a translation in an extension file "
+                "(export.extensions): a `custom_translation_table` dict for dynamo.")
+    else:
+        hint = ("Both exporters failed: the message names each one's cause and the details hold "
+                "both in full; change the model's code they point to.")
     return StudioError(first.kind, message, hint, first.unsupported_ops, details,
                        exit_code=first.exit_code)
-
-
-def _without_exporter_switch(hint: str) -> str:
-    """`hint` without its sentences that suggest the other exporter (both were tried)."""
-    sentences = [s for s in hint.replace("; ", ". ").split(". ") if s.strip()]
-    kept = [s for s in sentences if "torchscript" not in s.lower()
-            and 'exporter = "dynamo"' not in s]
-    text = ". ".join(s.rstrip(".") for s in kept)
-    return text + "." if text else ""

@@ -40,6 +40,7 @@ class CompareTab(QWidget):
     showOnGraph = Signal(object, object, str)  # (.onnx path, {node name: ms}, label)
     markOnGraph = Signal(object, object, object)  # (.onnx path, {node: why}, [to select])
     clearGraph = Signal()
+    statusMessage = Signal(str)  # for the status bar: what the tab decided and why
 
     def __init__(self, session: ExportSession, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -201,10 +202,19 @@ class CompareTab(QWidget):
             else found)
         self.both_button.setEnabled(idle and has_model)
         profile = self.analysis.profile
-        self.overlay_check.setEnabled(profile is not None)
-        self.overlay_check.setToolTip(f"Colour {profile.onnx.name}'s nodes on the Graph tab by "
-                                      "their time" if profile is not None else
-                                      "Profile a file first")
+        stale = profile.stale() if profile is not None else None
+        self.overlay_check.setEnabled(profile is not None and stale is None)
+        self.overlay_check.setToolTip(
+            "Profile a file first" if profile is None else
+            f"{stale.sentence} Profile it again to colour its graph." if stale is not None else
+            f"Colour {profile.onnx.name}'s nodes on the Graph tab by their time")
+        if stale is not None and self.overlay_check.isChecked():
+            # its numbers are of bytes no longer on disk: they colour nothing, and say why
+            self.overlay_check.setChecked(False)
+            said = (f"{stale.sentence} The profile overlay is off: press Profile A to time "
+                    "the file as it is now.")
+            self.status.setText(said)
+            self.statusMessage.emit(said)
 
     # ------------------------------------------------------------------ jobs
     def start_compare(self) -> bool:
@@ -324,6 +334,9 @@ class CompareTab(QWidget):
     def _overlay_toggled(self, on: bool) -> None:
         profile = self.analysis.profile
         if on and profile is not None:
-            self.showOnGraph.emit(profile.onnx, profile.node_ms(), "ms per run")
+            self.session.check_files()  # a change no watcher heard yet: decided now
+            self._update_buttons()
+            if self.overlay_check.isChecked():
+                self.showOnGraph.emit(profile.onnx, profile.node_ms(), "ms per run")
         else:
             self.clearGraph.emit()

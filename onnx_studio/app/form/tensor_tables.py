@@ -178,6 +178,8 @@ class _TensorTable(QGroupBox):
         session.recipeChanged.connect(self.refresh)
         session.recipeEdited.connect(self._recipe_edited)
         session.readinessChanged.connect(self._readiness_changed)
+        # the inputs' reason says whether the Hugging Face group lists them yet
+        session.descriptionChanged.connect(lambda _d: self._follow_source())
 
     def items(self) -> list[Any]:
         """The recipe's list this table shows (edited in place, inside the session's edit)."""

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
 
+from onnx_studio.app.outcomes import FileStamp
+from onnx_studio.app.session.belonging import Stale, file_sentence
 from onnx_studio.app.session.jobs import Jobs
 from onnx_studio.app.session.recipe_edits import RecipeEdits
 
@@ -47,6 +49,15 @@ class Comparison:
     document: CompareDocument
     against: str
     at: float  # time.time() when it ran
+    stamps: tuple[FileStamp | None, FileStamp | None] = (None, None)  # A and B when sent
+
+    def stale(self) -> Stale | None:
+        """Why this comparison is no longer of the files as they are (None: it is)."""
+        for stamp in self.stamps:
+            moved = file_sentence(stamp, "comparison")
+            if moved is not None:
+                return Stale(moved, "compare")
+        return None
 
 
 @dataclass(frozen=True)
@@ -57,6 +68,12 @@ class Profile:
     document: ProfileDocument
     against: str
     at: float
+    stamp: FileStamp | None = None  # the file as it was when the profile was sent
+
+    def stale(self) -> Stale | None:
+        """Why this profile is no longer of the file as it is (None: it is)."""
+        moved = file_sentence(self.stamp, "profile")
+        return Stale(moved, "profile") if moved is not None else None
 
     def node_ms(self) -> dict[str, float]:
         """Milliseconds per run by the file's node names: a node onnxruntime fused counts
@@ -124,6 +141,13 @@ class AnalysisModel(QObject):
     def busy(self) -> bool:
         return self.job is not None
 
+    def files(self) -> list[Path]:
+        """The files the last profile and comparison are of (the session watches them)."""
+        found = [self.profile.onnx] if self.profile is not None else []
+        if self.comparison is not None:
+            found += [self.comparison.a, self.comparison.b]
+        return found
+
     def _against(self, against_torch: bool) -> tuple[str | None, str]:
         """(the recipe's TOML, its label) when PyTorch is a reference too, else (None, "")."""
         recipe = self.edits.recipe
@@ -141,7 +165,8 @@ class AnalysisModel(QObject):
         request = CompareRequest(a=str(a), b=str(b), recipe=toml,
                                  base_dir=str(self.edits.recipe.base_dir))
         return self._submit("compare", request, f"Comparing {a.name} with {b.name}…",
-                            functools.partial(self._compared, a, b, label))
+                            functools.partial(self._compared, a, b, label,
+                                              (FileStamp.of(a), FileStamp.of(b))))
 
     def profile_file(self, onnx: Path, against_torch: bool) -> bool:
         """Time `onnx` in ONNX Runtime per node, operator and module group."""
@@ -151,7 +176,7 @@ class AnalysisModel(QObject):
         request = ProfileRequest(onnx=str(onnx), recipe=toml,
                                  base_dir=str(self.edits.recipe.base_dir))
         return self._submit("profile", request, f"Profiling {onnx.name}…",
-                            functools.partial(self._profiled, onnx, label))
+                            functools.partial(self._profiled, onnx, label, FileStamp.of(onnx)))
 
     def variant(self, onnx: Path, kind: str, keep_fp32: str | None = None) -> bool:
         """Write the `kind` variant of `onnx` beside it and judge it against the recipe's
@@ -256,20 +281,23 @@ class AnalysisModel(QObject):
 
     # ----------------------------------------------------------------- results
 
-    def _compared(self, a: Path, b: Path, against: str, final: Result) -> Comparison | None:
+    def _compared(self, a: Path, b: Path, against: str,
+                  stamps: tuple[FileStamp | None, FileStamp | None],
+                  final: Result) -> Comparison | None:
         from onnx_studio.engine.protocol import CompareResult
 
         if not isinstance(final, CompareResult):
             return None
-        self.comparison = Comparison(a, b, final.comparison, against, time.time())
+        self.comparison = Comparison(a, b, final.comparison, against, time.time(), stamps)
         return self.comparison
 
-    def _profiled(self, onnx: Path, against: str, final: Result) -> Profile | None:
+    def _profiled(self, onnx: Path, against: str, stamp: FileStamp | None,
+                  final: Result) -> Profile | None:
         from onnx_studio.engine.protocol import ProfileResult
 
         if not isinstance(final, ProfileResult):
             return None
-        self.profile = Profile(onnx, final.profile, against, time.time())
+        self.profile = Profile(onnx, final.profile, against, time.time(), stamp)
         return self.profile
 
     def _made(self, onnx: Path, kind: str, keep: str | None, final: Result) -> Variant | None:

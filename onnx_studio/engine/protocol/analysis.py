@@ -185,7 +185,9 @@ class VariantFacts(Wire):
 
     kind: str  # optimized | fp16 | int8
     source: str
-    settings: dict[str, str] = field(default_factory=dict)
+    # how it was made: fp16 {"keep_io_types": bool, "keep_fp32": "auto" | "NODE,..." | None},
+    # optimized {"optimization": level}, int8 {"weight_type", "method"}
+    settings: dict[str, str | bool | None] = field(default_factory=dict)
     rtol: float
     atol: float
     size_bytes: int

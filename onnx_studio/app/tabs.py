@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from onnx_studio.app.validation import ValidationTab
 
 MIN_WIDTH = 380
-TABS = ("Summary", "Warnings", "Validation", "Graph", "Python", "Log")
+TABS = ("Summary", "Warnings", "Validation", "Graph", "Python", "Log", "Compare")
 # each tab's view: (attribute, title, module, class); built on first show or use
 PAGES = (("summary", "Summary", "onnx_studio.app.results.summary", "SummaryView"),
          ("warnings", "Warnings", "onnx_studio.app.results.warnings", "WarningsView"),
@@ -38,8 +38,7 @@ PAGES = (("summary", "Summary", "onnx_studio.app.results.summary", "SummaryView"
          ("graph", "Graph", "onnx_studio.app.graph.tab", "GraphTab"),
          ("python", "Python", "onnx_studio.app.results.python", "PythonView"),
          ("log", "Log", "onnx_studio.app.results.log", "LogView"),
-         ("compare", "Compare", "onnx_studio.app.compare.tab",
-          "CompareTab"))  # its shortcut: the menu's
+         ("compare", "Compare", "onnx_studio.app.compare.tab", "CompareTab"))
 
 
 def _error_scale() -> Any:

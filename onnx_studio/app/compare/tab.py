@@ -32,6 +32,10 @@ from onnx_studio.app.session import Comparison, ExportSession, Profile, Variant
 from onnx_studio.engine.protocol import CompareDocument, Error, ProfileDocument
 
 TOP_N = 25
+# a node's part of a run: its share of the profiled run, and that share of the plain p50 (the
+# times add up to a run the user measured; the profiler's own cost is said in the status)
+OVERLAY_LABEL = "ms of the p50 run"  # the overlay's values: each node's part of a plain run
+PROFILE_HEADERS = ("node", "operator", "module group", "share of a run", "ms of the p50 run")
 
 
 class CompareTab(QWidget):
@@ -132,9 +136,8 @@ class CompareTab(QWidget):
         self.ops = OpsTable()
         self.initializers = InitializersTable()
         self.graphs = SideBySideGraphs()
-        self.profile_table = QTableWidget(0, 4)
-        self.profile_table.setHorizontalHeaderLabels(["node", "operator", "module group",
-                                                      "ms per run"])
+        self.profile_table = QTableWidget(0, len(PROFILE_HEADERS))
+        self.profile_table.setHorizontalHeaderLabels(list(PROFILE_HEADERS))
         self.profile_table.verticalHeader().setVisible(False)
         self.profile_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.profile_table.horizontalHeader().setStretchLastSection(True)
@@ -308,6 +311,8 @@ class CompareTab(QWidget):
             changed = doc.initializers.changed
             first = f" Initializer {changed[0].name!r} differs." if changed else ""
             self.status.setText(f"The files disagree{': ' + diff if diff else ''}." + first)
+        if doc.timing_note:  # a difference of times inside their spread is noise: said so
+            self.status.setText(f"{self.status.text()} {doc.timing_note}")
         self.views.setCurrentWidget(self.facts)
 
     def show_profile(self, profile: Profile) -> None:
@@ -315,8 +320,13 @@ class CompareTab(QWidget):
         nodes = doc.nodes[:TOP_N]
         self.profile_table.setRowCount(len(nodes))
         for r, n in enumerate(nodes):
-            for c, text in enumerate((n.name, n.op_type, n.group, f"{n.ms:.4f}")):
-                self.profile_table.setItem(r, c, QTableWidgetItem(text))
+            name = f"{n.name} (ran {' + '.join(n.fused)})" if n.fused else n.name
+            share = "—" if n.share is None else f"{n.share:.1%}"
+            ms = f"{n.p50_ms if n.p50_ms is not None else n.ms:.4f}"
+            for c, text in enumerate((name, n.op_type, n.group, share, ms)):
+                item = QTableWidgetItem(text)
+                item.setToolTip(f"{n.ms:.4f} ms per run with the profiler on")
+                self.profile_table.setItem(r, c, item)
         lat = doc.latency_ms
         eager = doc.torch_latency_ms
         slowest_ops = ", ".join(o.op_type for o in doc.ops[:3])
@@ -325,7 +335,8 @@ class CompareTab(QWidget):
             f"{profile.onnx.name}: "
             + (f"ONNX Runtime p50 {lat.p50:.3f} ms, p90 {lat.p90:.3f} ms" if lat else "")
             + (f"; eager PyTorch p50 {eager.p50:.3f} ms" if eager else "")
-            + f". Slowest operators: {slowest_ops}; module groups: {slowest_groups}.")
+            + f". Slowest operators: {slowest_ops}; module groups: {slowest_groups}. "
+            + doc.per_node_sentence())
         self.views.setCurrentWidget(self.profile_table)
         self._update_buttons()
         if self.overlay_check.isChecked():
@@ -337,6 +348,6 @@ class CompareTab(QWidget):
             self.session.check_files()  # a change no watcher heard yet: decided now
             self._update_buttons()
             if self.overlay_check.isChecked():
-                self.showOnGraph.emit(profile.onnx, profile.node_ms(), "ms per run")
+                self.showOnGraph.emit(profile.onnx, profile.node_ms(), OVERLAY_LABEL)
         else:
             self.clearGraph.emit()

@@ -76,12 +76,14 @@ class Profile:
         return Stale(moved, "profile") if moved is not None else None
 
     def node_ms(self) -> dict[str, float]:
-        """Milliseconds per run by the file's node names: a node onnxruntime fused counts
-        under the node it is named after (onnx_studio.engine.analysis.profile)."""
+        """Milliseconds of the p50 run by the file's node names (each node's share of the
+        profiled run, onnx_studio.engine.analysis.profile): a kernel that ran several of the
+        file's nodes (a fused Conv+Relu) colours each of them with its time, as one."""
         values: dict[str, float] = {}
         for n in self.document.nodes:
-            if n.node:
-                values[n.node] = values.get(n.node, 0.0) + n.ms
+            ms = n.p50_ms if n.p50_ms is not None else n.ms
+            for name in n.fused or ([n.node] if n.node else []):
+                values[name] = values.get(name, 0.0) + ms
         return values
 
 

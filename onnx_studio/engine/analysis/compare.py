@@ -38,6 +38,7 @@ from onnx_studio.engine.events import Events
 from onnx_studio.engine.recipe import Recipe
 from onnx_studio.engine.validation.metrics import compare as compare_arrays
 
+ROUNDS = 3  # loads and latency turns per file: a range, not one number
 DEFAULT_RTOL = 1e-3
 DEFAULT_ATOL = 1e-5
 
@@ -92,8 +93,14 @@ def compare_files(path_a: Path, path_b: Path, recipe: Recipe | None = None,
 def _runtime(a: ModelFile, b: ModelFile, recipe: Recipe | None, events: Events,
              dims: dict[str, int], runs: int, providers: list[str] | None) -> dict[str, Any]:
     events.progress(0.0, "Starting ONNX Runtime")
-    session_a, load_a = open_session(a.path, providers=providers)
-    session_b, load_b = open_session(b.path, providers=providers)
+    # each file loaded ROUNDS times, in turn (the first load of a process pays onnxruntime's
+    # own start): the median is what a load costs, the range how much it varies
+    loads: dict[str, list[float]] = {"a": [], "b": []}
+    for _ in range(ROUNDS):
+        session_a, ms = open_session(a.path, providers=providers)
+        loads["a"].append(ms)
+        session_b, ms = open_session(b.path, providers=providers)
+        loads["b"].append(ms)
     names_a = [i.name for i in session_a.get_inputs()]
     names_b = [i.name for i in session_b.get_inputs()]
     loaded = None
@@ -122,13 +129,43 @@ def _runtime(a: ModelFile, b: ModelFile, recipe: Recipe | None, events: Events,
                            "a": {"ok": side_a["ok"], "max_abs_diff": side_a["max_abs_diff"]},
                            "b": {"ok": side_b["ok"], "max_abs_diff": side_b["max_abs_diff"]}}
     events.progress(0.6, "Measuring latency")
-    latency = {
-        "a": percentiles(time_calls(lambda: session_a.run(None, feeds.arrays), runs)),
-        "b": percentiles(time_calls(lambda: session_b.run(None, feeds_b), runs)),
-    }
+    # the runs in ROUNDS turns, A then B, so a busy moment of the machine falls on both
+    calls = {"a": lambda: session_a.run(None, feeds.arrays),
+             "b": lambda: session_b.run(None, feeds_b)}
+    samples: dict[str, list[float]] = {"a": [], "b": []}
+    medians: dict[str, list[float]] = {"a": [], "b": []}
+    for _ in range(ROUNDS):
+        for side, call in calls.items():
+            turn = time_calls(call, max(1, runs // ROUNDS))
+            samples[side] += turn
+            medians[side].append(float(np.median(turn)))
+    latency = {side: percentiles(values) for side, values in samples.items()}
+    load_ms = {side: round(float(np.median(values)), 3) for side, values in loads.items()}
+    spread = {"load": _ranges(loads), "p50": _ranges(medians)}
     events.progress(1.0, "Compared")
-    return {"parity": parity, "latency_ms": latency,
-            "load_ms": {"a": round(load_a, 3), "b": round(load_b, 3)}, "notes": feeds.notes}
+    return {"parity": parity, "latency_ms": latency, "load_ms": load_ms, "spread_ms": spread,
+            "timing_note": timing_note(spread), "notes": feeds.notes}
+
+
+def _ranges(values: dict[str, list[float]]) -> dict[str, list[float]]:
+    return {side: [round(min(v), 3), round(max(v), 3)] for side, v in values.items()}
+
+
+def timing_note(spread: dict[str, dict[str, list[float]]]) -> str:
+    """Whether A and B differ in load time and latency beyond what repeating each shows:
+    a difference inside both ranges is noise, never a finding."""
+    said = []
+    for what, one, both in (("load", "session load", "session loads"),
+                            ("p50", "latency", "latencies")):
+        (a_lo, a_hi), (b_lo, b_hi) = spread[what]["a"], spread[what]["b"]
+        if a_hi < b_lo:
+            said.append(f"A's {one} is lower than B's in every one of {ROUNDS} rounds")
+        elif b_hi < a_lo:
+            said.append(f"B's {one} is lower than A's in every one of {ROUNDS} rounds")
+        else:
+            said.append(f"the {both} differ by less than they vary from round to round "
+                        "(noise)")
+    return "Timing: " + "; ".join(said) + "."
 
 
 def _feeds_for(feeds: Feeds, names_a: list[str], names_b: list[str], b_name: str

@@ -14,7 +14,10 @@ import pytest
 from onnx import numpy_helper
 from PySide6.QtCore import Qt
 
+from onnx_studio.app import settings as settings_mod
+from onnx_studio.app.jobs import JobRunner
 from onnx_studio.app.outcomes import ValidationOutcome
+from onnx_studio.app.session import ExportSession
 from onnx_studio.app.window import MainWindow
 from tests.app.conftest import EXPORT_TIMEOUT_MS, export_and_wait
 from tests.engine.hf_models import build
@@ -153,7 +156,7 @@ def test_a_profile_of_a_changed_file_colours_nothing_and_says_why(
 
 @pytest.mark.timeout(300)
 def test_opening_a_hugging_face_folder_after_an_onnx_file_keeps_nothing_of_it(
-        live_window: MainWindow, qtbot, tmp_path: Path,
+        live_window: MainWindow, qtbot, tmp_path: Path, shared_runner: JobRunner,
         tmp_path_factory: pytest.TempPathFactory) -> None:
     window, session = live_window, live_window.session
     message = export_and_wait(window, qtbot)
@@ -184,3 +187,24 @@ def test_opening_a_hugging_face_folder_after_an_onnx_file_keeps_nothing_of_it(
     # the Validation tab still shows what it was, marked as of another recipe
     _h, said, visible = header_and_banner(window, window.tabs.validation)
     assert visible and window.provenance.stale and "form has changed" in said
+
+    # the recipe saved and opened in a new window: no group is pointed at before it shows
+    saved = tmp_path / "hf.toml"
+    assert window.save_recipe_to(saved)
+    other = MainWindow(settings_mod.Settings(), None, start_worker=False,
+                       session=ExportSession(runner=shared_runner))
+    try:
+        other.show()
+        assert other.open_path(saved)
+        table = other.form.inputs_table
+        assert "being read" in table.not_applicable.text(), table.not_applicable.text()
+        assert not other.form.hf_task.isVisible()
+        other.session.start_worker()  # warm: the folder is described now
+        qtbot.waitUntil(lambda: other.form.hf_task.isVisible(), timeout=EXPORT_TIMEOUT_MS)
+        assert "listed in the Hugging Face group above" in table.not_applicable.text()
+        # its worker's answers all heard before it goes (the devices job, sent when ready)
+        qtbot.waitUntil(lambda: other.session.capabilities is not None, timeout=30_000)
+    finally:
+        other.session.shutdown()
+        other.close()
+        other.deleteLater()

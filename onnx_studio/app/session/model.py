@@ -222,8 +222,8 @@ class ExportSession(RecipeEdits):
         """The form's fields that do not apply to the recipe's source, and why (a Hugging Face
         folder's checkpoint, pickle trust, scripting, inputs and outputs)."""
         described = self.description
-        listed = None if described is not None and (described.error or described.kind != "hf") \
-            else described is not None
+        hf = described is not None and described.kind == "hf"  # else: another model's, or none
+        listed = (None if described.error else True) if hf and described else False
         return hugging_face.not_applicable(self.recipe, listed)
 
     # ================================================================= the model's description

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QGridLayout,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QLineEdit,
     QProgressBar,
@@ -35,7 +36,11 @@ TOP_N = 25
 # a node's part of a run: its share of the profiled run, and that share of the plain p50 (the
 # times add up to a run the user measured; the profiler's own cost is said in the status)
 OVERLAY_LABEL = "ms of the p50 run"  # the overlay's values: each node's part of a plain run
-PROFILE_HEADERS = ("node", "operator", "module group", "share of a run", "ms of the p50 run")
+PROFILE_HEADERS = ("node", "kernel", "module group", "share", "ms at p50")
+PROFILE_TIPS = ("the kernel onnxruntime ran, named after a node of the file (a fused one lists "
+                "every node it ran)", "the operator of the kernel", "the module it counts in",
+                "its share of a run with the profiler on", "that share of the plain run's p50: "
+                "the column adds up to (at most) the p50")
 
 
 class CompareTab(QWidget):
@@ -140,7 +145,13 @@ class CompareTab(QWidget):
         self.profile_table.setHorizontalHeaderLabels(list(PROFILE_HEADERS))
         self.profile_table.verticalHeader().setVisible(False)
         self.profile_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        self.profile_table.horizontalHeader().setStretchLastSection(True)
+        header = self.profile_table.horizontalHeader()
+        for column, tip in enumerate(PROFILE_TIPS):  # at 1024 every column in view
+            heading = QTableWidgetItem(PROFILE_HEADERS[column])
+            heading.setToolTip(tip)
+            self.profile_table.setHorizontalHeaderItem(column, heading)
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Stretch if column == 0
+                                        else QHeaderView.ResizeMode.ResizeToContents)
         self.variants = VariantsPanel()
         self.variants.makeRequested.connect(self.start_variant)
         self.variants.showOnGraph.connect(self.markOnGraph)
@@ -320,12 +331,13 @@ class CompareTab(QWidget):
         nodes = doc.nodes[:TOP_N]
         self.profile_table.setRowCount(len(nodes))
         for r, n in enumerate(nodes):
-            name = f"{n.name} (ran {' + '.join(n.fused)})" if n.fused else n.name
+            ran = f" ran {' + '.join(n.fused)};" if n.fused else ""
             share = "—" if n.share is None else f"{n.share:.1%}"
             ms = f"{n.p50_ms if n.p50_ms is not None else n.ms:.4f}"
-            for c, text in enumerate((name, n.op_type, n.group, share, ms)):
+            for c, text in enumerate((f"{n.name} (fused)" if n.fused else n.name, n.op_type,
+                                      n.group, share, ms)):
                 item = QTableWidgetItem(text)
-                item.setToolTip(f"{n.ms:.4f} ms per run with the profiler on")
+                item.setToolTip(f"{n.name}:{ran} {n.ms:.4f} ms per run with the profiler on")
                 self.profile_table.setItem(r, c, item)
         lat = doc.latency_ms
         eager = doc.torch_latency_ms

@@ -5,7 +5,9 @@ operator histograms, node counts, sizes, opset imports, inputs and outputs, init
 removed and changed (with the largest difference), the node matching of
 onnx_studio.engine.analysis.matching, and, from a run of both files on the same inputs, output
 parity between them (and against eager PyTorch when a recipe gives the model), session load time and
-latency. Each file is read once; initializers are compared by name, one pair at a time.
+latency. Each file is read once; initializers are compared by name, one pair at a time. Load and
+latency are measured in ROUNDS alternating turns: medians, each file's range (`spread_ms`), and
+`timing_note`, a sentence that says whether a difference is beyond that range or noise.
 
 Parity between A and B uses the recipe's rtol/atol, or 1e-3/1e-5 without a recipe (the
 recipe defaults), A taken as the reference. Outputs are paired by position.
@@ -38,7 +40,9 @@ from onnx_studio.engine.events import Events
 from onnx_studio.engine.recipe import Recipe
 from onnx_studio.engine.validation.metrics import compare as compare_arrays
 
-ROUNDS = 3  # loads and latency turns per file: a range, not one number
+# loads and latency turns per file: a range, not one number. Two files that are the same have
+# their ranges apart (one "faster" in every round) by chance 2 * 5!5!/10! = 0.8 % of the time
+ROUNDS = 5
 DEFAULT_RTOL = 1e-3
 DEFAULT_ATOL = 1e-5
 
@@ -93,14 +97,17 @@ def compare_files(path_a: Path, path_b: Path, recipe: Recipe | None = None,
 def _runtime(a: ModelFile, b: ModelFile, recipe: Recipe | None, events: Events,
              dims: dict[str, int], runs: int, providers: list[str] | None) -> dict[str, Any]:
     events.progress(0.0, "Starting ONNX Runtime")
-    # each file loaded ROUNDS times, in turn (the first load of a process pays onnxruntime's
-    # own start): the median is what a load costs, the range how much it varies
+    # each file loaded ROUNDS times, in turns whose order alternates, after one untimed load
+    # (the first of a process pays onnxruntime's own start): the median is what a load
+    # costs, the range how much it varies
+    open_session(a.path, providers=providers)
     loads: dict[str, list[float]] = {"a": [], "b": []}
-    for _ in range(ROUNDS):
-        session_a, ms = open_session(a.path, providers=providers)
-        loads["a"].append(ms)
-        session_b, ms = open_session(b.path, providers=providers)
-        loads["b"].append(ms)
+    sessions: dict[str, Any] = {}
+    for turn in range(ROUNDS):
+        for side, file in ((("a", a), ("b", b)) if turn % 2 == 0 else (("b", b), ("a", a))):
+            sessions[side], ms = open_session(file.path, providers=providers)
+            loads[side].append(ms)
+    session_a, session_b = sessions["a"], sessions["b"]
     names_a = [i.name for i in session_a.get_inputs()]
     names_b = [i.name for i in session_b.get_inputs()]
     loaded = None
@@ -134,11 +141,11 @@ def _runtime(a: ModelFile, b: ModelFile, recipe: Recipe | None, events: Events,
              "b": lambda: session_b.run(None, feeds_b)}
     samples: dict[str, list[float]] = {"a": [], "b": []}
     medians: dict[str, list[float]] = {"a": [], "b": []}
-    for _ in range(ROUNDS):
-        for side, call in calls.items():
-            turn = time_calls(call, max(1, runs // ROUNDS))
-            samples[side] += turn
-            medians[side].append(float(np.median(turn)))
+    for round_ in range(ROUNDS):
+        for side in ("a", "b") if round_ % 2 == 0 else ("b", "a"):
+            timed = time_calls(calls[side], max(1, runs // ROUNDS))
+            samples[side] += timed
+            medians[side].append(float(np.median(timed)))
     latency = {side: percentiles(values) for side, values in samples.items()}
     load_ms = {side: round(float(np.median(values)), 3) for side, values in loads.items()}
     spread = {"load": _ranges(loads), "p50": _ranges(medians)}

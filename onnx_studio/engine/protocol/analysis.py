@@ -132,7 +132,7 @@ class NodeTime(Wire):
     ms: float  # mean per run with the profiler on
     node: str | None = None  # the file's node it comes from (None: onnxruntime's own)
     # every node of the file the kernel ran (a fused Conv+Relu: both), when more than `node`
-    fused: list[str] = field(default_factory=list, metadata=OMIT)
+    fused: list[str] | None = field(default=None, metadata=OMIT)
     share: float | None = field(default=None, metadata=OMIT)  # of the profiled run
     p50_ms: float | None = field(default=None, metadata=OMIT)  # that share of the plain p50
 

@@ -87,12 +87,15 @@ def _stale_self(result: ExportOutcome | ValidationOutcome, edits: RecipeEdits) -
 def verdict_of(results: Results, shown: ExportOutcome | OpenedFile | None
                ) -> ValidationOutcome | None:
     """The session's validation when it checked the file `shown` is of, as `shown` holds it
-    (the same bytes: size, mtime, inode); None when no validation did."""
+    and as it is on disk now (the same bytes: size, mtime, inode); None when no validation
+    did (a file changed since has not been validated)."""
     validation = results.validation
     if shown is None or validation is None or validation.stamp.onnx is None:
         return None
     then = shown.stamp if isinstance(shown, OpenedFile) else shown.stamp.onnx
-    return validation if then is not None and then.same(validation.stamp.onnx) else None
+    if then is None or not then.same(validation.stamp.onnx):
+        return None
+    return validation if then.same(FileStamp.of(then.path)) else None
 
 
 def stale(results: Results, shown: Result) -> Stale | None:

@@ -25,7 +25,7 @@ SHORTCUTS = "\n".join([
     "Ctrl+E or Ctrl+Enter  export",
     "Ctrl+Shift+V  validate the exported file with ONNX Runtime",
     "Esc  cancel the export or validation",
-    "Ctrl+1 … Ctrl+6  Summary, Warnings, Validation, Graph, Python, Log",
+    "Ctrl+1 … Ctrl+7  Summary, Warnings, Validation, Graph, Python, Log, Compare",
     "Ctrl+B  fold the form away (the results take the whole width) or show it",
     "Ctrl+Shift+C  copy the Python script",
     "Ctrl+Q  quit",

@@ -68,14 +68,15 @@ def run_fingerprint(recipe: Recipe) -> str:
 
 @dataclass(frozen=True)
 class FileStamp:
-    """A file as it was: its path, size and modification time (nanoseconds). A folder (a
-    Hugging Face export's) as its files were: their total size and latest modification, so
-    a file rewritten in place inside it shows; subfolders (a repro saved there, an export's
-    staging) do not count."""
+    """A file as it was: its path, size, modification time (nanoseconds) and inode (a file
+    replaced by a rename has another, whatever its time). A folder (a Hugging Face export's) as
+    its files were: their total size and latest modification, so a file rewritten in place
+    inside it shows; subfolders (a repro saved there, an export's staging) do not count."""
 
     path: Path
     size: int
     mtime_ns: int
+    inode: int = 0
 
     @classmethod
     def of(cls, path: Path) -> FileStamp | None:
@@ -83,13 +84,21 @@ class FileStamp:
         try:
             stat = path.stat()
             if not path.is_dir():
-                return cls(path, stat.st_size, stat.st_mtime_ns)
+                return cls(path, stat.st_size, stat.st_mtime_ns, stat.st_ino)
             files = [entry.stat() for entry in os.scandir(path)
                      if entry.is_file(follow_symlinks=True)]
         except OSError:
             return None
         return cls(path, sum(f.st_size for f in files),
-                   max((f.st_mtime_ns for f in files), default=0))
+                   max((f.st_mtime_ns for f in files), default=0),
+                   sum(f.st_ino for f in files))
+
+    def same(self, other: FileStamp | None) -> bool:
+        """True when `other` names this file as it was at the same moment (paths resolved)."""
+        if other is None or (self.size, self.mtime_ns, self.inode) != (
+                other.size, other.mtime_ns, other.inode):
+            return False
+        return self.path == other.path or self.path.resolve() == other.path.resolve()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -115,6 +124,7 @@ class OpenedFile:
     inspect: InspectDocument | None
     error: str | None
     at: float  # time.time() when it was opened
+    reread: bool = False  # read again by the session: the file changed on disk while shown
 
 
 @dataclass(frozen=True)

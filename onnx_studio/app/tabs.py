@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from onnx_studio.app.validation import ValidationTab
 
 MIN_WIDTH = 380
-TABS = ("Summary", "Warnings", "Validation", "Graph", "Python", "Log")
+TABS = ("Summary", "Warnings", "Validation", "Graph", "Python", "Log", "Compare")
 # each tab's view: (attribute, title, module, class); built on first show or use
 PAGES = (("summary", "Summary", "onnx_studio.app.results.summary", "SummaryView"),
          ("warnings", "Warnings", "onnx_studio.app.results.warnings", "WarningsView"),
@@ -38,8 +38,7 @@ PAGES = (("summary", "Summary", "onnx_studio.app.results.summary", "SummaryView"
          ("graph", "Graph", "onnx_studio.app.graph.tab", "GraphTab"),
          ("python", "Python", "onnx_studio.app.results.python", "PythonView"),
          ("log", "Log", "onnx_studio.app.results.log", "LogView"),
-         ("compare", "Compare", "onnx_studio.app.compare.tab",
-          "CompareTab"))  # its shortcut: the menu's
+         ("compare", "Compare", "onnx_studio.app.compare.tab", "CompareTab"))
 
 
 def _error_scale() -> Any:
@@ -148,14 +147,19 @@ class ResultTabs(QTabWidget):
             view.showOnGraph.connect(self.show_profile_on_graph)
             view.clearGraph.connect(self._clear_profile_overlay)
             view.markOnGraph.connect(self.mark_on_graph)
+            view.statusMessage.connect(self.statusMessage)
 
     def _clear_validation_overlay(self) -> None:
         if self.built("graph"):
             self.graph.clear_overlay("validation")
 
     def _clear_profile_overlay(self) -> None:
+        self.clear_overlay_of("profile")
+
+    def clear_overlay_of(self, source: str) -> None:
+        """Forget the Graph tab's overlay from `source` (when the tab is built)."""
         if self.built("graph"):
-            self.graph.clear_overlay("profile")
+            self.graph.clear_overlay(source)
 
     def _shown(self, index: int) -> None:
         if 0 <= index < len(PAGES):
@@ -235,10 +239,19 @@ class ResultTabs(QTabWidget):
         """Colour `onnx`'s nodes on the Graph tab by its profile (ms per node) whenever that
         file is shown there; the tab and the file shown stay as they are (the box ticked is
         no request to go elsewhere). True when the overlay shows now."""
+        profile = self.session.analysis.profile
+        stale = profile.stale() if profile is not None and profile.onnx == onnx else None
+        if stale is not None:  # its numbers are of bytes no longer there: nothing to colour
+            self.clear_overlay_of("profile")
+            self.statusMessage.emit(f"{stale.sentence} The profile overlay is not shown: "
+                                    "profile it again (Compare ▸ Profile A).")
+            return False
         if self.graph.set_overlay(values, label, file=onnx, source="profile"):
             return True
-        self.statusMessage.emit(f"The profile overlay shows on the Graph tab while {onnx.name} "
-                                "is the file shown there.")
+        shown = self.graph.loaded_path
+        self.statusMessage.emit(f"The profile overlay of {onnx.name} is drawn once the Graph "
+                                "tab shows that file" + (f" ({shown.name} is shown now)."
+                                                         if shown is not None else "."))
         return False
 
     def show_on_graph(self, values: dict[str, float], label: str, node: str = "") -> bool:

@@ -324,11 +324,19 @@ def _print_inspect(doc: InspectDocument, out: TextIO) -> None:
         out.write(f"{problem.severity}: {problem.message}\n")
 
 
-def _print_report(report: ExportReport, out: TextIO) -> None:
-    if report.ok:
+def _print_report(report: ExportReport, out: TextIO, wrote: bool = True) -> None:
+    """The text report of an export (`wrote`: its first line names the file written) or of a
+    validation, which writes nothing: its first line is the verdict and the rule it applied."""
+    validation = report.validation
+    if wrote and report.ok:
         nodes = report.graph.nodes if report.graph else "?"
         seconds = ", ".join(f"{k} {v:.1f} s" for k, v in report.seconds.items())
         out.write(f"wrote {report.output} ({nodes} nodes, opset {report.opset}; {seconds})\n")
+    elif not wrote and validation is not None:
+        passed = sum(1 for t in validation.trials if t.ok)
+        out.write(f"validated {report.output}: {'passed' if validation.ok else 'FAILED'}, "
+                  f"{passed} of {len(validation.trials)} trials with |diff| <= atol + "
+                  f"rtol*|ref| (rtol {validation.rtol:g}, atol {validation.atol:g})\n")
     if report.validation:
         for o in report.validation.outputs:
             verdict = ("FAILED" if not o.passed else "ok within rounding of its scale"
@@ -488,10 +496,10 @@ def _run_command(parser: argparse.ArgumentParser, argv: list[str], out: TextIO) 
             report.warnings[:0] = environment
             doc = report
             if not want_json:
-                _print_report(report, out)
+                _print_report(report, out, wrote=args.command == "export")
     except RequestError as exc:
-        doc = _error_document(StudioError("recipe", str(exc)[0].upper() + str(exc)[1:]),
-                              environment)
+        doc = _error_document(StudioError("recipe", str(exc)[0].upper() + str(exc)[1:],
+                                          exc.hint), environment)
     except StudioError as err:
         doc = _error_document(err, environment)
     except KeyboardInterrupt as interrupt:

@@ -23,7 +23,16 @@ __all__ = ["FILL_FORMS", "RequestError", "recipe_from_args"]
 
 
 class RequestError(Exception):
-    """A wrong command line (argparse's complaints, turned into our exit 2 + JSON)."""
+    """A wrong command line (argparse's complaints, turned into our exit 2 + JSON); `hint`
+    says what to write instead."""
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+INPUT_HINT = ("Write each input as --input NAME=SHAPE (sizes joined by x), NAME the forward() "
+              "argument it fills: e.g. --input {name}=1x3x224x224.")
 
 
 FILL_FORMS = ("auto, randn, rand, rand(LOW,HIGH), randint(LOW,HIGH), zeros, ones, "
@@ -39,7 +48,8 @@ def _parse_input(text: str) -> InputSpec:
     name, sep, rest = text.partition("=")
     if not sep or not name:
         raise RequestError(f"--input {text!r}: write NAME=SHAPE[:DTYPE[:FILL]], e.g. "
-                           "x=1x3x224x224 or attention_mask=2x8:int64:ones.")
+                           "x=1x3x224x224 or attention_mask=2x8:int64:ones.",
+                           INPUT_HINT.format(name=name if sep and name else "x"))
     shape_text, _, tail = rest.partition(":")
     dtype, _, fill_text = tail.partition(":")
     if shape_text in ("", "scalar"):
@@ -49,7 +59,8 @@ def _parse_input(text: str) -> InputSpec:
             shape = [int(d) for d in shape_text.lower().split("x")]
         except ValueError:
             raise RequestError(f"--input {text!r}: the shape {shape_text!r} must be sizes "
-                               "joined by x, e.g. 1x3x224x224.") from None
+                               "joined by x, e.g. 1x3x224x224.",
+                               INPUT_HINT.format(name=name)) from None
     spec = InputSpec(name=name, shape=shape, dtype=dtype or "float32")
     if fill_text:
         for key, value in _parse_fill(fill_text, text).items():

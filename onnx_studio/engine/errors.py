@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
 import traceback
+from pathlib import Path
 
 # error.kind values of the JSON contract, and the exit status each one maps to:
 # 2 when the request itself is wrong, 1 when the export or the validation failed.
@@ -43,6 +45,20 @@ def plain(text: str) -> str:
     lines) goes through this before it reaches the user: torch colours its own errors.
     """
     return _ANSI.sub("", text) if "\x1b" in text else text
+
+
+def missing_file_hint(path: str | os.PathLike[str], suffix: str) -> str:
+    """What to write instead of a missing file: the `suffix` files its folder holds (the first
+    few, each a path that works as given), or that the folder itself is missing."""
+    folder = Path(os.path.abspath(path)).parent
+    if not folder.is_dir():
+        return f"The folder {folder} does not exist either; check the path."
+    found = sorted(p for p in folder.iterdir() if p.suffix == suffix and p.is_file())
+    if not found:
+        return f"{folder} holds no {suffix} file; check the path."
+    named = ", ".join(str(folder / p.name) for p in found[:5])
+    more = f" and {len(found) - 5} more" if len(found) > 5 else ""
+    return f"{folder} holds: {named}{more}."
 
 
 def exception_chain(exc: BaseException) -> list[BaseException]:

@@ -73,7 +73,7 @@ def test_compare_two_files_then_profile_onto_the_graph(tabs: ResultTabs, qtbot,
     assert tabs.graph.load_file(tmp_path / "a.onnx")
     browser = tabs.graph.browser
     assert browser is not None and browser.overlay and set(browser.overlay) <= {"mm", "sigmoid"}
-    assert browser.overlay_label == "ms per run" and browser.overlay
+    assert browser.overlay_label == "ms of the p50 run" and browser.overlay
     tab.overlay_check.setChecked(False)
     assert not browser.overlay
 

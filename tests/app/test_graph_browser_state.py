@@ -77,17 +77,17 @@ def test_a_profile_overlay_leaves_with_its_file_and_its_box_stays_put(
     assert browser.overlay is None and not browser.view.legend.isVisibleTo(browser)
     # the CNN shown: its profile colours it, with the legend
     browser = graph_of(window, qtbot, files["cnn"])
-    assert browser.overlay and browser.overlay_label == "ms per run"
+    assert browser.overlay and browser.overlay_label == "ms of the p50 run"
     assert browser.view.legend.isVisibleTo(browser)
     timed = next(n for n in browser.model.nodes  # type: ignore[union-attr]
                  if n.name in browser.overlay)
     browser.select_node(timed.index)
-    assert "ms per run" in panel_text(browser)
+    assert "ms of the p50 run" in panel_text(browser)
     # GPT-2 again: nothing of the CNN's profile on it
     browser = graph_of(window, qtbot, files["gpt2"])
     assert browser.overlay is None and not browser.view.legend.isVisibleTo(browser)
     browser.select_group(next(g for g in browser.model.groups if g))  # type: ignore[union-attr]
-    assert "ms per run" not in panel_text(browser)
+    assert "ms of the p50 run" not in panel_text(browser)
     # and back on the CNN while the box is ticked; unticked, gone
     browser = graph_of(window, qtbot, files["cnn"])
     assert browser.overlay

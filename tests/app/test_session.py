@@ -225,3 +225,33 @@ def test_a_worker_with_an_untested_torch_is_said_once(qtbot) -> None:
                                                         torch_tested=True))
     assert len(notices) == 1
     session.shutdown()
+
+
+def test_a_file_replaced_with_the_same_size_and_time_is_read_again(tmp_path: Path,
+                                                                   qtbot) -> None:
+    """The session's file stamp has the inode: a file replaced by a rename with its size and
+    modification time kept is another file. No watcher event is needed: the stamp is looked
+    at again when asked (the window does when it becomes active)."""
+    from tests.app.conftest import write_mlp
+
+    session = ExportSession(use_worker=False)
+    path = write_mlp(tmp_path / "m.onnx", 1.0)
+    opened = session.open_onnx(path)
+    assert not opened.reread and session.stale(opened) is None
+    other = write_mlp(tmp_path / "other.onnx", 2.0)  # the same size: only a weight differs
+    stat = path.stat()
+    assert other.stat().st_size == stat.st_size
+    os.utime(other, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    os.replace(other, path)
+    assert path.stat().st_mtime_ns == stat.st_mtime_ns and path.stat().st_size == stat.st_size
+    assert session.stale(opened) is not None, "another inode: another file"
+    session.results.watch.blockSignals(True)  # as on a file system that says nothing
+    assert session.check_files()
+    again = session.results.opened
+    assert again is not None and again.reread and again.path == path.resolve()
+    assert again.stamp is not None and opened.stamp is not None
+    assert again.stamp.inode != opened.stamp.inode
+    said = session.stale(again)
+    assert said is not None and "not been validated" in said.sentence
+    assert not session.check_files(), "nothing changed since"
+    session.shutdown()

@@ -59,10 +59,12 @@ def test_profile_cli_without_recipe(gpt2: tuple[Path, Path], capsys: pytest.Capt
     assert list(doc)[:6] == ["ok", "latency_ms", "nodes", "ops", "groups", "runs"]
     assert "torch_latency_ms" not in doc
     # the issue's keys, and the file's node each profiled one comes from
-    assert set(doc["nodes"][0]) == {"name", "op_type", "group", "ms", "node"}
+    # (issue 36: each one's share of the profiled run and of the p50; a fused kernel's nodes)
+    assert set(doc["nodes"][0]) - {"fused"} == {"name", "op_type", "group", "ms", "node",
+                                                "share", "p50_ms"}
     assert any(n["node"] for n in doc["nodes"])
-    assert set(doc["ops"][0]) == {"op_type", "ms", "count"}
-    assert set(doc["groups"][0]) == {"name", "ms"}
+    assert set(doc["ops"][0]) == {"op_type", "ms", "count", "share", "p50_ms"}
+    assert set(doc["groups"][0]) == {"name", "ms", "share", "p50_ms"}
 
 
 def test_profile_refuses_bad_requests(gpt2: tuple[Path, Path], tmp_path: Path,

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QGridLayout,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QLineEdit,
     QProgressBar,
@@ -32,6 +33,14 @@ from onnx_studio.app.session import Comparison, ExportSession, Profile, Variant
 from onnx_studio.engine.protocol import CompareDocument, Error, ProfileDocument
 
 TOP_N = 25
+# a node's part of a run: its share of the profiled run, and that share of the plain p50 (the
+# times add up to a run the user measured; the profiler's own cost is said in the status)
+OVERLAY_LABEL = "ms of the p50 run"  # the overlay's values: each node's part of a plain run
+PROFILE_HEADERS = ("node", "kernel", "module group", "share", "ms at p50")
+PROFILE_TIPS = ("the kernel onnxruntime ran, named after a node of the file (a fused one lists "
+                "every node it ran)", "the operator of the kernel", "the module it counts in",
+                "its share of a run with the profiler on", "that share of the plain run's p50: "
+                "the column adds up to (at most) the p50")
 
 
 class CompareTab(QWidget):
@@ -40,6 +49,7 @@ class CompareTab(QWidget):
     showOnGraph = Signal(object, object, str)  # (.onnx path, {node name: ms}, label)
     markOnGraph = Signal(object, object, object)  # (.onnx path, {node: why}, [to select])
     clearGraph = Signal()
+    statusMessage = Signal(str)  # for the status bar: what the tab decided and why
 
     def __init__(self, session: ExportSession, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -131,12 +141,17 @@ class CompareTab(QWidget):
         self.ops = OpsTable()
         self.initializers = InitializersTable()
         self.graphs = SideBySideGraphs()
-        self.profile_table = QTableWidget(0, 4)
-        self.profile_table.setHorizontalHeaderLabels(["node", "operator", "module group",
-                                                      "ms per run"])
+        self.profile_table = QTableWidget(0, len(PROFILE_HEADERS))
+        self.profile_table.setHorizontalHeaderLabels(list(PROFILE_HEADERS))
         self.profile_table.verticalHeader().setVisible(False)
         self.profile_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        self.profile_table.horizontalHeader().setStretchLastSection(True)
+        header = self.profile_table.horizontalHeader()
+        for column, tip in enumerate(PROFILE_TIPS):  # at 1024 every column in view
+            heading = QTableWidgetItem(PROFILE_HEADERS[column])
+            heading.setToolTip(tip)
+            self.profile_table.setHorizontalHeaderItem(column, heading)
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Stretch if column == 0
+                                        else QHeaderView.ResizeMode.ResizeToContents)
         self.variants = VariantsPanel()
         self.variants.makeRequested.connect(self.start_variant)
         self.variants.showOnGraph.connect(self.markOnGraph)
@@ -201,10 +216,19 @@ class CompareTab(QWidget):
             else found)
         self.both_button.setEnabled(idle and has_model)
         profile = self.analysis.profile
-        self.overlay_check.setEnabled(profile is not None)
-        self.overlay_check.setToolTip(f"Colour {profile.onnx.name}'s nodes on the Graph tab by "
-                                      "their time" if profile is not None else
-                                      "Profile a file first")
+        stale = profile.stale() if profile is not None else None
+        self.overlay_check.setEnabled(profile is not None and stale is None)
+        self.overlay_check.setToolTip(
+            "Profile a file first" if profile is None else
+            f"{stale.sentence} Profile it again to colour its graph." if stale is not None else
+            f"Colour {profile.onnx.name}'s nodes on the Graph tab by their time")
+        if stale is not None and self.overlay_check.isChecked():
+            # its numbers are of bytes no longer on disk: they colour nothing, and say why
+            self.overlay_check.setChecked(False)
+            said = (f"{stale.sentence} The profile overlay is off: press Profile A to time "
+                    "the file as it is now.")
+            self.status.setText(said)
+            self.statusMessage.emit(said)
 
     # ------------------------------------------------------------------ jobs
     def start_compare(self) -> bool:
@@ -298,6 +322,8 @@ class CompareTab(QWidget):
             changed = doc.initializers.changed
             first = f" Initializer {changed[0].name!r} differs." if changed else ""
             self.status.setText(f"The files disagree{': ' + diff if diff else ''}." + first)
+        if doc.timing_note:  # a difference of times inside their spread is noise: said so
+            self.status.setText(f"{self.status.text()} {doc.timing_note}")
         self.views.setCurrentWidget(self.facts)
 
     def show_profile(self, profile: Profile) -> None:
@@ -305,8 +331,14 @@ class CompareTab(QWidget):
         nodes = doc.nodes[:TOP_N]
         self.profile_table.setRowCount(len(nodes))
         for r, n in enumerate(nodes):
-            for c, text in enumerate((n.name, n.op_type, n.group, f"{n.ms:.4f}")):
-                self.profile_table.setItem(r, c, QTableWidgetItem(text))
+            ran = f" ran {' + '.join(n.fused)};" if n.fused else ""
+            share = "—" if n.share is None else f"{n.share:.1%}"
+            ms = f"{n.p50_ms if n.p50_ms is not None else n.ms:.4f}"
+            for c, text in enumerate((f"{n.name} (fused)" if n.fused else n.name, n.op_type,
+                                      n.group, share, ms)):
+                item = QTableWidgetItem(text)
+                item.setToolTip(f"{n.name}:{ran} {n.ms:.4f} ms per run with the profiler on")
+                self.profile_table.setItem(r, c, item)
         lat = doc.latency_ms
         eager = doc.torch_latency_ms
         slowest_ops = ", ".join(o.op_type for o in doc.ops[:3])
@@ -315,7 +347,8 @@ class CompareTab(QWidget):
             f"{profile.onnx.name}: "
             + (f"ONNX Runtime p50 {lat.p50:.3f} ms, p90 {lat.p90:.3f} ms" if lat else "")
             + (f"; eager PyTorch p50 {eager.p50:.3f} ms" if eager else "")
-            + f". Slowest operators: {slowest_ops}; module groups: {slowest_groups}.")
+            + f". Slowest operators: {slowest_ops}; module groups: {slowest_groups}. "
+            + doc.per_node_sentence())
         self.views.setCurrentWidget(self.profile_table)
         self._update_buttons()
         if self.overlay_check.isChecked():
@@ -324,6 +357,9 @@ class CompareTab(QWidget):
     def _overlay_toggled(self, on: bool) -> None:
         profile = self.analysis.profile
         if on and profile is not None:
-            self.showOnGraph.emit(profile.onnx, profile.node_ms(), "ms per run")
+            self.session.check_files()  # a change no watcher heard yet: decided now
+            self._update_buttons()
+            if self.overlay_check.isChecked():
+                self.showOnGraph.emit(profile.onnx, profile.node_ms(), OVERLAY_LABEL)
         else:
             self.clearGraph.emit()

@@ -68,14 +68,18 @@ class FactsTable(QTableWidget):
         pair("opsets", *(_opsets(doc.opset_imports.get(s, {})) for s in SIDES))
         pair("inputs", *(_tensors(doc.inputs.get(s, [])) for s in SIDES))
         pair("outputs", *(_tensors(doc.outputs.get(s, [])) for s in SIDES))
-        if doc.load_ms:
-            rows.append((["session load", _number(doc.load_ms["a"], " ms"),
-                          _number(doc.load_ms["b"], " ms")], False))
+        spread = doc.spread_ms
+        if doc.load_ms:  # each with the range it took over the rounds: a difference inside it
+            rows.append((["session load (median)",  # is noise (the timing row says so)
+                          *(_number(doc.load_ms[k], " ms") + _range(spread, "load", k)
+                            for k in SIDES)], False))
         for key in ("p50", "p90"):
             if doc.latency_ms:
                 rows.append(([f"latency {key}",
-                              _number(getattr(doc.latency_ms["a"], key), " ms"),
-                              _number(getattr(doc.latency_ms["b"], key), " ms")], False))
+                              *(_number(getattr(doc.latency_ms[k], key), " ms")
+                                + (_range(spread, "p50", k) if key == "p50" else "")
+                                for k in SIDES)], False))
+
         if doc.parity is not None:
             torch = doc.parity.torch
             verdict = "equal outputs" if doc.parity.ok else "outputs DIFFER"
@@ -95,6 +99,12 @@ class FactsTable(QTableWidget):
                           f"unmatched: A {len(m.unmatched_a)}, B {len(m.unmatched_b)}"],
                          bool(m.unmatched_a or m.unmatched_b)))
         _fill(self, rows)
+
+
+def _range(spread: dict[str, dict[str, list[float]]], what: str, side: str) -> str:
+    """The range a time took over the rounds, " (lo–hi)"; "" when the document has none."""
+    values = spread[what][side] if what in spread and side in spread[what] else []
+    return f" ({values[0]:.3g}–{values[1]:.3g})" if len(values) == 2 else ""
 
 
 def _size(value: int | None) -> str:

@@ -28,6 +28,7 @@ from onnx_studio.app.form import marks
 from onnx_studio.app.outcomes import ExportOutcome, JobStart, ValidationOutcome
 from onnx_studio.app.recipes import relative_source
 from onnx_studio.app.session import ExportSession
+from onnx_studio.app.session.belonging import Standing
 
 if TYPE_CHECKING:
     from onnx_studio.engine.protocol import Validation
@@ -47,6 +48,7 @@ class ExportBar(QWidget):
         self._started_at = 0.0
         self._run: Validation | None = None  # the validation run the bar's words are about
         self._said: Validation | None = None  # and the verdict they give (it may be re-judged)
+        self._about: Standing | None = None  # what the session said of its file after a job
         self.output = QLineEdit()
         self.output.setToolTip(OUTPUT_TIP)
         self.output_browse = QPushButton("Browse…")
@@ -182,17 +184,23 @@ class ExportBar(QWidget):
             self.finish(False, f"{title}; the Summary tab says why.")
 
     def _remember(self) -> None:
-        """Note the validation the bar's words are about (the session's, after a job)."""
+        """Note the validation the bar's words are about (the session's, after a job), and
+        what the session said of its file then."""
         outcome = self.session.validation_result
         self._run = outcome.run if outcome is not None else None
         self._said = outcome.validation if outcome is not None else None
+        self._about = self.session.standing()
 
     def _results_changed(self) -> None:
-        """The session judged the validation the bar spoke of again (a new tolerance): say
-        the new verdict, as the Validation tab and the Summary do."""
+        """The session's results changed: the bar's words follow what the session says of its
+        file now (it changed on disk, another file, a validation judged again); the words of
+        the last job stay while they are about the same file and verdict."""
+        if self.session.busy:
+            return
         outcome = self.session.validation_result
-        if self.session.busy or outcome is None or outcome.validation is None \
-                or outcome.run is not self._run or outcome.validation is self._said:
+        if outcome is None or outcome.validation is None or outcome.run is not self._run \
+                or outcome.validation is self._said:
+            self._follow_standing()
             return
         judged = self._said = outcome.validation
         tolerance = f"rtol {judged.rtol:g}, atol {judged.atol:g}"
@@ -206,6 +214,20 @@ class ExportBar(QWidget):
             self.progress.setValue(0)
             self.stage.setText(f"Judged again at {tolerance}: the validation fails; the "
                                "Validation tab shows where (nothing re-run).")
+
+    def _follow_standing(self) -> None:
+        """Say what the session says of its file, when the last job's words are not about
+        it any more."""
+        now, then = self.session.standing(), self._about
+        if then is not None and now.shown is then.shown and now.verdict is then.verdict \
+                and now.stale == then.stale:
+            return
+        self._about = now
+        verdict = now.verdict
+        passed = verdict is not None and verdict.ok and now.stale is None
+        self.progress.setFormat(now.word or "Ready")
+        self.progress.setValue(1000 if passed else 0)
+        self.stage.setText(now.sentence)
 
     def _validation_finished(self, outcome: ValidationOutcome) -> None:
         self._remember()

@@ -60,6 +60,10 @@ class ModelForm(QGroupBox):
         self.examples.addItem(GALLERY_PROMPT, None)  # the examples: set_examples
         self.candidates = QListWidget()
         self.candidates.setMaximumHeight(64)
+        # a long signature wraps in the form's width: the list never scrolls sideways
+        self.candidates.setWordWrap(True)
+        self.candidates.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.candidates.setResizeMode(QListWidget.ResizeMode.Adjust)
         self.candidates.setToolTip("Classes and factories in the file; pick one to use it and "
                                    "to name the inputs after its forward() parameters")
         self.candidates_label = QLabel("Classes and factories in the file:")

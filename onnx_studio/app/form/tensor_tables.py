@@ -123,8 +123,9 @@ def parse_params(text: str) -> dict[str, float | str | None]:
 
 
 def name_color(name: str, dark: bool) -> QColor:
-    """A stable tint per dimension name, so shared names look alike in every row."""
-    hue = zlib.crc32(name.encode()) % 360
+    """A stable tint per dimension name, so shared names look alike in every row: a hue from
+    yellow-green through blue to violet, never near the reds of an error mark."""
+    hue = 70 + zlib.crc32(name.encode()) % 220
     return QColor.fromHsl(hue, 140, 70 if dark else 215)
 
 
@@ -178,6 +179,8 @@ class _TensorTable(QGroupBox):
         session.recipeChanged.connect(self.refresh)
         session.recipeEdited.connect(self._recipe_edited)
         session.readinessChanged.connect(self._readiness_changed)
+        # the inputs' reason says whether the Hugging Face group lists them yet
+        session.descriptionChanged.connect(lambda _d: self._follow_source())
 
     def items(self) -> list[Any]:
         """The recipe's list this table shows (edited in place, inside the session's edit)."""
@@ -382,8 +385,9 @@ class InputsTable(_TensorTable):
         # the two combo boxes keep the width their longest entry needs, Params a narrow one
         header = self.table.horizontalHeader()
         header.setStretchLastSection(False)
-        for col in range(len(self.columns)):
-            header.setSectionResizeMode(col, QHeaderView.ResizeMode.Stretch)
+        for col in range(len(self.columns)):  # a shape shows whole (2x3x32x32), never cut
+            header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents if col == 1
+                                        else QHeaderView.ResizeMode.Stretch)
         for col, width in ((2, 76), (3, 122), (4, 58)):  # Params: rarely set, elided
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.Fixed)
             self.table.setColumnWidth(col, width)

@@ -105,6 +105,7 @@ class GraphTab(QWidget):
         session.exportFinished.connect(self._export_finished)
         session.validationFinished.connect(self._validation_finished)
         session.fileOpened.connect(self._file_opened)
+        session.resultsChanged.connect(self._follow_disk)  # a file shown changed on disk
         shown = session_file(session)  # built late (on first show): the session's file now
         if shown is not None:
             self.load_file(shown)
@@ -120,6 +121,15 @@ class GraphTab(QWidget):
         onnx = outcome.onnx
         if outcome.validation is not None and onnx is not None and self.loaded_path != onnx:
             QTimer.singleShot(0, lambda: self.load_file(onnx))  # for "Show on graph"
+
+    def _follow_disk(self) -> None:
+        """Read a file shown again when it changed on disk: the graph is of the file as it
+        is now, never a copy of what it was (an overlay of the old bytes is not drawn)."""
+        for side, browser in enumerate((self.browser, self.second)):
+            path = self.shown[side]
+            if browser is not None and path is not None and browser.state.changed_on_disk() \
+                    and path.is_file():
+                self.show_file(side, path)
 
     def _file_opened(self, opened: OpenedFile) -> None:
         if opened.error is None:

@@ -4,22 +4,61 @@ terminal would show them.
 A line that a progress bar rewrote in place (carriage returns, tqdm's bars) shows what it
 ended as, and the next state of the same bar replaces it rather than adding a line; a
 character the log's font has no glyph for (an emoji such as ✅) is written as a sign or a
-name it can show, never as a box.
+name it can show, never as a box. A torch log line (glog's "W1207 15:00:19.143000 11883
+torch/onnx/...py:123] text") and a Python warning under the interpreter's folders are written as
+what they say, the file named from its package (`readable`); long lines wrap, never cut.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 import unicodedata
 from collections.abc import Callable
 
-from PySide6.QtGui import QFontMetrics, QTextCursor
+from PySide6.QtGui import QFontMetrics, QTextCursor, QTextOption
 from PySide6.QtWidgets import QPlainTextEdit, QWidget
 
 from onnx_studio.app.results.summary import mono
 from onnx_studio.app.session import ExportSession
 
-__all__ = ["LogView", "displayable", "terminal_lines"]
+__all__ = ["LogView", "displayable", "readable", "terminal_lines"]
+
+# glog, as torch's C++ and torch.onnx's loggers print: LEVEL MMDD HH:MM:SS.micro THREAD file:line]
+_GLOG = re.compile(r"^(?P<level>[IWEF])\d{4} (?P<time>\d\d:\d\d:\d\d)\.\d+\s+\d+\s+"
+                   r"(?P<file>[^\s:]+):(?P<line>\d+)\]\s?(?P<text>.*)$")
+_LEVELS = {"I": "info", "W": "warning", "E": "error", "F": "fatal"}
+# warnings.showwarning: /abs/path/file.py:105: FutureWarning: text
+_PY_WARNING = re.compile(r"^(?P<file>/\S+?\.py|[A-Za-z]:\\\S+?\.py):(?P<line>\d+): "
+                         r"(?P<category>\w+(?:Warning|Error)): (?P<text>.*)$")
+_PACKAGES = re.compile(r".*[/\\](?:site|dist)-packages[/\\]")
+
+
+def _short(file: str) -> str:
+    """A file as its package names it: site-packages/torch/onnx/x.py as torch/onnx/x.py, the
+    standard library's copyreg.py as copyreg.py; another file stays as it is."""
+    short = _PACKAGES.sub("", file)
+    if short != file:
+        return short
+    for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix}:
+        lib = re.match(re.escape(prefix) + r"[/\\]lib[/\\](?:python[\d.]+[/\\])?", file)
+        if lib is not None:
+            return file[lib.end():]
+    return file
+
+
+def readable(line: str) -> str:
+    """`line` as what it says: a glog line as "warning: text (torch/onnx/x.py:123)", a Python
+    warning from an installed package as "FutureWarning: text (copyreg.py:105)"."""
+    glog = _GLOG.match(line)
+    if glog is not None:
+        return (f"{_LEVELS[glog['level']]}: {glog['text']} "
+                f"({_short(glog['file'])}:{glog['line']}, {glog['time']})")
+    warning = _PY_WARNING.match(line)
+    if warning is not None:
+        return (f"{warning['category']}: {warning['text']} "
+                f"({_short(warning['file'])}:{warning['line']})")
+    return line
 
 # tqdm's bar: "desc: 50%|█████     | 1/2 [00:01<00:01, 1.2it/s]" (the bar between the pipes)
 _BAR = re.compile(r"^(?P<head>.*?)(?P<percent>\d{1,3})%\|[^|]*\|\s*(?P<tail>.*)$")
@@ -72,7 +111,9 @@ class LogView(QPlainTextEdit):
         super().__init__(parent)
         self.setReadOnly(True)
         self.setMaximumBlockCount(20000)
-        self.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        # a long line wraps (a path without spaces anywhere): nothing is cut at the right edge
+        self.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+        self.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
         mono(self)
         self._bar = ""  # the progress bar the last line shows ("": a plain line)
         session.logLine.connect(self.add)
@@ -86,7 +127,7 @@ class LogView(QPlainTextEdit):
         bar = self.verticalScrollBar()
         at_end = bar.value() >= bar.maximum() - 4
         for line, key in terminal_lines(text.rstrip("\n")):
-            line = displayable(line, self.has_glyph)
+            line = displayable(readable(line), self.has_glyph)
             if key and key == self._bar:  # the same bar moved on: its line says where it is
                 cursor = QTextCursor(self.document().lastBlock())
                 cursor.movePosition(QTextCursor.MoveOperation.EndOfBlock,

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -76,11 +76,6 @@ class ProvenanceBar(QWidget):
         self._stale = False
         self._dark = False
         self.set_dark(False)
-        # the file may change on disk with nothing said: look again now and then
-        self._poll = QTimer(self)
-        self._poll.setInterval(1500)
-        self._poll.timeout.connect(self.refresh)
-        self._poll.start()
         for signal in (session.recipeEdited, session.recipeChanged, session.resultsChanged,
                        session.exportFinished, session.validationFinished,
                        session.exportStarted, session.validationStarted):
@@ -123,7 +118,11 @@ class ProvenanceBar(QWidget):
             stale = session.stale(shown)
         elif isinstance(shown, OpenedFile):
             self.origin.setToolTip(str(shown.path))
-            self.origin.setText(f"<b>{html.escape(shown.path.name)}</b> — opened "
+            export = session.export_result
+            after = (f" after its export at {when(export.stamp.at)}" if export is not None
+                     and export.output == shown.path else "")
+            how = f"changed on disk{after}, read again" if shown.reread else "opened"
+            self.origin.setText(f"<b>{html.escape(shown.path.name)}</b> — {how} "
                                 f"{when(shown.at)}; Validate uses the inputs of "
                                 f"{html.escape(session.recipe_label())}")
             stale = session.stale(shown)

@@ -22,7 +22,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from onnx_studio.app.outcomes import ExportOutcome, JobStart, OpenedFile, failure_hint
+from onnx_studio.app.outcomes import (
+    ExportOutcome,
+    JobStart,
+    OpenedFile,
+    ValidationOutcome,
+    failure_hint,
+)
+from onnx_studio.app.results.provenance import when
 from onnx_studio.app.results.why import WhyBar
 from onnx_studio.app.session import ExportSession
 from onnx_studio.engine.errors import plain
@@ -111,19 +118,22 @@ class SummaryView(QWidget):
         self.refresh()
 
     def refresh(self) -> None:
-        """Draw the session's file: an .onnx opened since the last export, else the export."""
+        """Draw the session's file (an .onnx opened, or read again, since the last export, else
+        the export) and the verdict the session gives the file as it is now."""
         if self._running is not None:
             return
-        shown = self.session.results.latest()
+        standing = self.session.standing()
+        shown = standing.shown
         if shown is None:
             self.show_empty()
         elif isinstance(shown, OpenedFile):
-            self.show_opened(shown)
+            self.show_opened(shown, standing.verdict)
         else:
-            self.show_export(shown)
+            self.show_export(shown, standing.verdict)
 
-    def show_opened(self, opened: OpenedFile) -> None:
-        """What an .onnx the user opened holds (inspect), or why it cannot be read."""
+    def show_opened(self, opened: OpenedFile, checked: ValidationOutcome | None = None) -> None:
+        """What an .onnx the user opened holds (inspect), or why it cannot be read; with the
+        validation of it as it is now (`checked`), when there is one."""
         from onnx_studio.engine.protocol import Error, ExportFacts, ExportReport
 
         inspect = opened.inspect
@@ -133,14 +143,19 @@ class SummaryView(QWidget):
         report = ExportReport(ok=True, output=str(opened.path), graph=inspect.graph,
                               exporter="unknown (an opened file)",
                               opset=inspect.opset_imports.get(DEFAULT_DOMAIN))
+        if not self._show_verdict(checked, opened):
+            name = html.escape(opened.path.name)
+            title = f"{name} read again (it changed on disk)" if opened.reread else \
+                f"Opened {name}"
+            self.status.setText(f"<h3>{title}</h3>Validate checks this file against the model "
+                                "in the form, with the form's inputs.")
+            self._set_error_parts("", "", opened)
         self._show_facts(report, ExportFacts(), opened)
-        self.status.setText(f"<h3>Opened {html.escape(opened.path.name)}</h3>Validate checks "
-                            "this file against the model in the form, with the form's inputs.")
-        self._set_error_parts("", "", opened)
 
-    def show_export(self, outcome: ExportOutcome) -> None:
-        """An export: what it wrote, the verdict of its validation as judged now, or why it
-        failed."""
+    def show_export(self, outcome: ExportOutcome, checked: ValidationOutcome | None = None
+                    ) -> None:
+        """An export: what it wrote, the verdict of its file as judged now (`checked`), or why
+        it failed."""
         from onnx_studio.engine.protocol import Error, ErrorEvent
 
         final = outcome.final
@@ -149,22 +164,38 @@ class SummaryView(QWidget):
             error = outcome.error or Error(kind="export", message="Export failed.")
             self.show_error(error, outcome.details, outcome)
             return
-        checked = self.session.results.validation_of(outcome.stamp)
-        validation = checked.validation if checked is not None else report.validation
-        if outcome.written and (validation is None or validation.ok):
-            self.status.setText("<h3 style='color:#2f9e44'>✔ Exported</h3>" if report.ok
-                                or validation is not None else "<h3>Finished</h3>")
-            self._set_error_parts("", "", outcome)
-        elif outcome.written and validation is not None:  # it computes something else
-            own = checked is None or (checked.job == outcome.job and not checked.rejudged)
-            error = report.error if own and report.error is not None else Error(
-                kind="validation", message=validation.message or "",
-                hint=failure_hint(validation))
-            self.show_error(error, outcome.details, outcome)
-        else:
+        if not outcome.written:
             error = report.error or Error(kind="export", message="Export failed.")
             self.show_error(error, outcome.details, outcome)
+        elif not self._show_verdict(checked, outcome):
+            self.status.setText("<h3 style='color:#2f9e44'>✔ Exported</h3>" if report.ok
+                                or checked is not None else "<h3>Finished</h3>")
+            self._set_error_parts("", "", outcome)
         self._show_facts(report, final.extra, outcome)
+
+    def _show_verdict(self, checked: ValidationOutcome | None,
+                      shown: ExportOutcome | OpenedFile) -> bool:
+        """Say a validation of the shown file that failed or could not run, as the Validation
+        tab does; False when there is none such (it passed, or none checked these bytes)."""
+        from onnx_studio.engine.protocol import Error
+
+        if checked is None or checked.ok:
+            return False
+        validation = checked.validation
+        details = checked.details
+        if validation is None:
+            error = checked.error or Error(kind="validation", message="")
+            self.show_error(error, details, shown, title="Validation could not run")
+            return True
+        export = shown if isinstance(shown, ExportOutcome) else None
+        report = export.report if export is not None else None
+        own = (export is not None and checked.job == export.job and not checked.rejudged
+               and report is not None and report.error is not None)
+        error = report.error if own and report is not None and report.error else Error(
+            kind="validation", message=validation.message or "",
+            hint=failure_hint(validation))
+        self.show_error(error, details or (export.details if export else ""), shown)
+        return True
 
     def _toggle_details(self, on: bool) -> None:
         self.details.setVisible(on)
@@ -208,9 +239,10 @@ class SummaryView(QWidget):
         self.status.setText(f"<h3>Exporting…</h3>to {html.escape(self._running or '')}"
                             f"<p style='line-height:130%'>{done}{now}</p>")
 
-    def show_error(self, error: Error, details: str, drawn: object = None) -> None:
-        title = {"cancelled": "Export cancelled", "worker_crashed": "The worker crashed",
-                 "validation": "Validation failed"}.get(error.kind, "Export failed")
+    def show_error(self, error: Error, details: str, drawn: object = None,
+                   title: str = "") -> None:
+        title = title or {"cancelled": "Export cancelled", "worker_crashed": "The worker crashed",
+                          "validation": "Validation failed"}.get(error.kind, "Export failed")
         if error.kind == "cancelled" and "had already finished" in error.message:
             title = "Cancelled after the file was written"
         message = html.escape(error.message)
@@ -291,18 +323,29 @@ class SummaryView(QWidget):
 
     def _verdict(self, report: ExportReport, shown: ExportOutcome | OpenedFile) -> str:
         """The validation of the shown file as the session judges it now ("": none)."""
-        stamp = shown if isinstance(shown, OpenedFile) else shown.stamp
-        checked = self.session.results.validation_of(stamp)
-        validation = checked.validation if checked is not None else report.validation
-        if validation is None:
+        results = self.session.results
+        checked = results.validation_of(shown)
+        if checked is None:
+            last = results.validation
+            onnx = last.stamp.onnx if last is not None else None
+            path = shown.path if isinstance(shown, OpenedFile) else shown.output
+            if last is not None and last.validation is not None and onnx is not None \
+                    and path is not None and onnx.path == path:
+                said = "passed" if last.validation.ok else "failed"
+                return (f"none of the file as it is now (the last one, which {said}, checked "
+                        f"it at {when(last.stamp.at)}, before it changed on disk)")
             return ""
+        validation = checked.validation
+        if validation is None:
+            error = checked.error
+            return "could not run" + (f": {html.escape(error.message)}" if error else "")
         trials = validation.trials
         text = (f"{'passed' if validation.ok else 'FAILED'}: "
-                f"{sum(1 for t in trials if t.ok)} of {len(trials)} trials within rtol "
-                f"{validation.rtol}, atol {validation.atol}")
-        if checked is not None and checked.rejudged:
+                f"{sum(1 for t in trials if t.ok)} of {len(trials)} trials within "
+                f"|diff| ≤ atol + rtol·|ref| (rtol {validation.rtol}, atol {validation.atol})")
+        if checked.rejudged:
             text += " (judged again at the form's tolerance, nothing re-run)"
-        stale = self.session.stale(checked) if checked is not None else None
+        stale = self.session.stale(checked)
         if stale is not None:
             text += f" — out of date: {html.escape(stale.sentence)}"
         return text

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
 
+from onnx_studio.app.outcomes import FileStamp
+from onnx_studio.app.session.belonging import Stale, file_sentence
 from onnx_studio.app.session.jobs import Jobs
 from onnx_studio.app.session.recipe_edits import RecipeEdits
 from onnx_studio.engine.recipe import to_toml
@@ -48,6 +50,15 @@ class Comparison:
     document: CompareDocument
     against: str
     at: float  # time.time() when it ran
+    stamps: tuple[FileStamp | None, FileStamp | None] = (None, None)  # A and B when sent
+
+    def stale(self) -> Stale | None:
+        """Why this comparison is no longer of the files as they are (None: it is)."""
+        for stamp in self.stamps:
+            moved = file_sentence(stamp, "comparison")
+            if moved is not None:
+                return Stale(moved, "compare")
+        return None
 
 
 @dataclass(frozen=True)
@@ -58,14 +69,22 @@ class Profile:
     document: ProfileDocument
     against: str
     at: float
+    stamp: FileStamp | None = None  # the file as it was when the profile was sent
+
+    def stale(self) -> Stale | None:
+        """Why this profile is no longer of the file as it is (None: it is)."""
+        moved = file_sentence(self.stamp, "profile")
+        return Stale(moved, "profile") if moved is not None else None
 
     def node_ms(self) -> dict[str, float]:
-        """Milliseconds per run by the file's node names: a node onnxruntime fused counts
-        under the node it is named after (onnx_studio.engine.analysis.profile)."""
+        """Milliseconds of the p50 run by the file's node names (each node's share of the
+        profiled run, onnx_studio.engine.analysis.profile): a kernel that ran several of the
+        file's nodes (a fused Conv+Relu) colours each of them with its time, as one."""
         values: dict[str, float] = {}
         for n in self.document.nodes:
-            if n.node:
-                values[n.node] = values.get(n.node, 0.0) + n.ms
+            ms = n.p50_ms if n.p50_ms is not None else n.ms
+            for name in n.fused or ([n.node] if n.node else []):
+                values[name] = values.get(name, 0.0) + ms
         return values
 
 
@@ -125,6 +144,13 @@ class AnalysisModel(QObject):
     def busy(self) -> bool:
         return self.job is not None
 
+    def files(self) -> list[Path]:
+        """The files the last profile and comparison are of (the session watches them)."""
+        found = [self.profile.onnx] if self.profile is not None else []
+        if self.comparison is not None:
+            found += [self.comparison.a, self.comparison.b]
+        return found
+
     def _against(self, against_torch: bool) -> tuple[str | None, str]:
         """(the recipe's TOML, its label) when PyTorch is a reference too, else (None, "")."""
         recipe = self.edits.recipe
@@ -142,7 +168,8 @@ class AnalysisModel(QObject):
         request = CompareRequest(a=str(a), b=str(b), recipe=toml,
                                  base_dir=str(self.edits.recipe.base_dir))
         return self._submit("compare", request, f"Comparing {a.name} with {b.name}…",
-                            functools.partial(self._compared, a, b, label))
+                            functools.partial(self._compared, a, b, label,
+                                              (FileStamp.of(a), FileStamp.of(b))))
 
     def profile_file(self, onnx: Path, against_torch: bool) -> bool:
         """Time `onnx` in ONNX Runtime per node, operator and module group."""
@@ -152,7 +179,7 @@ class AnalysisModel(QObject):
         request = ProfileRequest(onnx=str(onnx), recipe=toml,
                                  base_dir=str(self.edits.recipe.base_dir))
         return self._submit("profile", request, f"Profiling {onnx.name}…",
-                            functools.partial(self._profiled, onnx, label))
+                            functools.partial(self._profiled, onnx, label, FileStamp.of(onnx)))
 
     def variant(self, onnx: Path, kind: str, keep_fp32: str | None = None) -> bool:
         """Write the `kind` variant of `onnx` beside it and judge it against the recipe's
@@ -257,20 +284,23 @@ class AnalysisModel(QObject):
 
     # ----------------------------------------------------------------- results
 
-    def _compared(self, a: Path, b: Path, against: str, final: Result) -> Comparison | None:
+    def _compared(self, a: Path, b: Path, against: str,
+                  stamps: tuple[FileStamp | None, FileStamp | None],
+                  final: Result) -> Comparison | None:
         from onnx_studio.engine.protocol import CompareResult
 
         if not isinstance(final, CompareResult):
             return None
-        self.comparison = Comparison(a, b, final.comparison, against, time.time())
+        self.comparison = Comparison(a, b, final.comparison, against, time.time(), stamps)
         return self.comparison
 
-    def _profiled(self, onnx: Path, against: str, final: Result) -> Profile | None:
+    def _profiled(self, onnx: Path, against: str, stamp: FileStamp | None,
+                  final: Result) -> Profile | None:
         from onnx_studio.engine.protocol import ProfileResult
 
         if not isinstance(final, ProfileResult):
             return None
-        self.profile = Profile(onnx, final.profile, against, time.time())
+        self.profile = Profile(onnx, final.profile, against, time.time(), stamp)
         return self.profile
 
     def _made(self, onnx: Path, kind: str, keep: str | None, final: Result) -> Variant | None:

@@ -162,8 +162,7 @@ def trial_names(validation: ValidationOutcome | None) -> str:
 
 def _same_state(a: FileStamp | None, b: FileStamp | None) -> bool:
     """True when two stamps name one file as it was at one moment (paths compared resolved)."""
-    return (a is not None and b is not None and (a.size, a.mtime_ns) == (b.size, b.mtime_ns)
-            and _same_file(a.path, b.path))
+    return a is not None and a.same(b)
 
 
 def _num(value: float | None) -> str:

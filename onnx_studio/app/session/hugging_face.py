@@ -6,6 +6,7 @@ The folder's tasks themselves come from the describe job (onnx_studio.app.sessio
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from onnx_studio.app.session.recipe_edits import RecipeEdits
@@ -28,17 +29,34 @@ NOT_APPLICABLE = {
 }
 
 
-def not_applicable(recipe: Recipe) -> dict[str, str]:
-    """The fields of the form that do not apply to the recipe's source, with the reason."""
-    return dict(NOT_APPLICABLE) if is_folder_source(recipe.model.source) else {}
+INPUTS_READING = ("A Hugging Face model's inputs come from its task, not from this table: the "
+                  "folder is being read, and its tasks and their inputs are listed above once "
+                  "it is.")
+INPUTS_UNREAD = ("A Hugging Face model's inputs come from its task, not from this table; the "
+                 "folder could not be read, so no task is listed (the banner says why).")
 
 
-def open_folder(edits: RecipeEdits, path: Path) -> str | None:
+def not_applicable(recipe: Recipe, listed: bool | None = True) -> dict[str, str]:
+    """The fields of the form that do not apply to the recipe's source, with the reason.
+    `listed`: the Hugging Face group lists the folder's tasks (True), the folder is still being
+    read (False), or could not be read (None): the inputs' reason never points at a group that
+    is not shown."""
+    if not is_folder_source(recipe.model.source):
+        return {}
+    found = dict(NOT_APPLICABLE)
+    if not listed:
+        found["inputs"] = INPUTS_READING if listed is False else INPUTS_UNREAD
+    return found
+
+
+def open_folder(edits: RecipeEdits, path: Path, forget: Callable[[], None]) -> str | None:
     """Export the folder `path` (written by save_pretrained) as `hf:PATH` into a folder
-    beside it, NAME_onnx; its tasks are described for the task picker. Why not, or None."""
+    beside it, NAME_onnx; its tasks are described for the task picker. Why not, or None.
+    `forget`: forgets an .onnx the user opened (Results.forget_opened)."""
     if not (path / "config.json").is_file():
         return f"{path} has no config.json; open a folder written by save_pretrained."
     path = path.resolve()
+    forget()  # an .onnx opened before is no part of a folder's export
     edits.set_source(f"hf:{path}")
     edits.set_output(str(path.with_name(f"{path.name}_onnx")))
     return None

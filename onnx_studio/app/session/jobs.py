@@ -229,6 +229,7 @@ class Jobs(QObject):
         from onnx_studio.engine.protocol import ValidateRequest
 
         self.aboutToRun.emit()
+        self.results.follow_disk()  # a change no watcher heard: the file as it is now
         self.edits.recheck()
         target, reason = self.validate_state()
         if reason or target is None:

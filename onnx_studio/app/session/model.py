@@ -24,6 +24,7 @@ from PySide6.QtCore import QObject, Signal
 from onnx_studio.app.outcomes import ExportOutcome, OpenedFile, ValidationOutcome
 from onnx_studio.app.session import hugging_face
 from onnx_studio.app.session.analysis import AnalysisModel
+from onnx_studio.app.session.belonging import Standing
 from onnx_studio.app.session.describing import Describer
 from onnx_studio.app.session.explaining import Explainer
 from onnx_studio.app.session.jobs import Jobs
@@ -88,6 +89,10 @@ class ExportSession(RecipeEdits):
         self.jobs.exportStarted.connect(self.explainer.drop)
         self.results.fileOpened.connect(self.explainer.drop)
         self.results.changed.connect(self.explainer.follow)
+        self.results.more_files = self.analysis.files  # watched too: a profile's, a comparison's
+        self.analysis.finished.connect(lambda _job, _found: self.results.refollow())
+        # the file read again after it changed on disk: Validate checks it as it is now
+        self.results.fileOpened.connect(lambda _opened: self.recheck())
         chained = (
             (self.results.changed, self.resultsChanged),
             (self.results.warningsChanged, self.warningsChanged),
@@ -216,7 +221,10 @@ class ExportSession(RecipeEdits):
     def not_applicable(self) -> dict[str, str]:
         """The form's fields that do not apply to the recipe's source, and why (a Hugging Face
         folder's checkpoint, pickle trust, scripting, inputs and outputs)."""
-        return hugging_face.not_applicable(self.recipe)
+        described = self.description
+        hf = described is not None and described.kind == "hf"  # else: another model's, or none
+        listed = (None if described.error else True) if hf and described else False
+        return hugging_face.not_applicable(self.recipe, listed)
 
     # ================================================================= the model's description
 
@@ -243,7 +251,7 @@ class ExportSession(RecipeEdits):
     def open_hf_folder(self, path: Path) -> str | None:
         """Export a save_pretrained folder as `hf:PATH` (onnx_studio.app.session.hugging_face); why
         not, or None."""
-        return hugging_face.open_folder(self, path)
+        return hugging_face.open_folder(self, path, self.results.forget_opened)
 
     def set_task(self, task: str) -> None:
         """Export the Hugging Face source for `task`."""
@@ -313,6 +321,16 @@ class ExportSession(RecipeEdits):
     def stale(self, shown: ExportOutcome | ValidationOutcome | OpenedFile) -> Stale | None:
         """Why `shown` is out of date and the job that brings it up to date; None: current."""
         return self.results.stale(shown)
+
+    def standing(self) -> Standing:
+        """The session's file, the validation of it as it is now and why it is out of date:
+        what every view says of it (onnx_studio.app.session.belonging)."""
+        return self.results.standing()
+
+    def check_files(self) -> bool:
+        """Look at the files shown on disk now (the window does when it becomes active; the
+        watcher when it hears a change); True when one changed."""
+        return self.results.follow_disk()
 
     def open_onnx(self, path: Path) -> OpenedFile:
         """Make an existing .onnx the session's file: Summary shows what it holds and Validate

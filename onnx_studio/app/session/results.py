@@ -4,19 +4,25 @@ The last export and the last validation (onnx_studio.app.outcomes, stamped with 
 and when they ran), an .onnx the user opened, the warnings, and the files the exports wrote. A new
 tolerance judges the validation again from its stored differences (onnx_studio.app.session.rejudge)
 and stores the new verdict here, so every view reads the same one; `stale` says why a shown result
-is out of date and which job brings it up to date (export again, or validate again).
+is out of date and which job brings it up to date (export again, or validate again), decided in
+one place (onnx_studio.app.session.belonging). The files shown are watched (`watch`,
+onnx_studio.app.session.file_watch): the session's own file, changed on disk, is read again.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Signal
 
 from onnx_studio.app.outcomes import ExportOutcome, FileStamp, OpenedFile, Stamp, ValidationOutcome
+from onnx_studio.app.session import belonging
+from onnx_studio.app.session.belonging import Stale, Standing
+from onnx_studio.app.session.file_watch import FileWatch
 from onnx_studio.app.session.recipe_edits import RecipeEdits
 from onnx_studio.app.session.rejudge import rejudge
 from onnx_studio.engine.errors import StudioError
@@ -26,23 +32,6 @@ if TYPE_CHECKING:  # the protocol loads with the first result, after the window'
     from onnx_studio.engine.protocol import Validation, WarningItem
 
 __all__ = ["Results", "Stale"]
-
-Result = ExportOutcome | ValidationOutcome | OpenedFile
-STALE_RECIPE = ("The form has changed since this {job}: what is shown here is of the previous "
-                "recipe.")
-STALE_FILE = "{name} has changed on disk since this {job}."
-STALE_CHECKS = ("The validation settings have changed since this validation: Validate again "
-                "to run it with them.")
-STALE_TOLERANCE = ("The tolerance has changed, and this validation kept no differences to judge "
-                   "again: Validate again to judge the file at the new one.")
-
-
-@dataclass(frozen=True)
-class Stale:
-    """Why a shown result is out of date, and the job that brings it up to date."""
-
-    sentence: str
-    again: str  # "export" | "validate"
 
 
 def _same_file(a: Path | None, b: Path | None) -> bool:
@@ -67,6 +56,11 @@ class Results(QObject):
         self.exports: list[Path] = []  # the files exports wrote, each once, the latest last
         self._last_written: tuple[Path, str] | None = None  # (file, model_key) of an export
         self._samples: tuple[Path, dict[str, dict[str, Any]]] | None = None  # plot file's
+        # files other parts show (the analysis: its profile's, its comparison's)
+        self.more_files: Callable[[], list[Path]] = list
+        self.watch = FileWatch(self)  # the files shown, on disk
+        self.watch.touched.connect(lambda _paths: self.follow_disk())
+        self.changed.connect(self.refollow)
 
     # ----------------------------------------------------------------- storing
 
@@ -104,23 +98,35 @@ class Results(QObject):
         self.validation = outcome
         self.changed.emit()
 
-    def open_onnx(self, path: Path) -> OpenedFile:
+    def open_onnx(self, path: Path, reread: bool = False) -> OpenedFile:
         """Make an existing .onnx the session's file: what it holds (read here, without its
-        weights); Validate checks it until the next export writes another."""
+        weights); Validate checks it until the next export writes another. `reread`: the
+        session's file changed on disk and is read again (the log and the header say so)."""
         from onnx_studio.engine.graph.summary import summarize
         from onnx_studio.engine.protocol import InspectDocument
 
         path = path.resolve()
         try:
             inspect = InspectDocument.from_summary(summarize(path))
-            opened = OpenedFile(path, FileStamp.of(path), inspect, None, time.time())
+            opened = OpenedFile(path, FileStamp.of(path), inspect, None, time.time(), reread)
         except StudioError as exc:
-            opened = OpenedFile(path, FileStamp.of(path), None, exc.message, time.time())
+            opened = OpenedFile(path, FileStamp.of(path), None, exc.message, time.time(), reread)
         self.opened = opened if opened.error is None else None
-        self.logLine.emit(f"=== Opened {path}" + (f": {opened.error}" if opened.error else ""))
+        said = "Read again (it changed on disk)" if reread else "Opened"
+        self.logLine.emit(f"=== {said} {path}" + (f": {opened.error}" if opened.error else ""))
         self.fileOpened.emit(opened)
         self.changed.emit()
         return opened
+
+    def forget_opened(self) -> None:
+        """The form holds a model the opened file is not compared with (a Hugging Face
+        folder exports and validates a folder): the file and its warnings are no longer the
+        session's."""
+        if self.opened is None:
+            return
+        self.opened = None
+        self.set_warnings([])
+        self.changed.emit()
 
     def add_warnings(self, items: list[WarningItem]) -> None:
         """Add the warnings not listed yet (events and reports repeat them)."""
@@ -141,57 +147,68 @@ class Results(QObject):
         """The session's file: one opened since the last export, else the last export."""
         return self.opened or self.export
 
-    def validation_of(self, stamp: Stamp | OpenedFile | None) -> ValidationOutcome | None:
-        """The session's validation when it checked the file `stamp` names, as it was then."""
-        validation = self.validation
-        if validation is None or stamp is None:
-            return None
-        onnx = stamp.stamp if isinstance(stamp, OpenedFile) else stamp.onnx
-        if onnx is None or validation.stamp.onnx is None:
-            return None
-        if not _same_file(onnx.path, validation.stamp.onnx.path):
-            return None
-        return validation if validation.stamp.onnx.mtime_ns == onnx.mtime_ns else None
+    def validation_of(self, shown: ExportOutcome | OpenedFile | Stamp | None
+                      ) -> ValidationOutcome | None:
+        """The session's validation when it checked the file `shown` is of, as it was then
+        (onnx_studio.app.session.belonging.verdict_of)."""
+        if isinstance(shown, Stamp):
+            validation = self.validation
+            ok = (validation is not None and shown.onnx is not None
+                  and shown.onnx.same(validation.stamp.onnx))
+            return validation if ok else None
+        return belonging.verdict_of(self, shown)
 
     def is_current(self, result: ExportOutcome | ValidationOutcome) -> bool:
         """True while `result` still describes what the session holds: the recipe reads the
         same (an export: [validate] aside; a validation: judged at the form's tolerance) and
-        its ONNX file is unchanged (size, mtime)."""
-        return self._stale_self(result) is None
+        its ONNX file is unchanged (size, mtime, inode)."""
+        return belonging.stale(self, result) is None
 
-    def stale(self, shown: Result) -> Stale | None:
-        """Why `shown` is out of date and what brings it up to date; None while current. An
-        export whose own file is current but whose validation is not offers Validate again."""
+    def stale(self, shown: ExportOutcome | ValidationOutcome | OpenedFile) -> Stale | None:
+        """Why `shown` is out of date and what brings it up to date; None while current
+        (onnx_studio.app.session.belonging.stale)."""
+        return belonging.stale(self, shown)
+
+    def standing(self) -> Standing:
+        """The session's file, the validation of it as it is now, and why it is out of date:
+        what every view says (onnx_studio.app.session.belonging.standing)."""
+        return belonging.standing(self)
+
+    # ----------------------------------------------------------------- the files on disk
+
+    def followed(self) -> list[Path]:
+        """The files the session shows: its file, the validated one, the profiled and the
+        compared ones."""
+        paths: list[Path] = []
+        shown = self.latest()
         if isinstance(shown, OpenedFile):
-            if shown.stamp is not None and FileStamp.of(shown.path) != shown.stamp:
-                return Stale(STALE_FILE.format(name=shown.path.name, job="opening"), "validate")
-            return None
-        own = self._stale_self(shown)
-        if own is not None or isinstance(shown, ValidationOutcome):
-            return own
-        validation = self.validation_of(shown.stamp)
-        return self._stale_self(validation) if validation is not None else None
+            paths.append(shown.path)
+        elif shown is not None and shown.stamp.onnx is not None:
+            paths.append(shown.stamp.onnx.path)
+        if self.validation is not None and self.validation.stamp.onnx is not None:
+            paths.append(self.validation.stamp.onnx.path)
+        paths += self.more_files()
+        return list(dict.fromkeys(paths))
 
-    def _stale_self(self, result: ExportOutcome | ValidationOutcome) -> Stale | None:
-        edits, stamp = self.edits, result.stamp
-        job = "export" if isinstance(result, ExportOutcome) else "validation"
-        again = "export" if job == "export" else "validate"
-        if stamp.onnx is not None and FileStamp.of(stamp.onnx.path) != stamp.onnx:
-            return Stale(STALE_FILE.format(name=stamp.onnx.path.name, job=job), again)
-        if stamp.export != edits.export_fingerprint:
-            return Stale(STALE_RECIPE.format(job=job), again)
-        if isinstance(result, ExportOutcome):
-            return None
-        validation = result.validation
-        if validation is None:  # it could not run: current while the recipe reads the same
-            return None if stamp.recipe == edits.fingerprint else Stale(
-                STALE_RECIPE.format(job=job), again)
-        if stamp.run != edits.run_fingerprint:
-            return Stale(STALE_CHECKS, "validate")
-        checks = edits.recipe.validate
-        if (validation.rtol, validation.atol) != (checks.rtol, checks.atol):
-            return Stale(STALE_TOLERANCE, "validate")
-        return None
+    def follow_disk(self) -> bool:
+        """Look at the session's files on disk: its own file, changed since it was read, is
+        read again (what it holds now is shown, marked as read again); True when anything
+        the session shows changed (`changed` then)."""
+        touched = self.watch.check()
+        shown = self.latest()
+        stamp = shown.stamp if isinstance(shown, OpenedFile) else (
+            shown.stamp.onnx if shown is not None else None)
+        if stamp is not None and not stamp.same(FileStamp.of(stamp.path)) \
+                and stamp.path.is_file():
+            self.open_onnx(stamp.path, reread=True)
+            return True
+        if touched:
+            self.changed.emit()
+        return bool(touched)
+
+    def refollow(self) -> None:
+        """Follow the files the session shows now (`followed`)."""
+        self.watch.follow(self.followed())
 
     # ----------------------------------------------------------------- judging again
 

@@ -2,7 +2,8 @@
 
 `validation.generation` (onnx_studio.engine.protocol.Generation: steps, tokens_equal, the two token
 lists) as a table, one row per step; the verdict says the tokens are equal, or names the first step
-that differs, whose row is highlighted and selected.
+that differs, whose row is highlighted and selected; it shows the prompt, and says when every token
+is the same one (equal tokens then prove little: the logits compared at each step do).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from onnx_studio.app.validation.common import (
     add_row,
     is_dark,
     make_table,
+    number,
     paint_verdict,
     verdict_color,
 )
@@ -65,8 +67,17 @@ class GenerationPanel(QWidget):
         else:
             where = f"step {self.differs_at + 1}" if self.differs_at is not None else "a step"
             text = f"✘ Tokens differ from {where} of {steps}"
+        prompt = generation.prompt_tokens
+        said = f" Prompt: tokens {', '.join(map(str, prompt))}." if prompt else ""
+        same = set(torch)
+        if len(torch) > 1 and len(same) == 1:  # a random-weight model repeats one token
+            said += (f"<br>⚠ All {len(torch)} tokens are the same token ({torch[0]}): equal "
+                     "tokens prove little here (a model that repeats one token matches any "
+                     "file that does); the logits compared at each step "
+                     f"(max abs diff {number(generation.max_abs_diff)}) are what checks it.")
         self.verdict.setText(f"<b style='color:{color}'>{text}</b> — a greedy loop over the "
-                             "ONNX files against transformers' generate on the same prompt.")
+                             "ONNX files against transformers' generate on the same prompt."
+                             + said)
         for step in range(max(len(onnx), len(torch))):
             cells = [str(step + 1), str(onnx[step]) if step < len(onnx) else "—",
                      str(torch[step]) if step < len(torch) else "—"]

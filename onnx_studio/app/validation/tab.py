@@ -393,8 +393,10 @@ class ValidationTab(QWidget):
         dark = is_dark(self)
         self.generation.set_generation(validation.generation)
         passed = sum(1 for t in validation.trials if t.ok)
-        facts = [f"{passed} of {len(validation.trials)} trials within rtol {validation.rtol}, "
-                 f"atol {validation.atol}"]
+        # the rule itself: a max rel diff above rtol passes when atol covers the element
+        facts = [f"{passed} of {len(validation.trials)} trials within |diff| ≤ atol + "
+                 f"rtol·|ref| (rtol {validation.rtol}, atol {validation.atol}), element by "
+                 "element"]
         if outcome.onnx:
             facts.append(html.escape(outcome.onnx.name))
         if validation.providers:

@@ -301,6 +301,8 @@ def _print_compare(doc: CompareDocument, out: TextIO) -> None:
                   f"{doc.parity.max_abs_diff})\n")
     for side, lat in doc.latency_ms.items():
         out.write(f"latency {side.upper()}: p50 {lat.p50:.3f} ms, p90 {lat.p90:.3f} ms\n")
+    if doc.timing_note:
+        out.write(doc.timing_note + "\n")
 
 
 def _print_profile(doc: ProfileDocument, out: TextIO) -> None:
@@ -309,12 +311,24 @@ def _print_profile(doc: ProfileDocument, out: TextIO) -> None:
     out.write(f"latency: p50 {doc.latency_ms.p50:.3f} ms, p90 {doc.latency_ms.p90:.3f} ms\n")
     if doc.torch_latency_ms is not None:
         out.write(f"eager PyTorch: p50 {doc.torch_latency_ms.p50:.3f} ms\n")
+    out.write(doc.per_node_sentence() + "\n")
+    out.write("slowest nodes (share of a run, as ms of the p50 run):\n")
+    for n in doc.nodes[:10]:
+        ran = f"  ran {' + '.join(n.fused)}" if n.fused else ""
+        out.write(f"  {n.name:24} {n.op_type:14} {_part(n.share, n.p50_ms)}{ran}\n")
     out.write("slowest operators:\n")
     for o in doc.ops[:10]:
-        out.write(f"  {o.op_type:24} {o.ms:9.3f} ms  x{o.count}\n")
+        out.write(f"  {o.op_type:24} {_part(o.share, o.p50_ms)}  x{o.count}\n")
     out.write("slowest module groups:\n")
     for g in doc.groups[:10]:
-        out.write(f"  {g.name:40} {g.ms:9.3f} ms\n")
+        out.write(f"  {g.name:40} {_part(g.share, g.p50_ms)}\n")
+
+
+def _part(share: float | None, p50_ms: float | None) -> str:
+    """A node's (operator's, group's) part of a run: "12.3%  0.009 ms"."""
+    if share is None or p50_ms is None:
+        return "—"
+    return f"{share:6.1%} {p50_ms:9.4f} ms"
 
 
 def _print_explain(doc: ExplainDocument, out: TextIO) -> None:

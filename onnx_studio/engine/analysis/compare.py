@@ -5,7 +5,9 @@ operator histograms, node counts, sizes, opset imports, inputs and outputs, init
 removed and changed (with the largest difference), the node matching of
 onnx_studio.engine.analysis.matching, and, from a run of both files on the same inputs, output
 parity between them (and against eager PyTorch when a recipe gives the model), session load time and
-latency. Each file is read once; initializers are compared by name, one pair at a time.
+latency. Each file is read once; initializers are compared by name, one pair at a time. Load and
+latency are measured in ROUNDS alternating turns: medians, each file's range (`spread_ms`), and
+`timing_note`, a sentence that says whether a difference is beyond that range or noise.
 
 Parity between A and B uses the recipe's rtol/atol, or 1e-3/1e-5 without a recipe (the
 recipe defaults), A taken as the reference. Outputs are paired by position.
@@ -38,6 +40,9 @@ from onnx_studio.engine.events import Events
 from onnx_studio.engine.recipe import Recipe
 from onnx_studio.engine.validation.metrics import compare as compare_arrays
 
+# loads and latency turns per file: a range, not one number. Two files that are the same have
+# their ranges apart (one "faster" in every round) by chance 2 * 5!5!/10! = 0.8 % of the time
+ROUNDS = 5
 DEFAULT_RTOL = 1e-3
 DEFAULT_ATOL = 1e-5
 
@@ -92,8 +97,17 @@ def compare_files(path_a: Path, path_b: Path, recipe: Recipe | None = None,
 def _runtime(a: ModelFile, b: ModelFile, recipe: Recipe | None, events: Events,
              dims: dict[str, int], runs: int, providers: list[str] | None) -> dict[str, Any]:
     events.progress(0.0, "Starting ONNX Runtime")
-    session_a, load_a = open_session(a.path, providers=providers)
-    session_b, load_b = open_session(b.path, providers=providers)
+    # each file loaded ROUNDS times, in turns whose order alternates, after one untimed load
+    # (the first of a process pays onnxruntime's own start): the median is what a load
+    # costs, the range how much it varies
+    open_session(a.path, providers=providers)
+    loads: dict[str, list[float]] = {"a": [], "b": []}
+    sessions: dict[str, Any] = {}
+    for turn in range(ROUNDS):
+        for side, file in ((("a", a), ("b", b)) if turn % 2 == 0 else (("b", b), ("a", a))):
+            sessions[side], ms = open_session(file.path, providers=providers)
+            loads[side].append(ms)
+    session_a, session_b = sessions["a"], sessions["b"]
     names_a = [i.name for i in session_a.get_inputs()]
     names_b = [i.name for i in session_b.get_inputs()]
     loaded = None
@@ -122,13 +136,43 @@ def _runtime(a: ModelFile, b: ModelFile, recipe: Recipe | None, events: Events,
                            "a": {"ok": side_a["ok"], "max_abs_diff": side_a["max_abs_diff"]},
                            "b": {"ok": side_b["ok"], "max_abs_diff": side_b["max_abs_diff"]}}
     events.progress(0.6, "Measuring latency")
-    latency = {
-        "a": percentiles(time_calls(lambda: session_a.run(None, feeds.arrays), runs)),
-        "b": percentiles(time_calls(lambda: session_b.run(None, feeds_b), runs)),
-    }
+    # the runs in ROUNDS turns, A then B, so a busy moment of the machine falls on both
+    calls = {"a": lambda: session_a.run(None, feeds.arrays),
+             "b": lambda: session_b.run(None, feeds_b)}
+    samples: dict[str, list[float]] = {"a": [], "b": []}
+    medians: dict[str, list[float]] = {"a": [], "b": []}
+    for round_ in range(ROUNDS):
+        for side in ("a", "b") if round_ % 2 == 0 else ("b", "a"):
+            timed = time_calls(calls[side], max(1, runs // ROUNDS))
+            samples[side] += timed
+            medians[side].append(float(np.median(timed)))
+    latency = {side: percentiles(values) for side, values in samples.items()}
+    load_ms = {side: round(float(np.median(values)), 3) for side, values in loads.items()}
+    spread = {"load": _ranges(loads), "p50": _ranges(medians)}
     events.progress(1.0, "Compared")
-    return {"parity": parity, "latency_ms": latency,
-            "load_ms": {"a": round(load_a, 3), "b": round(load_b, 3)}, "notes": feeds.notes}
+    return {"parity": parity, "latency_ms": latency, "load_ms": load_ms, "spread_ms": spread,
+            "timing_note": timing_note(spread), "notes": feeds.notes}
+
+
+def _ranges(values: dict[str, list[float]]) -> dict[str, list[float]]:
+    return {side: [round(min(v), 3), round(max(v), 3)] for side, v in values.items()}
+
+
+def timing_note(spread: dict[str, dict[str, list[float]]]) -> str:
+    """Whether A and B differ in load time and latency beyond what repeating each shows:
+    a difference inside both ranges is noise, never a finding."""
+    said = []
+    for what, one, both in (("load", "session load", "session loads"),
+                            ("p50", "latency", "latencies")):
+        (a_lo, a_hi), (b_lo, b_hi) = spread[what]["a"], spread[what]["b"]
+        if a_hi < b_lo:
+            said.append(f"A's {one} is lower than B's in every one of {ROUNDS} rounds")
+        elif b_hi < a_lo:
+            said.append(f"B's {one} is lower than A's in every one of {ROUNDS} rounds")
+        else:
+            said.append(f"the {both} differ by less than they vary from round to round "
+                        "(noise)")
+    return "Timing: " + "; ".join(said) + "."
 
 
 def _feeds_for(feeds: Feeds, names_a: list[str], names_b: list[str], b_name: str

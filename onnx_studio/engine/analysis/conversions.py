@@ -53,7 +53,7 @@ def fail_message(report: ExportReport, kind: str, output: Path, rtol: float,
 
 
 def write_converted(kind: str, source: Path, target: Path, keep_io_types: bool, optimization: str,
-             keep: set[str]) -> dict[str, str]:
+             keep: set[str]) -> dict[str, str | bool | None]:
     import onnx
 
     if kind == "optimized":
@@ -66,7 +66,7 @@ def write_converted(kind: str, source: Path, target: Path, keep_io_types: bool, 
 
         half = convert(onnx.load(str(source)), keep, keep_io_types=keep_io_types)
         onnx.save_model(half, str(target), save_as_external_data=half.ByteSize() > 2**31 - 1)
-        return {"keep_io_types": str(keep_io_types).lower()}
+        return {"keep_io_types": keep_io_types}
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8)

@@ -78,6 +78,8 @@ def make_folder_variant(source: Path, recipe: Recipe, kind: str, output: Path,
     events.progress(0.35, f"Making the {kind} variant of {len(files)} file(s)")
     settings = _write_set(kind, source, output, files, keep_io_types, optimization,
                           {name: set(half.kept) for name, half in halves.items()})
+    if kind == "fp16":  # what was asked (the nodes it came to are `kept_fp32`)
+        settings["keep_fp32"] = keep_fp32
     made = time.perf_counter() - started
 
     checked = dataclasses.replace(recipe, validate=dataclasses.replace(recipe.validate,
@@ -156,14 +158,14 @@ def _explicit_by_file(names: list[str], originals: dict[str, ModelFile]
 
 
 def _write_set(kind: str, source: Path, output: Path, files: list[str], keep_io_types: bool,
-               optimization: str, keep: dict[str, set[str]]) -> dict[str, str]:
+               optimization: str, keep: dict[str, set[str]]) -> dict[str, str | bool | None]:
     """Every file's variant into a staging folder, each checked, then committed into `output`
     as one set (onnx_studio.engine.file_set: the folder holds the previous set or the new one)."""
     import onnx
 
     from onnx_studio.engine.file_set import CommitBusy, FolderWrite
 
-    settings: dict[str, str] = {}
+    settings: dict[str, str | bool | None] = {}
     try:
         with FolderWrite(output, output="variant", inputs=[source]) as write:
             for name in files:
@@ -200,7 +202,7 @@ def _set_latency(folder: Path, files: list[str], hf: Any, providers: list[str], 
 
 
 def _facts(kind: str, source: Path, output: Path, files: list[str],
-           originals: dict[str, ModelFile], settings: dict[str, str], rtol: float,
+           originals: dict[str, ModelFile], settings: dict[str, str | bool | None], rtol: float,
            atol: float, report: VariantReport, hf: Any, runs: int, recipe: Recipe,
            halves: dict[str, HalfPrecision], overflows: list[Any], many: bool
            ) -> dict[str, Any]:

@@ -11,7 +11,9 @@ with the Relu making the value `relu` runs as "relu_nchwc", a fused Gemm as "fus
 profiled name (without "fused ") maps to the file's node of that name, or making the value of that
 name, or else the one whose name is its longest prefix at a "_" boundary; what maps to none is
 reported under its own name with the group "(onnxruntime)". A fused node counts in the module of the
-node it is named after. `op_type` is the kernel that ran (FusedConv, FusedMatMul, ...), as
+node it is named after, and `fused` lists every node of the file it ran (the Conv and the Relu of a
+Conv+Relu): the node it is named after and the ones before it that ran no kernel of their own, up to
+the one of the kernel's operator. `op_type` is the kernel that ran (FusedConv, FusedMatMul, ...), as
 onnxruntime reports it. A node's group is its module's qualified name as onnx_studio.engine.graph's
 GraphModel groups nodes by module path ("" at the top level, shown as "(top level)"); every node
 counts once, in its innermost module.
@@ -21,7 +23,9 @@ With a recipe, eager PyTorch runs the same inputs the same way (warm-up, then p5
 mean `model_run` of the same profiled runs): how much of a run the kernels account for; the
 rest is onnxruntime's own work between kernels (allocation, thread hand-offs), which weighs
 most in tiny models. `overhead` is `profiled_run_ms` over the plain session's p50: what the
-profiler itself costs.
+profiler itself costs (tens of times a tiny model's run). So that per-node times add up to a run the
+user measured, each node, operator and group also has its `share` of the profiled run and `p50_ms`,
+that share of the plain p50: the `p50_ms` of the nodes add up to `coverage` times the p50.
 """
 
 from __future__ import annotations
@@ -97,6 +101,9 @@ def profile_file(path: Path, recipe: Recipe | None = None, events: Events | None
     nodes = attribute(times, graph)
     doc.update(aggregate(nodes))
     node_total = sum(n["ms"] for n in nodes)
+    for item in (*doc["nodes"], *doc["ops"], *doc["groups"]):  # as parts of a plain run
+        share = item["ms"] / run_ms if run_ms else 0.0
+        item.update(share=round(share, 4), p50_ms=round(share * latency["p50"], 5))
     doc.update({
         "runs": runs, "warmup": warmup, "provider": provider, "threads": threads,
         "optimization": optimization, "load_ms": round(load_ms, 3),
@@ -157,6 +164,7 @@ def attribute(times: dict[str, tuple[str, float]], graph: Any) -> list[dict[str,
     # ("relu_1_nchwc" for the Conv+Relu making `relu_1`), a fusion "fused <node name>"
     by_name = {out: node for node in graph.nodes for out in node.outputs if out}
     by_name.update({node.name: node for node in graph.nodes if node.name})
+    ran = {found.index for name in times if (found := _source_node(name, by_name)) is not None}
     nodes: list[dict[str, Any]] = []
     for name, (op, ms) in times.items():
         source = _source_node(name, by_name)
@@ -166,10 +174,37 @@ def attribute(times: dict[str, tuple[str, float]], graph: Any) -> list[dict[str,
             gid = source.group
             group = graph.groups[gid].qualname if gid else TOP_LEVEL
             group = group or TOP_LEVEL
-        nodes.append({"name": name, "op_type": op, "group": group, "ms": round(ms, 4),
-                      "node": source.name if source is not None else None})
+        entry = {"name": name, "op_type": op, "group": group, "ms": round(ms, 4),
+                 "node": source.name if source is not None else None}
+        fused = _fused(source, op, graph, ran) if source is not None else []
+        if len(fused) > 1:
+            entry["fused"] = fused
+        nodes.append(entry)
     nodes.sort(key=lambda n: (-float(n["ms"]), str(n["name"])))
     return nodes
+
+
+def _fused(node: Any, kernel: str, graph: Any, ran: set[int]) -> list[str]:
+    """The file's nodes a kernel named after `node` ran, in graph order: `node`, and when the
+    kernel is another operator than its own (a Conv kernel named after the Relu it fused), the
+    nodes before it that ran no kernel of their own, up to the first of the kernel's operator;
+    [node] alone when there is no such node."""
+    base = kernel.removeprefix("Fused")
+    if node.op_type == base:
+        return [node.name]
+    chain = [node]
+    current = node
+    while True:
+        producers = [graph.nodes[graph.producer[t]] for t in current.inputs
+                     if t in graph.producer]
+        if not producers:
+            return [node.name]
+        current = producers[0]  # the data input: a fused op's first input
+        if current.index in ran and current.op_type != base:
+            return [node.name]
+        chain.append(current)
+        if current.op_type == base:
+            return [n.name for n in reversed(chain)]
 
 
 def _source_node(name: str, by_name: dict[str, Any]) -> Any:

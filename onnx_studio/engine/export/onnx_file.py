@@ -102,8 +102,9 @@ def check_output_path(path: Path) -> Path:
         raise StudioError("write", f"The output {path} is a folder; name an .onnx file in it.",
                           exit_code=2)
     if path.suffix.lower() != ".onnx":
+        named = path.with_name(f"{path.stem or 'model'}.onnx")
         raise StudioError("write", f"The output {path.name} does not end in .onnx; name the "
-                          f"file {path.stem or 'model'}.onnx.", exit_code=2)
+                          f"file {named.name}.", f"Write the output as {named}.", exit_code=2)
     for parent in path.parents:
         if parent.exists():
             if not parent.is_dir():

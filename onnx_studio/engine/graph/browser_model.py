@@ -134,6 +134,12 @@ class BrowserModel:
             model = GraphModel.load(path, checks_now=False)
         self.load(model, expand_all, state=state)
 
+    def changed_on_disk(self) -> bool:
+        """True when the file shown is no longer as it was read (rewritten, replaced, gone)."""
+        file = self.file
+        return file is not None and self._file_state is not None \
+            and file_state(file) != self._file_state
+
     def load(self, model: GraphModel, expand_all: bool = False, *,
              state: FileState | None = None) -> None:
         """Show another file's graph (every module expanded when `expand_all`): the old

@@ -45,6 +45,7 @@ _SCOPE_ITEM = re.compile(r"'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"")
 # The dynamo exporter files nodes made by its own passes under this pseudo module.
 _NO_MODULE = "_empty_nn_module_stack_from_metadata_hook"
 _SCOPES_KEY = "pkg.torch.onnx.name_scopes"
+_FUSED_KEY = "pkg.onnxscript.rewriter.rule_name"  # on a node fused from several
 _NAME = attrgetter("name")
 
 
@@ -246,17 +247,20 @@ class GraphModel:
             add = scope_of.append
             # Nodes of one module share the scope text up to their own name: parse it once.
             for proto in protos:
-                text = ""
-                for p in proto.metadata_props:
+                text, fused = "", False
+                for p in proto.metadata_props:  # the rewriter's key comes before the scopes
                     if p.key == _SCOPES_KEY:
                         text = p.value
                         break
+                    fused = fused or p.key == _FUSED_KEY
                 if not text:
                     add(None)
                     continue
-                prefix = text[: text.rfind(",")]
+                moved = self._fused_path(proto, text) if fused else []
+                # keyed apart from scope texts (which start with "[")
+                prefix = "\0".join(s[0] for s in moved) if moved else text[: text.rfind(",")]
                 if prefix not in gid_of:
-                    gid_of[prefix] = self._ensure_group(self._dynamo_path(proto, text))
+                    gid_of[prefix] = self._ensure_group(moved or self._dynamo_path(proto, text))
                 add(prefix)
             unplaced = [i for i, prefix in enumerate(scope_of) if prefix is None]
         else:
@@ -323,6 +327,24 @@ class GraphModel:
             out.append((qual, short, qual, cls_name))
             prev = qual
         return out
+
+    def _fused_path(self, proto: Any, scopes_text: str) -> list[tuple[str, str, str, str]]:
+        """The module path of a node fused from several (a BatchNorm folded into its Conv keeps
+        the BatchNorm's scope): the module beside it whose weights it reads (``features.0.weight``
+        is its main op's), [] when none is."""
+        path = self._dynamo_path(proto, scopes_text)
+        quals = [qual for _part, _short, qual, _cls in path]
+        for name in proto.input:
+            owner, dot, _param = name.rpartition(".")
+            if not dot or name not in self.initializers or owner in quals:
+                continue
+            parent = owner.rpartition(".")[0]
+            if parent and parent not in quals:
+                continue
+            kept = path[:quals.index(parent) + 1] if parent else []
+            short = owner[len(parent) + 1:] if parent else owner
+            return [*kept, (owner, short, owner, "")]
+        return []
 
     def _scope_group(self, prefix: str, cache: dict[str, str]) -> str:
         """The group of a TorchScript name's scope ``/h.0/attn/`` (``/h.0/attn/MatMul``),

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from onnx_studio.engine.errors import StudioError
+from onnx_studio.engine.errors import StudioError, missing_file_hint
 from onnx_studio.engine.graph.model import dtype_name
 
 
@@ -31,7 +31,8 @@ def summarize(path: str | Path) -> dict[str, Any]:
 
     path = Path(path)
     if not path.is_file():
-        raise StudioError("source", f"{path} does not exist; check the path.")
+        raise StudioError("source", f"{path} does not exist; check the path.",
+                          missing_file_hint(path, ".onnx"))
     try:
         model = onnx.load(str(path), load_external_data=False)
     except Exception as exc:

@@ -103,7 +103,10 @@ class CompareDocument(Wire):
     initializers: InitializerDiff = field(default_factory=InitializerDiff)
     parity: Parity | None = None
     latency_ms: dict[str, Latency] = field(default_factory=dict)
-    load_ms: dict[str, float] = field(default_factory=dict)
+    load_ms: dict[str, float] = field(default_factory=dict)  # each file's median load
+    # "load" and "p50": each file's [lowest, highest] over the rounds it was measured in
+    spread_ms: dict[str, dict[str, list[float]]] = field(default_factory=dict, metadata=OMIT)
+    timing_note: str | None = field(default=None, metadata=OMIT)  # a difference, or noise
     opset_imports: dict[str, dict[str, int]] = field(default_factory=dict)
     inputs: dict[str, list[TensorInfo]] = field(default_factory=dict)
     outputs: dict[str, list[TensorInfo]] = field(default_factory=dict)
@@ -126,8 +129,12 @@ class NodeTime(Wire):
     name: str
     op_type: str
     group: str
-    ms: float
+    ms: float  # mean per run with the profiler on
     node: str | None = None  # the file's node it comes from (None: onnxruntime's own)
+    # every node of the file the kernel ran (a fused Conv+Relu: both), when more than `node`
+    fused: list[str] | None = field(default=None, metadata=OMIT)
+    share: float | None = field(default=None, metadata=OMIT)  # of the profiled run
+    p50_ms: float | None = field(default=None, metadata=OMIT)  # that share of the plain p50
 
 
 @dataclass(kw_only=True)
@@ -137,6 +144,8 @@ class OpTime(Wire):
     op_type: str
     ms: float
     count: int
+    share: float | None = field(default=None, metadata=OMIT)  # of the profiled run
+    p50_ms: float | None = field(default=None, metadata=OMIT)  # that share of the plain p50
 
 
 @dataclass(kw_only=True)
@@ -145,6 +154,8 @@ class GroupTime(Wire):
 
     name: str
     ms: float
+    share: float | None = field(default=None, metadata=OMIT)  # of the profiled run
+    p50_ms: float | None = field(default=None, metadata=OMIT)  # that share of the plain p50
 
 
 @dataclass(kw_only=True)
@@ -164,12 +175,26 @@ class ProfileDocument(Wire):
     optimization: str | None = field(default=None, metadata=OMIT)
     load_ms: float | None = field(default=None, metadata=OMIT)
     node_total_ms: float | None = field(default=None, metadata=OMIT)  # sum of `nodes`
-    coverage: float | None = field(default=None, metadata=OMIT)  # node_total_ms / p50
+    coverage: float | None = field(default=None, metadata=OMIT)  # node_total / profiled run
     profiled_run_ms: float | None = field(default=None, metadata=OMIT)  # mean, profiler on
     overhead: float | None = field(default=None, metadata=OMIT)  # profiled_run_ms / p50
     notes: list[str] = field(default_factory=list)
     warnings: list[WarningItem] = field(default_factory=list)
     error: Error | None = None
+
+    def per_node_sentence(self) -> str:
+        """How the per-node times relate to the run: the profiled run, the profiler's own cost
+        (`overhead`) and how much of the run the kernels account for (`coverage`)."""
+        lat = self.latency_ms
+        if lat is None or self.profiled_run_ms is None:
+            return ""
+        overhead = (f" ({self.overhead:.1f}x the p50: the profiler's own cost)"
+                    if self.overhead else "")
+        covered = (f"; its kernels account for {self.coverage:.0%} of it, the rest is "
+                   "onnxruntime's work between them" if self.coverage is not None else "")
+        return (f"Per node: with the profiler on, a run took {self.profiled_run_ms:.3f} ms"
+                f"{overhead}{covered}; each node's share of it is shown as ms of the p50 run "
+                f"({lat.p50:.3f} ms).")
 
     def fail(self, error: Error | StudioError) -> ProfileDocument:
         """Mark the document failed with `error`; returns it."""
@@ -185,7 +210,9 @@ class VariantFacts(Wire):
 
     kind: str  # optimized | fp16 | int8
     source: str
-    settings: dict[str, str] = field(default_factory=dict)
+    # how it was made: fp16 {"keep_io_types": bool, "keep_fp32": "auto" | "NODE,..." | None},
+    # optimized {"optimization": level}, int8 {"weight_type", "method"}
+    settings: dict[str, str | bool | None] = field(default_factory=dict)
     rtol: float
     atol: float
     size_bytes: int

@@ -197,3 +197,5 @@ class Generation(Wire):
     max_rel_diff: float | None = field(default=None, metadata=OMIT)
     passed: bool | None = field(default=None, metadata=OMIT)  # tokens equal, logits within
     message: str | None = field(default=None, metadata=OMIT)  # why not, one sentence
+    # the prompt's token ids (a decoder's; None: an encoder's input, audio or text, is the prompt)
+    prompt_tokens: list[int] | None = field(default=None, metadata=OMIT)

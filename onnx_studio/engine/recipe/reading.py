@@ -11,6 +11,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from onnx_studio.engine.errors import missing_file_hint
 from onnx_studio.engine.recipe.checks import check_recipe
 from onnx_studio.engine.recipe.spec import (
     RECIPE_VERSION,
@@ -35,7 +36,8 @@ def load(path: str | os.PathLike[str]) -> Recipe:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise RecipeError(f"Recipe file {path} does not exist; check the path.") from None
+        raise RecipeError(f"Recipe file {path} does not exist; check the path.",
+                          missing_file_hint(path, ".toml")) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise RecipeError(f"Cannot read recipe file {path}: {exc}.") from None
     return loads(text, base_dir=path.resolve().parent, name=str(path))

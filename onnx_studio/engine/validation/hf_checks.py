@@ -74,8 +74,9 @@ def check_parts(hf: Any, folder: Path, rtol: float, atol: float,
             for metrics in trial["outputs"]:
                 per_output.setdefault(metrics["name"], []).append(metrics)
             trials.append(trial)
-    outputs = [{"name": name, "trials": len(found), **worst(found)}
-               for name, found in per_output.items()]
+    # each output's dtype as the file gives it (what the single-file validator reports too)
+    outputs = [{"name": name, "trials": len(found), **worst(found),
+                "dtype": found[0]["onnx_dtype"]} for name, found in per_output.items()]
     cannot = [w for w in (cannot_tell(name, found, rtol, atol)
                           for name, found in per_output.items()) if w is not None]
     warnings = dropped + cannot
@@ -288,7 +289,9 @@ def check_generation(hf: Any, folder: Path, steps: int = GENERATION_STEPS,
         return {"steps": len(fed), "tokens_equal": False, "onnx_tokens": [],
                 "torch_tokens": [int(t) for t in expected.argmax(-1)], "fed_tokens": fed,
                 "teacher_forced": True, "passed": False, "message": str(failed)}
-    return judge_steps(expected, got, fed, rtol, atol)
+    judged = judge_steps(expected, got, fed, rtol, atol)
+    judged["prompt_tokens"] = None if hf.seq2seq else [int(t) for t in prompt[0]]
+    return judged
 
 
 class _OnnxRuntimeFailed(Exception):

@@ -1,0 +1,46 @@
+"""The Hugging Face Validation tab says what its numbers mean (issue 36, path 10): each output's
+dtype, the rule an element passes by, the prompt of the generation check, and, when every
+greedy token is the same token, that equal tokens prove little."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import Qt
+
+from onnx_studio.app.validation.common import texts
+from onnx_studio.app.validation.tab import OUTPUT_HEADERS
+from onnx_studio.app.window import MainWindow
+from tests.app.conftest import EXPORT_TIMEOUT_MS
+from tests.engine.hf_models import build
+
+pytestmark = pytest.mark.usefixtures("shared_runner")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_the_hf_validation_tab_says_dtype_rule_prompt_and_what_tokens_prove(
+        live_window: MainWindow, qtbot, tmp_path_factory: pytest.TempPathFactory) -> None:
+    window, session = live_window, live_window.session
+    folder = build("gpt2", tmp_path_factory.mktemp("hf_words"))
+    assert window.open_hf_folder(folder)
+    qtbot.waitUntil(lambda: window.form.hf_task.task.count() > 0, timeout=EXPORT_TIMEOUT_MS)
+    with session.edit("options") as recipe:
+        recipe.validate.enabled = True
+    with qtbot.waitSignal(session.exportFinished, timeout=300_000) as blocker:
+        qtbot.mouseClick(window.form.export_bar.export_button, Qt.MouseButton.LeftButton)
+    report = blocker.args[0].report
+    assert report is not None and report.validation is not None, blocker.args[0].error
+    tab = window.tabs.validation
+    window.tabs.setCurrentWidget(tab)
+
+    dtype = OUTPUT_HEADERS.index("dtype")
+    rows = texts(tab.outputs)
+    assert rows and all(row[dtype] == "float32" for row in rows), rows
+    assert "|diff| ≤ atol + rtol·|ref|" in tab.facts.text(), tab.facts.text()
+
+    generation = report.validation.generation
+    assert generation is not None and generation.prompt_tokens, generation
+    said = tab.generation.verdict.text()
+    assert "Prompt: tokens " + ", ".join(map(str, generation.prompt_tokens)) in said
+    repeats = len(set(generation.torch_tokens)) == 1
+    assert ("prove little" in said) == repeats, (generation.torch_tokens, said)

@@ -13,6 +13,10 @@ line prints as JSON.
     summary = onnx_studio.batch(["bert.toml", "hf:models/gpt2"], "zoo-report", workers=2)
     print(summary.passed, "of", summary.total)
 
+    # the model object itself, as torch.onnx.export takes it (a class from __main__ too)
+    report = onnx_studio.export(model, args=(x,), output="model.onnx",
+                                dynamic_shapes={"x": {0: "batch"}})
+
 A recipe is a `Recipe` object (`load_recipe(path)`, or built in code) or the path of a recipe
 file. Every job runs in a worker process of its own, as the CLI's do, so a model that crashes
 its process (`os._exit`, a segmentation fault, running out of memory) comes back as an error
@@ -38,7 +42,8 @@ _WHERE = {
                      "ExplainDocument", "ExportReport", "ProfileDocument", "VariantReport"),
                     "onnx_studio.engine.protocol"),
     **dict.fromkeys(("ProgressCallback", "RecipeLike", "batch", "compare", "explain", "export",
-                     "load_recipe", "profile", "validate", "variant"), "onnx_studio.api"),
+                     "load_recipe", "loads_recipe", "profile", "validate", "variant"),
+                    "onnx_studio.api"),
 }
 
 if TYPE_CHECKING:
@@ -50,6 +55,7 @@ if TYPE_CHECKING:
         explain,
         export,
         load_recipe,
+        loads_recipe,
         profile,
         validate,
         variant,
@@ -88,6 +94,7 @@ __all__ = [
     "explain",
     "export",
     "load_recipe",
+    "loads_recipe",
     "profile",
     "validate",
     "variant",

@@ -22,10 +22,14 @@ from typing import IO, Any
 
 import pytest
 
+from onnx_studio.engine.source import torchvision_guard
 from tests.engine.models import export_graph_examples
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 REPO = Path(__file__).resolve().parents[1]
+# the tests build transformers and timm models in this process too: as the worker does, make
+# a torchvision whose C++ library cannot load on this torch importable first
+torchvision_guard.guard()
 
 
 @pytest.fixture(autouse=True)

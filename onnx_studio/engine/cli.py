@@ -1,9 +1,9 @@
 """`onnx-studio`: the command line face of the engine (export, validate, inspect, gui).
 
-Exit status: 0 success, 1 the export or validation failed, 2 the request itself is wrong. With
---json the last line of standard output is one JSON object on every outcome (a typed document of
-onnx_studio.engine.protocol: `ExportReport`, or `InspectDocument` for inspect); progress, warnings
-and logs go to standard error.
+Exit status: 0 success, 1 the export or validation failed, 2 the request itself is wrong.
+With --json the last line of standard output is one JSON object on every outcome (a typed
+document of onnx_studio.engine.protocol: `ExportReport`, or `InspectDocument` for inspect);
+progress, warnings and logs go to standard error.
 """
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ import argparse
 import contextlib
 import dataclasses
 import os
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -39,7 +41,7 @@ from onnx_studio.engine.protocol import (
     WarningItem,
     encode,
 )
-from onnx_studio.engine.recipe import Recipe
+from onnx_studio.engine.recipe import Recipe, check_recipe, to_toml
 from onnx_studio.engine.worker_process import remove_abandoned_temps
 
 
@@ -135,18 +137,15 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def save_recipe_as(recipe: Recipe, path: Path) -> None:
-    """Save with every path rewritten for the new recipe file's folder (onnx_studio.engine.paths'
-    rule)."""
+    """Save with every path rewritten for the new recipe file's folder (the rule of
+    onnx_studio.engine.paths)."""
     copy = rebase_recipe_paths(recipe, path.resolve().parent)
     try:
         recipes.save(copy, path)
     except OSError as exc:
-        raise StudioError(
-            "write",
-            f"Cannot save the recipe to {path}: "
-            f"{exc.strerror or exc}; choose another --save-recipe path.",
-            exit_code=2,
-        ) from None
+        raise StudioError("write", f"Cannot save the recipe to {path}: "
+                          f"{exc.strerror or exc}; choose another --save-recipe path.",
+                          exit_code=2) from None
 
 
 # ---------------------------------------------------------------------------- progress
@@ -167,9 +166,8 @@ class Progress:
     def progress(self, fraction: float, stage: str) -> None:
         if self.tty:
             filled = int(fraction * 30)
-            self.stream.write(
-                f"\r[{'#' * filled}{'.' * (30 - filled)}] {fraction:4.0%} {stage[:40]:<40}"
-            )
+            self.stream.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {fraction:4.0%} "
+                              f"{stage[:40]:<40}")
             self.stream.flush()
         elif stage != self.stage:
             self.stream.write(f"onnx-studio: {fraction:4.0%} {stage}\n")
@@ -212,28 +210,18 @@ def _cmd_export(args: argparse.Namespace, progress: Progress) -> ExportReport:
     if args.save_recipe:  # refused before any work: not over the model, the output, ...
         check_recipe_target(recipe, Path(args.save_recipe), "choose another --save-recipe path")
     result = _export_in_worker(
-        ExportRequest(
-            recipe=recipe.to_toml(),
-            base_dir=str(recipe.base_dir),
-            validate=True if args.validate else None,
-            plots_beside_onnx=True,
-        ),
-        progress,
-        output_folder(recipe),
-    )
+        ExportRequest(recipe=to_toml(recipe), base_dir=str(recipe.base_dir),
+                      validate=True if args.validate else None, plots_beside_onnx=True),
+        progress, output_folder(recipe))
     report = _report_of(result)
-    resolved: list[list[ResolvedFill]] = (
-        []
-        if result.fills is None
-        else [[ResolvedFill(f.fill, f.low, f.high, f.reason) for f in result.fills]]
-    )
+    resolved: list[list[ResolvedFill]] = [] if result.fills is None else [
+        [ResolvedFill(f.fill, f.low, f.high, f.reason) for f in result.fills]]
     if resolved and not progress.verbose:  # verbose: the export's log line says it
         _show_fills(recipe, resolved[0], progress)
     if args.save_recipe:
         try:
-            save_recipe_as(
-                with_fills(recipe, resolved[0]) if resolved else recipe, Path(args.save_recipe)
-            )
+            save_recipe_as(with_fills(recipe, resolved[0]) if resolved else recipe,
+                           Path(args.save_recipe))
         except StudioError as err:
             if report.ok:  # the export stands; the missing recipe is the failure to report
                 err.exit_code = 1
@@ -243,11 +231,9 @@ def _cmd_export(args: argparse.Namespace, progress: Progress) -> ExportReport:
 
 def _show_fills(recipe: Recipe, fills: list[Any], progress: Progress) -> None:
     """One line on standard error naming the fill each "auto" input got, and why."""
-    chosen = [
-        f"{spec.name} {fill.text} ({fill.reason})"
-        for spec, fill in zip(recipe.inputs, fills, strict=True)
-        if spec.fill == recipes.AUTO_FILL and spec.is_tensor
-    ]
+    chosen = [f"{spec.name} {fill.text} ({fill.reason})"
+              for spec, fill in zip(recipe.inputs, fills, strict=True)
+              if spec.fill == recipes.AUTO_FILL and spec.is_tensor]
     if chosen:
         progress.note("inputs filled automatically: " + "; ".join(chosen))
 
@@ -258,29 +244,25 @@ def _cmd_validate(args: argparse.Namespace, progress: Progress) -> ExportReport:
         recipe.validate.rtol = args.rtol
     if args.atol is not None:
         recipe.validate.atol = args.atol
-    recipe.check()
+    check_recipe(recipe)
     model = Path(args.model).resolve()
     result = _export_in_worker(
-        ValidateFileRequest(
-            recipe=recipe.to_toml(), base_dir=str(recipe.base_dir), onnx=str(model)
-        ),
-        progress,
-        model if model.is_dir() else model.parent,
-    )
+        ValidateFileRequest(recipe=to_toml(recipe), base_dir=str(recipe.base_dir),
+                            onnx=str(model)),
+        progress, model if model.is_dir() else model.parent)
     return _report_of(result)
 
 
-def _export_in_worker(
-    request: ExportRequest | ValidateFileRequest, progress: Progress, folder: Path
-) -> ExportResult:
+def _export_in_worker(request: ExportRequest | ValidateFileRequest, progress: Progress,
+                      folder: Path) -> ExportResult:
     result = _run_in_worker(request, progress, folder)
     assert isinstance(result, ExportResult)
     return result
 
 
 def _run_in_worker(request: Request, progress: Progress, folder: Path) -> Result:
-    """Run the job in a worker process of its own (onnx_studio.engine.job_client), its events shown
-    as the in-process export would show them; a crash or a signal is a StudioError."""
+    """Run the job in a worker process of its own (onnx_studio.engine.job_client), its events
+    shown as the in-process export would show them; a crash or a signal is a StudioError."""
     from onnx_studio.engine.job_client import remove_job_folder, run_job
 
     def show(event: Any) -> None:
@@ -305,9 +287,8 @@ def _report_of(result: ExportResult) -> ExportReport:
     report = result.report
     report.extra = result.extra
     if report.error is not None:
-        report.error = dataclasses.replace(
-            report.error, details=result.details, exit_code=result.exit_code
-        )
+        report.error = dataclasses.replace(report.error, details=result.details,
+                                           exit_code=result.exit_code)
     return report
 
 
@@ -359,16 +340,12 @@ def _print_report(report: ExportReport, out: TextIO, wrote: bool = True) -> None
     if report.validation:
         for o in report.validation.outputs:
             verdict = "ok" if o.passed else "FAILED"
-            out.write(
-                f"  {o.name}: max abs {_metric(o.max_abs_diff)}, "
-                f"max rel {_metric(o.max_rel_diff)} {verdict}\n"
-            )
+            out.write(f"  {o.name}: max abs {_metric(o.max_abs_diff)}, "
+                      f"max rel {_metric(o.max_rel_diff)} {verdict}\n")
         for t in report.validation.trials:
             if not t.ok:
-                out.write(
-                    f"  trial {t.kind} {t.sizes if t.sizes is not None else ''} failed: "
-                    f"{t.message or ''}\n"
-                )
+                out.write(f"  trial {t.kind} {t.sizes if t.sizes is not None else ''} failed: "
+                          f"{t.message or ''}\n")
 
 
 def _metric(value: float | None) -> str:
@@ -416,18 +393,41 @@ def main(argv: Sequence[str] | None = None, open_window: OpenWindow | None = Non
         args = None
     if args is not None and args.command in (None, "gui"):
         if open_window is None:
-            sys.stderr.write(
-                "error: the window opens with `onnx-studio` or `python -m app`, "
-                "not from onnx_studio.engine.cli\n"
-            )
+            sys.stderr.write("error: the window opens with `onnx-studio` or `python -m app`, "
+                             "not from onnx_studio.engine.cli\n")
             return 2
-        return open_window(
-            getattr(args, "file", None),
-            getattr(args, "exit_after_paint", False),
-            getattr(args, "expand_all", False),
-        )
-    with _stdout_kept_for_results() as out:
+        return open_window(getattr(args, "file", None), getattr(args, "exit_after_paint", False),
+                           getattr(args, "expand_all", False))
+    with _stdout_kept_for_results() as out, _stopped_by_signals():
         return _run_command(parser, argv, out)
+
+
+class _Stopped(KeyboardInterrupt):
+    """SIGINT or SIGTERM reached the command outside a job (a job's run ends its worker and
+    answers `cancelled` itself): the command ends with the JSON line all the same."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _stopped_by_signals() -> Iterator[None]:
+    """SIGINT and SIGTERM raise `_Stopped` for the whole command (on the main thread; a job's
+    run puts its own handlers in while it runs, and these back after)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        raise _Stopped(signum)
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 @contextlib.contextmanager
@@ -480,11 +480,8 @@ def _run_command(parser: argparse.ArgumentParser, argv: list[str], out: TextIO) 
             if not want_json:
                 _print_inspect(doc, out)
         elif args.command in analysis.COMMANDS:
-            doc = analysis.run(
-                args,
-                progress.events(),
-                lambda request, folder: _run_in_worker(request, progress, folder),
-            )
+            doc = analysis.run(args, progress.events(),
+                               lambda request, folder: _run_in_worker(request, progress, folder))
             progress.done()
             if not want_json:
                 analysis.print_text(doc, out)
@@ -497,21 +494,21 @@ def _run_command(parser: argparse.ArgumentParser, argv: list[str], out: TextIO) 
             if not want_json:
                 _print_report(report, out, wrote=args.command == "export")
     except RequestError as exc:
-        doc = _error_document(
-            StudioError("recipe", str(exc)[0].upper() + str(exc)[1:], exc.hint), environment
-        )
+        doc = _error_document(StudioError("recipe", str(exc)[0].upper() + str(exc)[1:],
+                                          exc.hint), environment)
     except StudioError as err:
         doc = _error_document(err, environment)
+    except KeyboardInterrupt as interrupt:
+        signum = getattr(interrupt, "signum", signal.SIGINT)
+        doc = _error_document(StudioError(
+            "cancelled", f"Stopped by {signal.Signals(signum).name}; nothing was written (a "
+            "file already committed stays as it is).", "Run the command again.",
+            exit_code=128 + int(signum)), environment)
     except Exception as exc:  # our own bug: still one sentence and the JSON line
-        doc = _error_document(
-            StudioError(
-                "export",
-                f"onnx-studio failed unexpectedly: {exc}.",
-                "Run with --verbose and report the traceback.",
-                details=traceback.format_exc(),
-            ),
-            environment,
-        )
+        doc = _error_document(StudioError(
+            "export", f"onnx-studio failed unexpectedly: {exc}.",
+            "Run with --verbose and report the traceback.", details=traceback.format_exc()),
+            environment)
     if doc.error is not None:
         _report_error(doc.error, verbose)
     if want_json:
@@ -530,7 +527,6 @@ def _report_error(err: Error, verbose: bool) -> None:
         sys.stderr.write("(run with --verbose for the full details)\n")
 
 
-if (
-    __name__ == "__main__"
-):  # every command but gui; `onnx-studio` itself is onnx_studio.app.launcher
+# every command but gui; `onnx-studio` itself is onnx_studio.app.launcher
+if __name__ == "__main__":
     sys.exit(main())

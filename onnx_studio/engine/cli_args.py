@@ -16,7 +16,8 @@ from onnx_studio.engine import recipe as recipes
 from onnx_studio.engine import shipped
 from onnx_studio.engine.export.hf_files import check_output_folder
 from onnx_studio.engine.export.onnx_file import check_output_path
-from onnx_studio.engine.recipe import DimSpec, InputSpec, OutputSpec, Recipe
+from onnx_studio.engine.paths import recipe_inputs
+from onnx_studio.engine.recipe import DimSpec, InputSpec, OutputSpec, Recipe, check_recipe
 
 __all__ = ["FILL_FORMS", "RequestError", "recipe_from_args"]
 
@@ -260,8 +261,8 @@ def recipe_from_args(args: argparse.Namespace) -> Recipe:
     # the output location before anything else: a wrong one is a `write` error, and no
     # recipe is saved and nothing is exported (a Hugging Face source's is a folder)
     if recipes.is_folder_source(recipe.model.source):
-        check_output_folder(recipe.output_path)
+        check_output_folder(recipe.output_path, "export", recipe_inputs(recipe))
     else:
         check_output_path(recipe.output_path)
-    recipe.check()
+    check_recipe(recipe)
     return recipe

@@ -20,13 +20,13 @@ KINDS = {
     "cancelled": 1,
     "worker_crashed": 1,
     "worker_protocol": 1,  # a line between the window, the CLI and the worker that does not fit
-    "model": 1,
     # the model's own code failed (sys.exit, its own exception): onnx_studio.engine.export.blame
+    "model": 1,
     "out_of_memory": 1,  # the model asked for more memory than there is
-    "invalid_file": 1,
     # an .onnx file that is readable but unusable: onnx_studio.engine.graph.file_check
-    "timeout": 1,
+    "invalid_file": 1,
     # the job ran past its time limit and was ended (onnx_studio.engine.batch's --timeout)
+    "timeout": 1,
 }
 
 

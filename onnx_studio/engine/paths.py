@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from onnx_studio.engine.errors import StudioError
+from onnx_studio.engine.file_set import same_file
 from onnx_studio.engine.recipe import Recipe, is_folder_source, split_source
 
 
@@ -89,12 +90,13 @@ def check_recipe_target(recipe: Recipe, path: Path, advice: str) -> Path:
 
     def refuse(problem: str) -> StudioError:
         return StudioError("write", f"Cannot save the recipe to {path}: {problem}; {advice}.",
-                           exit_code=2)
+                           f"{advice[:1].upper()}{advice[1:]}: a new .toml name in a folder "
+                           "you can write to.", exit_code=2)
 
     if path.suffix.lower() != ".toml":
         raise refuse(f"a recipe is a .toml file, name it {path.stem or 'recipe'}.toml")
     for field, named in _named_paths(recipe):
-        if real == named:
+        if real == named or same_file(real, named):  # a hard link too
             raise refuse(f"that is the recipe's {field}, which the recipe would replace")
     output = Path(os.path.realpath(recipe.output_path))
     if is_folder_source(recipe.model.source) and real.is_relative_to(output):
@@ -126,6 +128,12 @@ def _named_paths(recipe: Recipe) -> list[tuple[str, Path]]:
     named += [("extension", ext) for ext in recipe.export.extensions]
     named.append(("export output", recipe.export.output))
     return [(field, Path(os.path.realpath(recipe.resolve(p)))) for field, p in named]
+
+
+def recipe_inputs(recipe: Recipe) -> list[Path]:
+    """Every file or folder the recipe's model is read from (source, checkpoint, input files,
+    extensions): what no output of the command that runs it may replace."""
+    return [path for field, path in _named_paths(recipe) if field != "export output"]
 
 
 def output_folder(recipe: Recipe) -> Path:

@@ -19,6 +19,7 @@ from onnx_studio.engine.export import blame
 from onnx_studio.engine.export.exporter import export_model
 from onnx_studio.engine.export.onnx_file import check_output_path
 from onnx_studio.engine.graph.summary import summarize
+from onnx_studio.engine.paths import recipe_inputs
 from onnx_studio.engine.protocol import ExportedFile, ExportReport, Graph, Validation, WarningItem
 from onnx_studio.engine.recipe import AUTO_FILL, Recipe
 from onnx_studio.engine.source.hf import HfModel, is_hf_source
@@ -139,7 +140,7 @@ def export_hf(recipe: Recipe, events: Events | None = None, *,
     events = _reporting_warnings(events, report)
     started = time.perf_counter()
     try:
-        check_output_folder(folder)
+        check_output_folder(folder, "export", recipe_inputs(recipe))
         events.progress(0.0, "Loading the model")
         hf = load_for_recipe(recipe)
         report.task = hf.task
@@ -161,8 +162,8 @@ def export_hf(recipe: Recipe, events: Events | None = None, *,
 def _write_hf_parts(hf: HfModel, folder: Path, recipe: Recipe, events: Events) -> None:
     """Export every part of `hf` into a staging folder, then commit them into `folder` as one
     set; a `write` error when the folder cannot take them."""
-    from onnx_studio.engine.export.hf_files import data_files, export_part
-    from onnx_studio.engine.file_set import CommitBusy, FolderWrite, previous_set
+    from onnx_studio.engine.export.hf_files import export_part
+    from onnx_studio.engine.file_set import CommitBusy, FolderWrite
     from onnx_studio.engine.torch_private import reused_onnx_registry
 
     # the exporter's translation table built once for all the parts, not once a part; the
@@ -170,7 +171,8 @@ def _write_hf_parts(hf: HfModel, folder: Path, recipe: Recipe, events: Events) -
     registry = contextlib.nullcontext() if recipe.export.exporter == "torchscript" \
         else reused_onnx_registry()
     try:
-        with FolderWrite(folder) as write, registry:
+        with FolderWrite(folder, output="export", inputs=recipe_inputs(recipe)) as write, \
+                registry:
             count = len(hf.parts)
             for index, part in enumerate(hf.parts):
                 events.progress(index / count, f"Exporting {part.file}")
@@ -178,9 +180,7 @@ def _write_hf_parts(hf: HfModel, folder: Path, recipe: Recipe, events: Events) -
                             events.part(index / count, (index + 1) / count),
                             recipe.export.external_data, recipe.export.exporter,
                             recipe.export.optimize)
-            # what the previous export's files read stays theirs: moved away with them
-            old = [n for n in {*previous_set(folder), *write.staged()} if n.endswith(".onnx")]
-            write.commit(replaces=[d for n in old for d in data_files(folder / n)])
+            write.commit()
     except (OSError, CommitBusy) as exc:
         raise StudioError("write", f"Cannot write the files into {folder}: "
                           f"{getattr(exc, 'strerror', None) or exc}; free some space or "

@@ -21,6 +21,7 @@ from onnx_studio.engine import dirs
 from onnx_studio.engine import recipe as recipes
 from onnx_studio.engine.files import write_text_atomic
 from onnx_studio.engine.paths import source_path
+from onnx_studio.engine.recipe import check_recipe
 
 
 def root() -> Path:
@@ -118,7 +119,7 @@ def working_recipe(path: str | os.PathLike[str]) -> tuple[recipes.Recipe, Callab
         return target
 
     copied = recipes.from_dict(recipes.to_dict(local), target.resolve().parent)
-    copied.check()
+    check_recipe(copied)
     return copied, write
 
 

@@ -1,6 +1,6 @@
 """TOML written with tomlkit: plain data in the house style, or a file's own text updated in place.
 
-The house style is the README's: top-level values first, every table a `[section]` (a list of
+The house style is docs/recipes.md's: top-level values first, every table a `[section]` (a list of
 tables `[[sections]]`), and every value inside a section on one line (`{ 0 = "batch" }`,
 `[1, 3, 224, 224]`). `update` rewrites the text of a file a person may have edited: keys they
 wrote keep their place, comments and spelling (`1e-3` stays `1e-3` while its value is
@@ -80,7 +80,7 @@ def _item(value: Any) -> Item:
         for key, item in value.items():
             table.append(str(key), _item(item))
         body = [v for k, v in table.value.body if k is not None]
-        if body:  # `{ a = 1 }` with a space inside the braces, as the README writes it
+        if body:  # `{ a = 1 }` with a space inside the braces, as the documentation writes it
             body[0].trivia.indent = " "
             body[-1].trivia.trail = " "
         return table

@@ -108,7 +108,7 @@ def untested_torch_sentence(version: str | None = None) -> str | None:
         return None
     return (f"torch {version} is installed, but this release of ONNX Export Studio is tested "
             f"with torch {TESTED_TORCH}; exports may fail or differ. Install a tested torch "
-            "(the README names it).")
+            "(the README's install command names it).")
 
 
 # ---------------------------------------------------------------------------- torch.onnx constants

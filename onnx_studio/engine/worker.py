@@ -554,6 +554,10 @@ def main() -> int:
     started = time.perf_counter()
     import torch  # warm: every job after this one reuses the import
 
+    from onnx_studio.engine.source.torchvision_guard import guard
+
+    guard()  # before any model loads: transformers and timm import torchvision
+
     ready = Ready(protocol=PROTOCOL_VERSION, pid=os.getpid(), torch=torch.__version__,
                   import_s=round(time.perf_counter() - started, 3),
                   torch_tested=torch_private.torch_is_tested(torch.__version__))

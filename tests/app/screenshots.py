@@ -1,7 +1,7 @@
-"""Screenshots of the window's main states for the README (not a test).
+"""Screenshots of the window's main states for the documentation (not a test).
 
     xvfb-run -s "-screen 0 1366x768x24" env QT_QPA_PLATFORM=xcb \\
-        python tests/app/screenshots.py resources/screenshots [--only validation,...]
+        python tests/app/screenshots.py docs/images [--only validation,...]
 
 Writes window_empty.png, window_running.png, window_success.png, window_graph.png,
 window_validation.png, window_validation_failed.png and window_failure.png at 1366x768,

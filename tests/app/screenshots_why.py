@@ -1,4 +1,4 @@
-"""Screenshots of Why? for the README (not a test): a real export of a tiny stack of Linear
+"""Screenshots of Why? for the documentation (not a test): a real export of a tiny stack of Linear
 blocks with layers.2's weight patched in the file, validated (it fails), then Why?.
 
     QT_QPA_PLATFORM=offscreen python tests/app/screenshots_why.py docs/screenshots [WIDTH]

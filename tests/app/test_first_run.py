@@ -215,8 +215,9 @@ def test_the_offscreen_advice_works_without_a_display() -> None:
         "window_s", "graph_s", "nodes"}
 
 
-def test_the_readme_gives_the_same_install_commands() -> None:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+@pytest.mark.parametrize("page", ["README.md", "docs/getting-started.md"])
+def test_the_documentation_gives_the_same_install_commands(page: str) -> None:
+    text = (REPO / page).read_text(encoding="utf-8")
     debian, fedora = pc.install_packages("xcb")
-    assert f"\nsudo apt-get install -y {' '.join(debian)}\n" in readme
-    assert f"\nsudo dnf install -y {' '.join(fedora)}\n" in readme
+    assert f"\nsudo apt-get install -y {' '.join(debian)}\n" in text
+    assert f"\nsudo dnf install -y {' '.join(fedora)}\n" in text

@@ -18,6 +18,7 @@ from PySide6.QtCore import Qt
 from onnx_studio.app.window import MainWindow
 from onnx_studio.engine import recipe as recipes
 from onnx_studio.engine.protocol import ErrorEvent, Event, ExportRequest, ExportResult, Progress
+from onnx_studio.engine.recipe import to_toml
 from tests.app.conftest import (
     EXPORT_TIMEOUT_MS,
     STOP_TIMEOUT_MS,
@@ -99,7 +100,7 @@ def test_export_the_example(window: MainWindow, qtbot) -> None:
 def test_cancel_a_long_export_then_export_again(window: MainWindow, qtbot,
                                                 tmp_path: Path) -> None:
     output = load_slow(window, tmp_path)
-    before = window.session.recipe.to_toml()
+    before = to_toml(window.session.recipe)
     old_pid = window.session.runner.worker_pid
     assert old_pid is not None
     child = start_slow_export(window, qtbot)
@@ -111,7 +112,7 @@ def test_cancel_a_long_export_then_export_again(window: MainWindow, qtbot,
     qtbot.waitUntil(lambda: not pid_alive(old_pid) and not pid_alive(child),
                     timeout=STOP_TIMEOUT_MS)  # (the model sleeps 60 s: ended by the cancel)
     assert "cancelled" in window.tabs.summary.status.text()
-    assert window.session.recipe.to_toml() == before, "the form is unchanged"
+    assert to_toml(window.session.recipe) == before, "the form is unchanged"
     assert not output.exists(), "no half-written file"
     assert window.form.export_bar.export_button.isEnabled()
 
@@ -152,7 +153,7 @@ def test_a_compare_waits_behind_the_export_and_is_cancelled_alone(window: MainWi
 def test_killed_worker_is_reported_and_replaced(window: MainWindow, qtbot,
                                                 tmp_path: Path) -> None:
     output = load_slow(window, tmp_path)
-    before = window.session.recipe.to_toml()
+    before = to_toml(window.session.recipe)
     child = start_slow_export(window, qtbot)
     pid = window.session.runner.worker_pid
     assert pid is not None
@@ -165,7 +166,7 @@ def test_killed_worker_is_reported_and_replaced(window: MainWindow, qtbot,
     assert "SIGKILL" in error["message"] and "signal 9" in error["message"]
     assert "crashed" in window.tabs.summary.status.text()
     assert "SIGKILL" in window.tabs.summary.status.text()
-    assert window.session.recipe.to_toml() == before
+    assert to_toml(window.session.recipe) == before
     assert not output.exists()
     runner = window.session.runner
     assert runner.worker_pid == spare and runner.ready_info is not None, \
@@ -203,7 +204,7 @@ def test_spare_worker_takes_over_after_cancel(window: MainWindow, qtbot,
     window.load_default_recipe()
     events: list[Event] = []
     recipe = window.session.recipe
-    runner.submit(ExportRequest(recipe=recipe.to_toml(), base_dir=str(recipe.base_dir)),
+    runner.submit(ExportRequest(recipe=to_toml(recipe), base_dir=str(recipe.base_dir)),
                   events.append)
     qtbot.waitUntil(lambda: bool(events) and isinstance(events[-1], ExportResult | ErrorEvent),
                     timeout=EXPORT_TIMEOUT_MS)

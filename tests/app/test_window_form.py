@@ -18,6 +18,7 @@ from onnx_studio.app.window import MainWindow
 from onnx_studio.engine import dirs, shipped
 from onnx_studio.engine import recipe as recipes
 from onnx_studio.engine.protocol import DevicesResult, WarningItem
+from onnx_studio.engine.recipe import to_toml
 from tests.app.conftest import example_index
 from tests.conftest import REPO
 
@@ -145,13 +146,13 @@ def test_save_and_open_round_trip(window: MainWindow, tmp_path: Path, qtbot) -> 
     path = tmp_path / "sub" / "saved.toml"
     path.parent.mkdir()
     assert window.save_recipe_to(path)
-    assert path.read_text(encoding="utf-8") == window.session.recipe.to_toml()
+    assert path.read_text(encoding="utf-8") == to_toml(window.session.recipe)
 
     other = MainWindow(settings_mod.Settings(), None, start_worker=False)
     qtbot.addWidget(other)
     assert other.open_path(path)
     assert other.session.recipe == window.session.recipe
-    assert other.session.recipe.to_toml() == path.read_text(encoding="utf-8")
+    assert to_toml(other.session.recipe) == path.read_text(encoding="utf-8")
     opened = other.session.recipe
     assert opened.inputs[1].fill == "full" and opened.inputs[1].value == 5
     assert opened.export.opset == 19 and opened.model.kwargs == {"num_classes": 7}
@@ -163,12 +164,12 @@ def test_save_and_open_round_trip(window: MainWindow, tmp_path: Path, qtbot) -> 
 
 
 def test_broken_recipe_is_reported_and_the_form_kept(window: MainWindow, tmp_path: Path) -> None:
-    before = window.session.recipe.to_toml()
+    before = to_toml(window.session.recipe)
     bad = tmp_path / "bad.toml"
     bad.write_text("version = 1\n[model\n", encoding="utf-8")
     assert not window.open_path(bad)
     assert window.form.banner.isVisible() and "not valid TOML" in window.form.banner.label.text()
-    assert window.session.recipe.to_toml() == before
+    assert to_toml(window.session.recipe) == before
 
 
 def test_corrupt_settings_are_backed_up_and_reported_once(qtbot) -> None:

@@ -133,7 +133,7 @@ def main() -> int:
 
 
 def screenshot(png: Path) -> int:
-    """The README's picture: the profile of a 4-layer GPT-2 export as a heat overlay on its
+    """The documentation's picture: the profile of a 4-layer GPT-2 export as a heat overlay on its
     graph, module groups collapsed, as the Compare tab's overlay toggle shows it."""
     from PySide6.QtWidgets import QApplication
 

@@ -1,4 +1,4 @@
-"""The corpus of real architectures, as a table: the README's "Real architectures" section.
+"""The corpus of real architectures, as a table: docs/hugging-face.md, "Architectures".
 
 Every row of tests/corpus/architectures.py (a tiny random-weight transformers model saved with
 save_pretrained, no download) is exported as a user would, `onnx-studio export hf:DIR -o OUT

@@ -617,7 +617,7 @@ def print_scale(rows: list[tuple[str, float, str, float | None, float | None, st
 
 
 def screenshots(path: Path, out: Path) -> list[Path]:
-    """The README's pictures of the graph tab, taken offscreen at 100 % zoom."""
+    """The documentation's pictures of the graph tab, taken offscreen at 100 % zoom."""
     import random
 
     from PySide6.QtCore import QPointF
@@ -743,7 +743,7 @@ def main() -> None:
                     help="only issue 25's ratios: `gui FILE --exit-after-paint` on the 103k-node "
                     "graph against importing onnx, loading the file and walking its nodes")
     ap.add_argument("--screenshots", type=Path, metavar="DIR",
-                    help="only save the README screenshots (24-layer GPT-2) into DIR")
+                    help="only save the documentation's screenshots (24-layer GPT-2) into DIR")
     args = ap.parse_args()
     cache: Path = args.cache
     cache.mkdir(parents=True, exist_ok=True)

@@ -138,7 +138,7 @@ if KIND == "studio":
         "engine imports (worker, protocol)", engine_imports)
     recipe = recipe_from_args(build_parser().parse_args(["export", *ARGS]))
     result = step("the job (onnx_studio.engine.worker.job_export)", lambda: worker.job_export(
-        ExportRequest(id=1, recipe=recipe.to_toml(), base_dir=str(recipe.base_dir)),
+        ExportRequest(id=1, recipe=to_toml(recipe), base_dir=str(recipe.base_dir)),
         lambda event: None))
     assert result.report.ok, result.report.error
 else:

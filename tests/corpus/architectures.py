@@ -18,8 +18,8 @@ config class with `torch.manual_seed(0)`, no hub access. A row's outcome is one 
 minutes on two workers); the others are marked `corpus_full` (`python -m pytest -m corpus_full
 tests/corpus` runs them).
 
-Used by tests/corpus/test_hf_corpus.py and tests/benchmarks/bench_corpus.py (the README's "Real
-architectures" table).
+Used by tests/corpus/test_hf_corpus.py and tests/benchmarks/bench_corpus.py (the "Architectures"
+table of docs/hugging-face.md).
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ class Architecture:
     args: tuple[str, ...] = ()  # more command-line arguments (e.g. --task)
     fails: Failure | None = None
     pending: str | None = None  # see the module docstring
-    notes: str = ""            # what the row shows, for the README table
+    notes: str = ""            # what the row shows, for the docs' table
 
     @property
     def slug(self) -> str:

@@ -9,6 +9,7 @@ inputs, same numbers.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -472,25 +473,58 @@ def test_the_script_names_the_exporter_auto_resolves_to(tmp_path: Path) -> None:
     assert "dynamo=False" in codegen.generate(recipe)
 
 
-def test_a_hugging_face_source_runs_the_studios_pipeline_on_its_recipe(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """hf: exports go through the task wrappers: the script hands its recipe, whole, to the
-    studio's pipeline (the window's Python tab runs one for real, test_window_one_truth)."""
-    import onnx_studio.engine.pipeline
-    from onnx_studio.engine.protocol import ExportReport
+def _document(*command: str) -> tuple[int, dict]:
+    """Run `command` from another folder with this checkout importable: (exit status, the JSON
+    document its last standard output line holds)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(list(command), cwd="/", env=env, capture_output=True, text=True,
+                          timeout=280)
+    lines = done.stdout.strip().splitlines()
+    assert lines, done.stderr[-3000:]
+    return done.returncode, json.loads(lines[-1])
 
-    recipe = recipes.loads('version = 1\n[model]\nsource = "hf:models/bert"\n'
-                           'kwargs = { task = "text-classification" }\n'
-                           '[export]\noutput = "C:\\\\out\\\\bert_onnx"\nopset = 18\n',
-                           base_dir=tmp_path)
-    code = codegen.generate(recipe)
-    seen: list[recipes.Recipe] = []
 
-    def export(got: recipes.Recipe, validate: bool = False) -> ExportReport:
-        seen.append(got)
-        return ExportReport(ok=True, output=str(got.output_path), files=[])
+def _verdict(doc: dict) -> tuple:
+    """What the script and the CLI must agree on: the outcome, the files, the verdict and the
+    names of the outputs checked."""
+    validation = doc["validation"] or {}
+    return (doc["ok"], doc["error"], doc["output"],
+            sorted(f["path"] for f in doc.get("files") or []), validation.get("ok"),
+            [o["name"] for o in validation.get("outputs", [])],
+            [o["name"] for o in (doc["graph"] or {}).get("outputs", [])])
 
-    monkeypatch.setattr(onnx_studio.engine.pipeline, "export", export)
-    exec(compile(code, "export_model.py", "exec"), {"__name__": "__main__"})
-    assert len(seen) == 1 and seen[0].to_toml() == recipe.to_toml()
-    assert seen[0].base_dir == tmp_path.resolve()
+
+@pytest.mark.slow  # a tiny BERT exported and validated twice, a module recipe twice
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("kind", ["module", "hf"])
+def test_the_python_tab_s_code_does_what_the_cli_does(tmp_path: Path, kind: str) -> None:
+    """The Python tab's script, run on its own, answers with the CLI's document for the same
+    recipe (`onnx-studio export --recipe R --json`): the same outcome, files, verdict and
+    output names; its code imports onnx_studio's public API, never the engine's modules."""
+    if kind == "module":
+        _write_net(tmp_path)
+        text = (f'version = 1\n[model]\nsource = "net.py:Net"\nkwargs = {{ hidden = 6 }}\n'
+                f'{TWO_INPUTS}\n[export]\noutput = "out/net.onnx"\nopset = 18\n'
+                '[validate]\nenabled = true\n')
+    else:
+        from tests.engine.hf_tiny import build
+
+        folder = build("bert", tmp_path / "models")
+        text = (f'version = 1\n[model]\nsource = "hf:{folder}"\n'
+                'kwargs = { task = "feature-extraction" }\n'
+                '[export]\noutput = "out/bert_onnx"\nopset = 18\n[validate]\nenabled = true\n')
+    path = tmp_path / "recipe.toml"
+    path.write_text(text, encoding="utf-8")
+    code = codegen.generate(recipes.load(path))
+    assert "import onnx_studio" in code and "onnx_studio.engine" not in code, code
+    assert "from engine" not in code and "import engine" not in code
+    script = tmp_path / "elsewhere" / "export_model.py"
+    script.parent.mkdir()
+    script.write_text(code, encoding="utf-8")
+    cli_status, cli = _document(sys.executable, "-m", "onnx_studio", "export", "--recipe",
+                                str(path), "--json")
+    assert cli_status == 0 and cli["ok"], cli["error"]
+    assert cli["validation"] and cli["validation"]["ok"]
+    status, doc = _document(sys.executable, str(script))
+    assert status == cli_status
+    assert _verdict(doc) == _verdict(cli)

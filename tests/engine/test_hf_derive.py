@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 
 from onnx_studio.engine.errors import StudioError
+from onnx_studio.engine.recipe import to_toml
 from tests.engine.hf_tiny import build, config_of, custom_code_folder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -352,7 +353,7 @@ def test_model_options_and_trust_are_recorded_in_the_recipe(tmp_path: Path) -> N
     # the folder is rebased with the recipe as a folder, its hf: prefix kept
     assert split_hf_source(again.model.source, again.base_dir)[0] == tmp_path
     plain = recipes.Recipe()  # untrusted stays unwritten: old recipes round-trip unchanged
-    assert "trust_remote_code" not in plain.to_toml()
+    assert "trust_remote_code" not in to_toml(plain)
     for wrong in (["--trust-remote-code"], ["--model-kwarg", "use_cache=none"],
                   ["--model-kwarg", "9lives=1"]):
         args = build_parser().parse_args(["export", "net.py:Net", "-o", "n.onnx", *wrong])

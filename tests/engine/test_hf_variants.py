@@ -130,10 +130,10 @@ def test_wrong_requests_exit_2_and_write_nothing(marian: tuple[Path, Path],
     before = sorted(p.name for p in source.iterdir())
     cases = [
         (source / "encoder_model.onnx", tmp_path / "a", ["--kind", "fp16"], "name the folder"),
-        (source, source, ["--kind", "fp16"], "overwrite its source folder"),
+        (source, source, ["--kind", "fp16"], "an input of this command"),
         (source, tmp_path / "b.onnx", ["--kind", "fp16"], "names a folder"),
         (source, tmp_path / "c", ["--kind", "fp16", "--keep-fp32", "encoder_model.onnx:nope"],
-         "no node of the folder's files"),
+         "the folder's files do not have"),
         (source, tmp_path / "d", ["--kind", "int8", "--keep-fp32", "auto"], "fp16"),
     ]
     for model, output, extra, words in cases:

@@ -518,10 +518,10 @@ def test_a_failed_report_has_the_contracts_error_shape() -> None:
 
 def _contract_examples() -> list[tuple[str, str]]:
     """The `--json` example document of the "Command line" contract, from the files that hold
-    it (the architecture document beside the repository, and the README once it has it)."""
+    it (the architecture document beside the repository, and the documentation's JSON page)."""
     candidates = [Path(os.environ.get("ONNX_STUDIO_ARCHITECTURE", "/work/shared/"
                                       "ARCHITECTURE.md")), REPO / "ARCHITECTURE.md",
-                  REPO.parent / "shared" / "ARCHITECTURE.md", REPO / "README.md"]
+                  REPO.parent / "shared" / "ARCHITECTURE.md", REPO / "docs" / "json.md"]
     found: dict[Path, tuple[str, str]] = {}
     for path in candidates:
         if not path.is_file() or path.resolve() in found:

@@ -488,7 +488,7 @@ class WritesOnLoad(torch.nn.Module):
 
 
 def test_torchscript_runs_its_own_code_at_load(tmp_path: Path) -> None:
-    """What the README says of TorchScript: no trust is asked, and it is no sandbox.
+    """What docs/security.md says of TorchScript: no trust is asked, and it is no sandbox.
 
     torch.jit.load runs the archive's TorchScript (here __setstate__), and TorchScript
     operators reach the file system: loading the model rewrites `target`.

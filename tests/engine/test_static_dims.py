@@ -14,6 +14,7 @@ import pytest
 
 from onnx_studio.engine import recipe as recipes
 from onnx_studio.engine.errors import StudioError
+from onnx_studio.engine.recipe import recipe_problems
 from tests.engine.hf_tiny import build
 
 pytestmark = pytest.mark.timeout(300)
@@ -112,6 +113,6 @@ def test_a_wrong_size_in_a_recipe_says_what_to_change(source: str, dims: dict[st
                                                        problem: str) -> None:
     recipe = recipes.from_dict({"version": 1, "model": {"source": source}, "dims": dims},
                                Path("."))
-    found = dict(recipe.problems())
+    found = dict(recipe_problems(recipe))
     where = f"dims.{next(iter(dims))}"
     assert problem in found[where], found

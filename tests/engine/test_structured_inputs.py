@@ -16,7 +16,14 @@ import pytest
 from onnx_studio.engine import recipe as recipes
 from onnx_studio.engine.pipeline import export
 from onnx_studio.engine.protocol import ExportReport, Validation
-from onnx_studio.engine.recipe import DimSpec, InputSpec, OutputSpec, Recipe
+from onnx_studio.engine.recipe import (
+    DimSpec,
+    InputSpec,
+    OutputSpec,
+    Recipe,
+    recipe_problems,
+    to_toml,
+)
 from onnx_studio.engine.source.describe import describe
 from onnx_studio.engine.source.examples import EXAMPLES, RECIPES
 
@@ -260,10 +267,10 @@ def test_bounds_reach_torch_export(models_dir: Path) -> None:
     recipe = _recipe(models_dir, "Bounded", [
         InputSpec(name="x", shape=[9, 3], dynamic={0: "batch"})], "bounded_bad",
         dims={"batch": DimSpec(min=2, max=5)})
-    problems = recipe.problems()
+    problems = recipe_problems(recipe)
     assert problems and problems[0][0] == "dims.batch" and "outside" in problems[0][1]
     recipe.dims = {"seq": DimSpec(max=3)}
-    assert any(w == "dims.seq" for w, _ in recipe.problems())
+    assert any(w == "dims.seq" for w, _ in recipe_problems(recipe))
 
 
 # ---------------------------------------------------------------------------- the recipe
@@ -302,9 +309,9 @@ def test_structured_recipe_round_trips(tmp_path: Path) -> None:
     loaded = recipes.loads(STRUCTURED, base_dir=tmp_path)
     assert loaded.inputs[1].kind == "bool" and loaded.inputs[1].const is True
     assert loaded.inputs[2].keyword and loaded.dims["batch"] == DimSpec(1, 64)
-    again = recipes.loads(loaded.to_toml(), base_dir=tmp_path)
+    again = recipes.loads(to_toml(loaded), base_dir=tmp_path)
     assert again == loaded
-    assert "shape" not in loaded.to_toml().split('name = "use_relu"')[1].split("[[")[0]
+    assert "shape" not in to_toml(loaded).split('name = "use_relu"')[1].split("[[")[0]
 
 
 @pytest.mark.parametrize(("inputs", "field", "words"), [
@@ -320,7 +327,7 @@ def test_structured_recipe_round_trips(tmp_path: Path) -> None:
 ])
 def test_structure_problems_name_the_field(inputs: list[InputSpec], field: str,
                                            words: str) -> None:
-    found = Recipe(inputs=inputs).problems()
+    found = recipe_problems(Recipe(inputs=inputs))
     matching = [s for w, s in found if w == field]
     assert matching and words in matching[0], found
 
@@ -380,7 +387,7 @@ def test_output_spec_names_may_be_dotted() -> None:
     recipe = Recipe(inputs=[InputSpec(name="x", shape=[1])],
                     outputs=[OutputSpec(name="present.0.key")])
     recipe.model.source = "m.py:M"
-    assert recipe.problems() == []
+    assert recipe_problems(recipe) == []
 
 
 def test_describe_reports_the_forward_signature(models_dir: Path) -> None:

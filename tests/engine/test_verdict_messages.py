@@ -16,7 +16,7 @@ from onnx import TensorProto, helper
 
 from onnx_studio.engine import recipe as recipes
 from onnx_studio.engine.cli import main
-from onnx_studio.engine.recipe import InputSpec, Recipe
+from onnx_studio.engine.recipe import InputSpec, Recipe, check_recipe, to_toml
 from onnx_studio.engine.source.inputs import make_inputs, resolve_fill, with_fills
 from onnx_studio.engine.validation.metrics import compare, worst
 from onnx_studio.engine.validation.validator import failure_hint
@@ -189,13 +189,13 @@ def test_auto_is_the_default_and_saving_keeps_recipes_byte_identical(tmp_path: P
     recipe = Recipe(inputs=[InputSpec("x", [2, 4]), InputSpec("pos", [2, 4], "int64", "arange"),
                             InputSpec("old", [2], "float32", "randn")])
     recipe.model.source = "nets.py:Net"
-    text = recipe.to_toml()
+    text = to_toml(recipe)
     assert text.count("fill = ") == 2  # "auto" is the default and is not written
     path = tmp_path / "r.toml"
     path.write_text(text)
     loaded = recipes.load(path)
     assert [s.fill for s in loaded.inputs] == ["auto", "arange", "randn"]
-    loaded.check()  # "auto" and "arange" are fills
+    check_recipe(loaded)  # "auto" and "arange" are fills
     recipes.save(loaded, path)
     assert path.read_text() == text
 
@@ -472,13 +472,14 @@ def test_torch_s_own_checks_and_build_paths_are_not_relayed(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The LSTM example: rnn.py's hidden-size checks raise TracerWarnings about torch's own
     code; a TorchScript pass notice ends with a path on torch's build machine."""
-    code, doc = run_json(capsys, "export", "--recipe", str(REPO / "resources/recipes/lstm.toml"),
+    code, doc = run_json(capsys, "export", "--recipe",
+                         str(REPO / "onnx_studio/resources/recipes/lstm.toml"),
                          "-o", str(tmp_path / "lstm.onnx"))
     assert code == 0, doc
     assert not [w for w in doc["warnings"] if w["category"] == "TracerWarning"], doc["warnings"]
     assert [w for w in doc["warnings"] if "LSTM" in w["message"]]  # the one that explains
     code, doc = run_json(capsys, "export", "--recipe",
-                         str(REPO / "resources/recipes/list_loop.toml"), "-o",
+                         str(REPO / "onnx_studio/resources/recipes/list_loop.toml"), "-o",
                          str(tmp_path / "list_loop.onnx"))
     assert code == 0, doc
     assert not [w for w in doc["warnings"] if "Triggered internally" in w["message"]]

@@ -274,3 +274,17 @@ def test_an_initializer_no_node_uses_is_not_a_finding(tmp_path: Path) -> None:
     found = _check(tmp_path, {"fc.weight": _w, "fc.bias": _b,
                               "unused": np.ones(5, np.float32)}, gemm)
     assert found == []
+
+
+def test_weights_rounded_through_float16_and_stored_in_float32_are_the_parameter(
+        tmp_path: Path) -> None:
+    """An fp16 variant keeps some weights in float32 after its conversion rounded them
+    (issue 33, 13): float16's rounding is no difference; a weight 1 % off still is."""
+    def rounded(m: _Linear) -> np.ndarray:
+        return _w(m).T.astype(np.float16).astype(np.float32)
+
+    assert not np.array_equal(rounded(_Linear()), _w(_Linear()).T)
+    assert _check(tmp_path, {"fc.weight": rounded, "fc.bias": _b}, MATMUL) == []
+    found = _check(tmp_path, {"fc.weight": lambda m: rounded(m) * 1.01, "fc.bias": _b},
+                   MATMUL)
+    assert len(found) == 1 and "'fc.weight'" in found[0]["message"]

@@ -21,6 +21,7 @@ from onnx_studio.app.session import ExportSession
 from onnx_studio.app.window import MainWindow
 from onnx_studio.engine import recipe as recipes
 from onnx_studio.engine.paths import rebase_recipe_paths, source_path
+from onnx_studio.engine.recipe import recipe_problems
 from tests.app.conftest import EXPORT_TIMEOUT_MS, export_and_wait, leave_idle
 from tests.engine.hf_models import build
 
@@ -76,7 +77,7 @@ def test_rebasing_moves_only_the_folder_of_a_hugging_face_source(tmp_path: Path,
     moved = rebase_recipe_paths(recipe, tmp_path / "elsewhere")
     assert moved.model.source == f"{prefix}../models/gpt2"
     assert moved.export.output == "../models/gpt2_onnx"
-    assert moved.problems() == []
+    assert recipe_problems(moved) == []
     far = rebase_recipe_paths(recipe, tmp_path, absolute=True)
     assert far.model.source == f"{prefix}{tmp_path / 'models' / 'gpt2'}"
 

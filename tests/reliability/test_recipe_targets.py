@@ -18,8 +18,10 @@ import torch
 
 from onnx_studio.app import settings as settings_mod
 from onnx_studio.app.window import MainWindow
+from onnx_studio.engine import file_set
 from onnx_studio.engine import recipe as recipes
 from onnx_studio.engine.cli import main
+from onnx_studio.engine.recipe import to_toml
 
 MLP = '''import torch
 
@@ -123,7 +125,7 @@ def test_save_recipe_refuses_a_place_inside_a_hugging_face_output_folder(
     model.mkdir()
     (model / "config.json").write_text('{"model_type": "gpt2"}', encoding="utf-8")
     out = tmp_path / "tiny_onnx"
-    out.mkdir()
+    file_set.claim_folder(out, "export", ["model.onnx"])  # a previous export's folder
     (out / "model.onnx").write_bytes(b"the previous export")
     before = snapshot(tmp_path)
     for target in (out / "recipe.toml", out / "deeper" / ".." / "recipe.toml"):
@@ -151,7 +153,7 @@ def test_save_as_in_the_window_refuses_the_same_files(qtbot, project: Path,
     window.show()
     window.session.set_recipe(recipes.load(project / "r.toml"))
     (project / "model.toml").symlink_to(project / "mlp.py")
-    form = window.session.recipe.to_toml()
+    form = to_toml(window.session.recipe)
     before = snapshot(project)
     for target, words in ((project / "mlp.py", ".toml"), (project / "out.onnx", ".toml"),
                           (project / "sub" / ".." / "model.toml", "model source"),
@@ -159,7 +161,7 @@ def test_save_as_in_the_window_refuses_the_same_files(qtbot, project: Path,
         assert not window.save_recipe_to(target)
         text = banner_text(window)
         assert "not saved" in text and words in text and "choose another" in text, text
-        assert window.session.recipe.to_toml() == form, "the form is untouched"
+        assert to_toml(window.session.recipe) == form, "the form is untouched"
         assert window.session.recipe_path is None and window.session.dirty is False
         assert snapshot(project) == before, f"{target} was written"
     assert window.save_recipe_to(project / "sub" / "saved.toml"), banner_text(window)

@@ -1,5 +1,6 @@
-"""The Python tab: the recipe as the script that does the same export (torch.onnx.export; for a
-Hugging Face folder, the studio's pipeline), or why it cannot be written yet, in words that wrap.
+"""The Python tab: the recipe as the script that does the same export (torch.onnx.export, then
+onnx_studio.validate when the recipe asks for validation; for a Hugging Face folder, the recipe
+handed to onnx_studio.export), or why it cannot be written yet, in words that wrap.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from PySide6.QtWidgets import (
 
 from onnx_studio.app.results.summary import mono
 from onnx_studio.app.session import ExportSession
+from onnx_studio.engine.errors import StudioError
+from onnx_studio.engine.file_set import write_file
 from onnx_studio.engine.recipe import is_folder_source
 
 
@@ -88,10 +91,13 @@ class PythonView(QWidget):
         self.text.setVisible(not reason)
         self.copy_button.setEnabled(not reason)
         self.save_button.setEnabled(not reason)
-        hf = is_folder_source(self.session.recipe.model.source)
-        self.note.setText("The same export as a script: runs the studio's pipeline (a Hugging "
-                          "Face model's files)." if hf else
-                          "The same export as a script: runs with torch alone.")
+        recipe = self.session.recipe
+        self.note.setText(
+            "The same export as a script: onnx_studio exports and validates the recipe (a "
+            "Hugging Face model's files)." if is_folder_source(recipe.model.source) else
+            "The same export as a script: torch.onnx.export, then onnx_studio validates the "
+            "file against the model." if recipe.validate.enabled else
+            "The same export as a script: runs with torch alone.")
         self._stale = False
 
     def set_code(self, code: str) -> None:
@@ -105,5 +111,12 @@ class PythonView(QWidget):
     def _save(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Save script", "export_model.py",
                                               "Python (*.py)")
-        if path:
-            Path(path).write_text(self.text.toPlainText(), encoding="utf-8")
+        if not path:
+            return
+        try:
+            write_file(Path(path), self.text.toPlainText().encode("utf-8"),
+                       what="The script")
+        except (StudioError, OSError) as exc:
+            self.note.setText(f"Not saved: {exc}")
+        else:
+            self.note.setText(f"Saved {Path(path).name}.")

@@ -22,6 +22,7 @@ from onnx_studio.app.outcomes import FileStamp
 from onnx_studio.app.session.belonging import Stale, file_sentence
 from onnx_studio.app.session.jobs import Jobs
 from onnx_studio.app.session.recipe_edits import RecipeEdits
+from onnx_studio.engine.recipe import to_toml
 
 if TYPE_CHECKING:  # the protocol loads with the first job, after the window's first paint
     from onnx_studio.app.session.jobs import End
@@ -154,7 +155,7 @@ class AnalysisModel(QObject):
         """(the recipe's TOML, its label) when PyTorch is a reference too, else (None, "")."""
         recipe = self.edits.recipe
         if against_torch and recipe.model.source:
-            return recipe.to_toml(), self.edits.recipe_label()
+            return to_toml(recipe), self.edits.recipe_label()
         return None, ""
 
     # ----------------------------------------------------------------- jobs
@@ -189,7 +190,7 @@ class AnalysisModel(QObject):
         recipe = self.edits.recipe
         keep = keep_fp32 if kind == "fp16" and keep_fp32 else None
         output = onnx.with_name(f"{onnx.stem}.{kind}{'-keep' if keep else ''}.onnx")
-        request = VariantRequest(onnx=str(onnx), recipe=recipe.to_toml(),
+        request = VariantRequest(onnx=str(onnx), recipe=to_toml(recipe),
                                  base_dir=str(recipe.base_dir), kind=kind, output=str(output),
                                  keep_fp32=keep)
         what = f"{kind} (keeping {keep} in float32)" if keep else kind
@@ -208,9 +209,9 @@ class AnalysisModel(QObject):
         recipe = self.edits.recipe
         out = recipe.output_path
         a, b = (out.with_name(f"{out.stem}.{e}.onnx") for e in ("dynamo", "torchscript"))
-        self._chain = [ExportRequest(recipe=dataclasses.replace(recipe, export=dataclasses.replace(
-            recipe.export, exporter=e, output=str(f))).to_toml(), base_dir=str(recipe.base_dir))
-            for e, f in (("dynamo", a), ("torchscript", b))]
+        self._chain = [ExportRequest(recipe=to_toml(dataclasses.replace(
+            recipe, export=dataclasses.replace(recipe.export, exporter=e, output=str(f)))),
+            base_dir=str(recipe.base_dir)) for e, f in (("dynamo", a), ("torchscript", b))]
         self._chain_files = (a, b)
         self.job = "export"
         self._next_export()

@@ -23,6 +23,7 @@ from onnx_studio.app.outcomes import FileStamp, Stamp, ValidationOutcome
 from onnx_studio.app.session.jobs import Jobs
 from onnx_studio.app.session.recipe_edits import RecipeEdits
 from onnx_studio.app.session.results import Results, _same_file
+from onnx_studio.engine.recipe import to_toml
 
 if TYPE_CHECKING:  # the protocol loads with the first job, after the window's first paint
     from onnx_studio.engine.protocol import (
@@ -250,7 +251,7 @@ class Explainer(QObject):
         stamp = Stamp(recipe=edits.fingerprint, export=edits.export_fingerprint,
                       run=edits.run_fingerprint, onnx=FileStamp.of(onnx),
                       label=edits.recipe_label())
-        request = ExplainRequest(onnx=str(onnx), recipe=recipe.to_toml(),
+        request = ExplainRequest(onnx=str(onnx), recipe=to_toml(recipe),
                                  base_dir=str(recipe.base_dir),
                                  repro_dir=str(folder) if folder is not None else None,
                                  write_repro=folder is not None)

@@ -21,6 +21,7 @@ from PySide6.QtCore import QObject, Signal
 from onnx_studio.app.outcomes import ExportOutcome, FileStamp, JobStart, Stamp, ValidationOutcome
 from onnx_studio.app.session.recipe_edits import RecipeEdits
 from onnx_studio.app.session.results import Results
+from onnx_studio.engine.recipe import to_toml
 
 if TYPE_CHECKING:  # the job machinery and the protocol load after the window's first paint
     from onnx_studio.app.jobs import JobRunner
@@ -181,7 +182,7 @@ class Jobs(QObject):
         self.logLine.emit(f"=== Export started {time.strftime('%H:%M:%S')}: "
                           f"{recipe.model.source} -> {recipe.output_path}")
         sent = self._sent(recipe.validate.enabled, recipe.output_path, None)
-        request = ExportRequest(recipe=recipe.to_toml(), base_dir=str(recipe.base_dir))
+        request = ExportRequest(recipe=to_toml(recipe), base_dir=str(recipe.base_dir))
         self.export_job = self.send(
             request, functools.partial(self._export_done, sent),
             activity=f"Exporting {recipe.output_path.name}…",
@@ -239,7 +240,7 @@ class Jobs(QObject):
         self.logLine.emit(f"=== Validation started {time.strftime('%H:%M:%S')}: {target} "
                           f"against {recipe.model.source}")
         sent = self._sent(True, target, FileStamp.of(target))
-        request = ValidateRequest(recipe=recipe.to_toml(), base_dir=str(recipe.base_dir),
+        request = ValidateRequest(recipe=to_toml(recipe), base_dir=str(recipe.base_dir),
                                   onnx=str(target))
         self.validate_job = self.send(
             request, functools.partial(self._validation_done, sent),

@@ -30,7 +30,7 @@ from onnx_studio.engine import recipe as recipes
 from onnx_studio.engine import shipped
 from onnx_studio.engine.errors import StudioError
 from onnx_studio.engine.paths import check_recipe_target, rebase_recipe_paths
-from onnx_studio.engine.recipe import Recipe, split_source
+from onnx_studio.engine.recipe import Recipe, recipe_problems, split_source
 
 if TYPE_CHECKING:
     from onnx_studio.engine.protocol import ForwardParam
@@ -127,7 +127,7 @@ class RecipeEdits(QObject):
             (i for i, prefix in enumerate(_FORM_ORDER) if item[0].startswith(prefix)),
             len(_FORM_ORDER)))
         problems: dict[str, str] = {}
-        for field, sentence in [*parse, *self.recipe.problems(), *file_problems(self.recipe)]:
+        for field, sentence in [*parse, *recipe_problems(self.recipe), *file_problems(self.recipe)]:
             problems.setdefault(field, sentence)
         self.problems = problems
 

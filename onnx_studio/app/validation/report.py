@@ -14,7 +14,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from onnx_studio.engine.files import write_text_atomic
+from onnx_studio.engine.file_set import write_file
 from onnx_studio.engine.protocol import TrialOutput, Validation, known
 
 __all__ = ["CSV_FIELDS", "to_csv", "to_html", "write_report"]
@@ -145,6 +145,7 @@ def write_report(path: Path, validation: Validation, onnx: str | None, recipe: s
         plots = load_plots(plot_file)
     html_path = path.with_suffix(".html")
     csv_path = path.with_suffix(".csv")
-    write_text_atomic(html_path, to_html(validation, onnx, recipe, plots))
-    write_text_atomic(csv_path, to_csv(validation))
+    write_file(html_path, to_html(validation, onnx, recipe, plots).encode("utf-8"),
+               what="The report")
+    write_file(csv_path, to_csv(validation).encode("utf-8"), what="The report")
     return html_path, csv_path

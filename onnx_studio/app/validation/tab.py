@@ -51,6 +51,7 @@ from onnx_studio.app.validation.generation import GenerationPanel
 from onnx_studio.app.validation.nodes import NodesPanel
 from onnx_studio.app.validation.plots import ParityPlots
 from onnx_studio.app.validation.report import write_report
+from onnx_studio.engine.errors import StudioError
 from onnx_studio.engine.protocol import Error, Trial, Validation, known
 
 OUTPUT_HEADERS = ["Output", "dtype", "max abs", "max rel", "mean abs", "cosine", "mismatched",
@@ -315,7 +316,7 @@ class ValidationTab(QWidget):
         try:
             return write_report(path, outcome.validation, onnx, outcome.stamp.label,
                                 outcome.plots)
-        except OSError as exc:
+        except (OSError, StudioError) as exc:
             self.message.setText(f"The report was not saved: {exc}")
             self.message.setVisible(True)
             return None

@@ -38,7 +38,7 @@ from onnx_studio.engine.protocol import (
     VariantResult,
     WarningItem,
 )
-from onnx_studio.engine.recipe import Recipe
+from onnx_studio.engine.recipe import Recipe, check_recipe, to_toml
 
 COMMANDS = ("compare", "profile", "variant", "explain")
 AnalysisDocument = CompareDocument | ProfileDocument | VariantReport | ExplainDocument
@@ -118,7 +118,7 @@ def _recipe(path: str | None) -> Recipe | None:
     from onnx_studio.engine import shipped
 
     recipe = recipes.load(shipped.runnable(path))
-    recipe.check()
+    check_recipe(recipe)
     return recipe
 
 
@@ -161,7 +161,7 @@ def request_of(args: argparse.Namespace) -> tuple[AnalysisRequest, Path]:
     status 2 before any worker starts), and the folder where the job writes (for the clean-up
     of a killed job)."""
     recipe = _recipe(args.recipe)
-    text = recipe.to_toml() if recipe is not None else None
+    text = to_toml(recipe) if recipe is not None else None
     base = str(recipe.base_dir) if recipe is not None else None
     if args.command == "compare":
         return CompareRequest(a=_file(args.a), b=_file(args.b), recipe=text, base_dir=base,

@@ -19,6 +19,7 @@ folder its export wrote and every file is explained (`files`), the first that di
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,7 @@ from onnx_studio.engine.analysis.model_file import ModelFile
 from onnx_studio.engine.analysis.repro import Slice, slice_graph
 from onnx_studio.engine.errors import StudioError, one_line
 from onnx_studio.engine.events import Events
+from onnx_studio.engine.file_set import FolderWrite, check_folder_output
 from onnx_studio.engine.graph.source_frame import source_frame
 from onnx_studio.engine.recipe import Recipe
 from onnx_studio.engine.validation.nodes import downstream, first_divergent
@@ -56,14 +58,35 @@ def explain(recipe: Recipe, path: Path, events: Events | None = None,
     Raises StudioError: exit 2 for a wrong request (no such file, not a dynamo export, inputs
     the capture cannot take, a repro folder holding other files), 1 when it cannot run.
     """
-    from onnx_studio.engine.analysis.repro import check_folder
+    from onnx_studio.engine.paths import recipe_inputs
     from onnx_studio.engine.source.hf import is_hf_source
 
     events = events or Events()
     path = Path(path)
     hf = is_hf_source(recipe.model.source)
-    folder = check_folder(repro_dir or path.with_name(
-        path.name + ".repro" if hf else path.stem + ".repro")) if write_repro else None
+    # the file (or folder) explained, its data files and what the recipe reads: a repro never
+    # replaces one of them, whatever the spelling of the path (`..`, a symlink, a hard link)
+    inputs = [path, *recipe_inputs(recipe)]
+    if path.is_dir():
+        inputs += [p for p in path.iterdir() if p.is_file()]
+    elif path.is_file():
+        inputs += [path.parent / n for n in _data_files_of(path)]
+    folder = check_folder_output(repro_dir or path.with_name(
+        path.name + ".repro" if hf else path.stem + ".repro"), "repro", inputs,
+        "The repro folder") if write_repro else None
+    with contextlib.ExitStack() as stack:
+        write = None if folder is None else stack.enter_context(
+            FolderWrite(folder, output="repro", inputs=inputs, what="The repro folder"))
+        doc = _explain_into(recipe, path, hf, events, write)
+        if write is not None and write.staged():
+            write.commit()
+    return doc
+
+
+def _explain_into(recipe: Recipe, path: Path, hf: bool, events: Events,
+                  write: FolderWrite | None) -> dict[str, Any]:
+    """The explain document; each diverging file's repro staged in `write` (a FolderWrite;
+    None: no repro)."""
     rtol, atol = recipe.validate.rtol, recipe.validate.atol
     doc: dict[str, Any] = {"ok": True, "diverges": False, "first_divergence": None,
                            "downstream": 0, "repro": None, "model": str(path), "rtol": rtol,
@@ -72,9 +95,10 @@ def explain(recipe: Recipe, path: Path, events: Events | None = None,
                                                                                events)
     files = []
     for subject in subjects:
-        found = explain_one(subject, rtol, atol, recipe.validate.providers,
-                            folder / Path(subject.name).stem if hf and folder else folder,
-                            events)
+        into = None if write is None else (write.staging, write.folder)
+        if into is not None and hf:  # a folder of repros, one per file
+            into = (into[0] / Path(subject.name).stem, into[1] / Path(subject.name).stem)
+        found = explain_one(subject, rtol, atol, recipe.validate.providers, into, events)
         files.append(found)
         doc["compared"] += found["compared"]
         if found["diverges"] and not doc["diverges"]:
@@ -158,9 +182,9 @@ def _capturing(capture: Any) -> Any:
 
 
 def explain_one(subject: Subject, rtol: float, atol: float, providers: list[str],
-                repro_folder: Path | None, events: Events) -> dict[str, Any]:
-    """The ExplainedFile dict of one file; its repro written into `repro_folder` (None: not
-    written) when it diverges."""
+                repro_folder: tuple[Path, Path] | None, events: Events) -> dict[str, Any]:
+    """The ExplainedFile dict of one file; when it diverges, its repro written into
+    `repro_folder` (staging folder, the folder it is committed to; None: not written)."""
     from onnx_studio.engine.validation.nodes import OnnxRuntimeFailed, compare_values, fx_producers
     from onnx_studio.engine.validation.ort_session import session_settings
 
@@ -189,6 +213,7 @@ def explain_one(subject: Subject, rtol: float, atol: float, providers: list[str]
         out["message"] = "No value of the file matches one of the model's."
         return out
     metrics = found.metrics
+    _check_same_model(subject.name, proto, metrics)
     index = first_divergent(proto.graph, metrics)
     if index is None:
         return out
@@ -206,10 +231,22 @@ def explain_one(subject: Subject, rtol: float, atol: float, providers: list[str]
     if repro_folder is None:
         return out
     events.progress(0.8, "Writing the repro")
-    repro_folder.parent.mkdir(exist_ok=True)  # a Hugging Face folder's: one per file inside
     out["repro"] = write_repro(subject, index, piece, metrics, rtol, atol, repro_folder,
                                out["first_divergence"])
     return out
+
+
+def _check_same_model(name: str, proto: Any, metrics: dict[str, dict[str, Any]]) -> None:
+    """A `recipe` error (exit 2) when the recipe's model is not the file's: an output of the
+    file has another shape than the model's (a file of another model, another recipe)."""
+    for output in proto.graph.output:
+        found = metrics.get(output.name)
+        if found is not None and found.get("shape_mismatch"):
+            raise StudioError(
+                "recipe", f"The recipe's model does not compute {name}: its output "
+                f"{output.name} has {found['message']}.",
+                "Give explain the recipe the file was exported from (the same model, inputs "
+                "and sizes).", exit_code=2)
 
 
 def _largest(values: Iterator[float | None] | Any) -> float | None:
@@ -291,10 +328,10 @@ def _weight_diff(subject: Subject, name: str, tensor: Any) -> float | None:
 
 
 def write_repro(subject: Subject, index: int, piece: Slice,
-                metrics: dict[str, dict[str, Any]], rtol: float, atol: float, folder: Path,
-                divergence: dict[str, Any]) -> dict[str, Any]:
-    """Write the repro of node `index` (the model `piece`) into `folder`: {"folder", "files",
-    "command"}."""
+                metrics: dict[str, dict[str, Any]], rtol: float, atol: float,
+                folder: tuple[Path, Path], divergence: dict[str, Any]) -> dict[str, Any]:
+    """Write the repro of node `index` (the model `piece`) into the staging folder
+    `folder[0]`: {"folder", "files", "command"} of the folder it is committed to, `folder[1]`."""
     from onnx_studio.engine.analysis import repro
     from onnx_studio.engine.analysis.ranges import run_values, value_types
     from onnx_studio.engine.validation.nodes import capture_values
@@ -316,8 +353,14 @@ def write_repro(subject: Subject, index: int, piece: Slice,
         inputs={v: _typed(a, types.get(v)) for v, a in inputs.items() if a is not None},
         expected={v: _typed(values[v], types.get(v)) for v in outputs if v in values})
     model = repro.build_model(subject.file, piece, case)
-    files = repro.write(folder, model, case, sorted(set(missing) | set(piece.unknown)))
-    return {"folder": str(folder), "files": files, "command": repro.command(folder)}
+    files = repro.write(folder[0], model, case, sorted(set(missing) | set(piece.unknown)))
+    return {"folder": str(folder[1]), "files": files, "command": repro.command(folder[1])}
+
+
+def _data_files_of(path: Path) -> set[str]:
+    from onnx_studio.engine.export.onnx_file import referenced_data
+
+    return referenced_data(path)
 
 
 def _typed(array: Any, elem_type: int | None) -> np.ndarray:

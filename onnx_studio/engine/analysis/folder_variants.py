@@ -23,15 +23,15 @@ from typing import Any
 
 import numpy as np
 
-from onnx_studio.engine.analysis.model_file import ModelFile
-from onnx_studio.engine.analysis.timing import open_session, percentiles, time_calls
-from onnx_studio.engine.analysis.variants import (
+from onnx_studio.engine.analysis.conversions import (
     HalfPrecision,
     explicit_names,
     fail_message,
     variant_tolerance,
     write_converted,
 )
+from onnx_studio.engine.analysis.model_file import ModelFile
+from onnx_studio.engine.analysis.timing import open_session, percentiles, time_calls
 from onnx_studio.engine.errors import StudioError, one_line
 from onnx_studio.engine.events import Events
 from onnx_studio.engine.protocol import ExportReport, VariantFacts, VariantReport
@@ -55,10 +55,7 @@ def make_folder_variant(source: Path, recipe: Recipe, kind: str, output: Path,
     from onnx_studio.engine.validation.hf_checks import trial_inputs
 
     source = _source_folder(Path(source))
-    output = check_output_folder(Path(output))
-    if output == source:
-        raise StudioError("write", "The variant would overwrite its source folder; choose "
-                          "another -o folder.", exit_code=2)
+    output = check_output_folder(Path(output), "variant", [source])
     r, a = variant_tolerance(kind, recipe, rtol, atol)
     events.progress(0.0, "Loading the model")
     hf = hf_model_for_folder(recipe, source)
@@ -131,22 +128,32 @@ def _explicit_by_file(names: list[str], originals: dict[str, ModelFile]
     nodes = {name: {n.name for n in model.proto.graph.node} for name, model in
              originals.items()}
     out: dict[str, list[str]] = {name: [] for name in originals}
-    unknown = []
+    problems = []
     for text in names:
         holders = [f for f, known in nodes.items() if text in known]
         file, sep, node = text.partition(":")
         if not holders and sep:
-            holders = [f for f in nodes if file in (f, Path(f).stem) and node in nodes[f]]
+            named = [f for f in nodes if file in (f, Path(f).stem)]
+            holders = [f for f in named if node in nodes[f]]
+            if not named:
+                others = [f for f in nodes if node in nodes[f]]
+                problems.append(f"{text} (the folder has no file {file}"
+                                + (f"; {node} is a node of {', '.join(others)})" if others
+                                   else ")"))
+                continue
+            if not holders:
+                problems.append(f"{text} ({file} has no node {node})")
+                continue
             text = node
         if not holders:
-            unknown.append(text)
+            problems.append(text)
         for f in holders:
             out[f].append(text)
-    if unknown:
-        raise StudioError("recipe", f"--keep-fp32 names no node of the folder's files: "
-                          f"{', '.join(unknown[:5])}.", "Give node names as `inspect` or the "
-                          "graph shows them (FILE:NODE for one file of several), or "
-                          "--keep-fp32 auto.", exit_code=2)
+    if problems:
+        raise StudioError("recipe", f"--keep-fp32 names what the folder's files do not have: "
+                          f"{'; '.join(problems[:5])}.", "Give node names as `inspect` or the "
+                          f"graph shows them, FILE:NODE for one file of several (the files: "
+                          f"{', '.join(sorted(nodes))}), or --keep-fp32 auto.", exit_code=2)
     return out
 
 
@@ -156,12 +163,11 @@ def _write_set(kind: str, source: Path, output: Path, files: list[str], keep_io_
     as one set (onnx_studio.engine.file_set: the folder holds the previous set or the new one)."""
     import onnx
 
-    from onnx_studio.engine.export.hf_files import data_files
-    from onnx_studio.engine.file_set import CommitBusy, FolderWrite, previous_set
+    from onnx_studio.engine.file_set import CommitBusy, FolderWrite
 
     settings: dict[str, str | bool | None] = {}
     try:
-        with FolderWrite(output) as write:
+        with FolderWrite(output, output="variant", inputs=[source]) as write:
             for name in files:
                 target = write.staging / name
                 try:
@@ -174,8 +180,7 @@ def _write_set(kind: str, source: Path, output: Path, files: list[str], keep_io_
                     raise StudioError("export", f"The {kind} conversion of {name} failed: "
                                       f"{one_line(exc)}.", "The details hold the cause; the "
                                       "other kinds may still work.", details=str(exc)) from None
-            old = [n for n in {*previous_set(output), *write.staged()} if n.endswith(".onnx")]
-            write.commit(replaces=[d for n in old for d in data_files(output / n)])
+            write.commit()
     except (OSError, CommitBusy) as exc:
         raise StudioError("write", f"Cannot write the variant's files into {output}: "
                           f"{getattr(exc, 'strerror', None) or exc}; free some space or "

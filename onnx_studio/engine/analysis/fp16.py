@@ -50,8 +50,6 @@ def convert(model: Any, keep: set[str] | frozenset[str] = frozenset(), *,
     import onnx
     from onnxruntime.transformers.float16 import convert_float_to_float16
 
-    from onnx_studio.engine.analysis.variants import topological_sort
-
     copy = onnx.ModelProto()
     copy.CopyFrom(model)
     half = convert_float_to_float16(copy, keep_io_types=keep_io_types,
@@ -286,3 +284,30 @@ def _session(model: Any) -> Any:
 def _fit(session: Any, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     wanted = {i.name for i in session.get_inputs()}
     return {k: v for k, v in feed.items() if k in wanted}
+
+
+def topological_sort(graph: Any) -> None:
+    """Reorder `graph.node` in place so every node comes after the producers of its inputs
+    (stable: nodes already in order keep it); values from enclosing graphs count as given."""
+    nodes = list(graph.node)
+    producer = {out: i for i, n in enumerate(nodes) for out in n.output if out}
+    done: list[bool] = [False] * len(nodes)
+    order: list[int] = []
+    for start in range(len(nodes)):
+        stack = [(start, False)]
+        while stack:
+            i, expanded = stack.pop()
+            if done[i]:
+                continue
+            if expanded:
+                done[i] = True
+                order.append(i)
+                continue
+            stack.append((i, True))
+            for name in reversed(nodes[i].input):
+                j = producer.get(name)
+                if j is not None and not done[j] and j != i:
+                    stack.append((j, False))
+    if order != list(range(len(nodes))):
+        del graph.node[:]
+        graph.node.extend(nodes[i] for i in order)

@@ -23,7 +23,7 @@ from onnx_studio.engine.protocol import (
     VariantRequest,
     VariantResult,
 )
-from onnx_studio.engine.recipe import Recipe
+from onnx_studio.engine.recipe import Recipe, check_recipe
 
 
 def _recipe(text: str | None, base_dir: str | None) -> Recipe | None:
@@ -32,7 +32,7 @@ def _recipe(text: str | None, base_dir: str | None) -> Recipe | None:
     from onnx_studio.engine import recipe as recipes
 
     recipe = recipes.loads(text, base_dir=Path(base_dir or Path.cwd()), name="recipe")
-    recipe.check()
+    check_recipe(recipe)
     return recipe
 
 

@@ -12,23 +12,22 @@ outputs, and a script that runs it.
 - `repro.py`: runs the model and compares with the tolerance of the recipe; exits 1 printing
   the difference when the node still diverges on its own, 0 when it does not.
 
-The folder is written whole (a temporary folder beside it, renamed into place), and only over
-a folder that is empty or holds a previous repro.
+The folder is one output of onnx_studio.engine.file_set (`repro`): written whole and committed
+as one set, only into a folder that is new, empty or holds what an earlier explain wrote there
+(its manifest), never over an input of the command.
 """
 
 from __future__ import annotations
 
 import os
-import secrets
 import shlex
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from onnx_studio.engine.errors import StudioError
+from onnx_studio.engine.files import FOLDER_MARKER
 from onnx_studio.engine.validation.nodes import node_reads
 
 FILES = ("model.onnx", "inputs.npz", "expected.npz", "repro.py")
@@ -82,33 +81,6 @@ def slice_graph(graph: Any, index: int, known: set[str]) -> Slice:
     return Slice([graph.node[i] for i in sorted(chosen)], inputs, used_weights, unknown, reads)
 
 
-def check_folder(folder: Path) -> Path:
-    """The repro folder, absolute; a `write` error (exit 2) when it is a file or holds
-    anything but a previous repro (nothing is written over a user's files)."""
-    folder = Path(os.path.abspath(folder))
-    if folder.exists() and not folder.is_dir():
-        raise StudioError("write", f"The repro folder {folder} is a file; choose a new or "
-                          "empty folder for the repro.", exit_code=2)
-    if folder.is_dir() and not _is_repro(folder):
-        raise StudioError("write", f"{folder} holds other files than a repro; "
-                          "choose a new or empty folder for the repro.", exit_code=2)
-    if not folder.parent.is_dir():
-        raise StudioError("write", f"The repro folder's parent {folder.parent} does not exist; "
-                          "create it or choose another folder.", exit_code=2)
-    return folder
-
-
-def _is_repro(folder: Path) -> bool:
-    """Empty, or holding only a repro's files (a folder of files per ONNX file included)."""
-    for entry in folder.iterdir():
-        if entry.is_dir() and not entry.is_symlink():
-            if not _is_repro(entry):
-                return False
-        elif entry.name not in (*FILES, "model.onnx.data"):
-            return False
-    return True
-
-
 @dataclass
 class ReproCase:
     """What the repro reproduces: the node, PyTorch's values, the tolerance, what it means."""
@@ -157,48 +129,24 @@ def _value_info(name: str, value: np.ndarray) -> Any:
         name, helper.np_dtype_to_tensor_dtype(np.asarray(value).dtype), list(np.shape(value)))
 
 
-def write(folder: Path, model: Any, case: ReproCase, unknown: list[str]) -> list[str]:
-    """Write the repro folder whole (temporary folder beside it, then renamed into place,
-    replacing a previous repro); the names of its files."""
+def write(staging: Path, model: Any, case: ReproCase, unknown: list[str]) -> list[str]:
+    """Write the repro's files into `staging` (a folder of the repro's FolderWrite, which
+    commits them); the names of its files."""
     import onnx
 
-    folder = check_folder(folder)
-    temp = folder.with_name(f".{folder.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    temp.mkdir()
-    try:
-        big = model.ByteSize() > 2**31 - 1
-        onnx.save_model(model, str(temp / "model.onnx"), save_as_external_data=big,
-                        location="model.onnx.data")
-        _savez(temp / "inputs.npz", case.inputs)
-        _savez(temp / "expected.npz", case.expected)
-        (temp / "repro.py").write_text(script(case, unknown), encoding="utf-8")
-        files = sorted(p.name for p in temp.iterdir())
-        _replace(temp, folder)
-    except BaseException:
-        shutil.rmtree(temp, ignore_errors=True)
-        raise
-    return files
+    staging.mkdir(exist_ok=True)
+    big = model.ByteSize() > 2**31 - 1
+    onnx.save_model(model, str(staging / "model.onnx"), save_as_external_data=big,
+                    location="model.onnx.data")
+    _savez(staging / "inputs.npz", case.inputs)
+    _savez(staging / "expected.npz", case.expected)
+    (staging / "repro.py").write_text(script(case, unknown), encoding="utf-8")
+    return sorted(p.name for p in staging.iterdir() if p.name != FOLDER_MARKER)
 
 
 def _savez(path: Path, arrays: dict[str, np.ndarray]) -> None:
     save: Any = np.savez  # (its keyword arguments are the arrays' names)
     save(path, **arrays)
-
-
-def _replace(temp: Path, folder: Path) -> None:
-    """Rename `temp` to `folder`; a previous repro there is moved aside first, then removed."""
-    old = None
-    if folder.exists():
-        old = folder.with_name(f".{folder.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-        folder.rename(old)
-    try:
-        temp.rename(folder)
-    except BaseException:
-        if old is not None:
-            old.rename(folder)
-        raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 def command(folder: Path) -> str:

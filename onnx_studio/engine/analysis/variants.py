@@ -29,31 +29,34 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from onnx_studio.engine.analysis.conversions import (
+    OPTIMIZED_LEVEL,
+    TOLERANCES,
+    HalfPrecision,
+    check_request,
+    fail_message,
+    variant_tolerance,
+    write_converted,
+)
 from onnx_studio.engine.analysis.feeds import feeds_from_recipe
 from onnx_studio.engine.analysis.model_file import ModelFile
 from onnx_studio.engine.analysis.timing import DEFAULT_RUNS, open_session, percentiles, time_calls
 from onnx_studio.engine.errors import StudioError, one_line
 from onnx_studio.engine.events import Events
-from onnx_studio.engine.export.onnx_file import AtomicOnnxWrite, check_output_path
+from onnx_studio.engine.export.onnx_file import (
+    AtomicOnnxWrite,
+    check_output_path,
+    referenced_data,
+)
+from onnx_studio.engine.file_set import check_apart
 from onnx_studio.engine.protocol import ExportReport
 from onnx_studio.engine.recipe import Recipe
 
-VARIANT_KINDS = ("optimized", "fp16", "int8")
-# (rtol, atol) floors per kind; see the module docstring
-TOLERANCES = {"optimized": (1e-3, 1e-4), "fp16": (1e-2, 1e-2), "int8": (1e-1, 1e-1)}
-OPTIMIZED_LEVEL = "extended"
-
-
-def variant_tolerance(kind: str, recipe: Recipe, rtol: float | None = None,
-                      atol: float | None = None) -> tuple[float, float]:
-    """The (rtol, atol) a `kind` variant is validated with (see the module docstring)."""
-    floor_r, floor_a = TOLERANCES[kind]
-    return (max(recipe.validate.rtol, floor_r) if rtol is None else rtol,
-            max(recipe.validate.atol, floor_a) if atol is None else atol)
+# the kinds and their tolerance floors are the conversions' (re-exported: callers name them here)
+__all__ = ["OPTIMIZED_LEVEL", "TOLERANCES", "make_variant"]
 
 
 def make_variant(source: Path, recipe: Recipe, kind: str, output: Path,
@@ -87,16 +90,15 @@ def make_variant(source: Path, recipe: Recipe, kind: str, output: Path,
     source = Path(source).resolve()
     original = ModelFile.read(source)
     output = check_output_path(Path(output))
-    if output == source:
-        raise StudioError("write", "The variant would overwrite its source file; choose "
-                          "another -o path.", exit_code=2)
+    inputs = [source, *(source.parent / n for n in referenced_data(source))]
+    check_apart([output], inputs, "The variant")
     r, a = variant_tolerance(kind, recipe, rtol, atol)
     started = time.perf_counter()
     half = HalfPrecision.prepare(source, original, recipe, keep_fp32, r, a, keep_io_types,
                          events.part(0.0, 0.3)) if kind == "fp16" else None
     events.progress(0.3 if half else 0.0, f"Making the {kind} variant")
     settings = _write(kind, source, output, keep_io_types, optimization,
-                      set(half.kept) if half else set())
+                      set(half.kept) if half else set(), inputs)
     if kind == "fp16":  # what was asked (the nodes it came to are `kept_fp32`)
         settings["keep_fp32"] = keep_fp32
     made = time.perf_counter() - started
@@ -134,29 +136,11 @@ def make_variant(source: Path, recipe: Recipe, kind: str, output: Path,
     return report
 
 
-def check_request(kind: str, keep_fp32: str | None) -> None:
-    """A `recipe` error (exit 2) for an unknown kind, or --keep-fp32 with another kind."""
-    if kind not in VARIANT_KINDS:
-        raise StudioError("recipe", f"Unknown variant kind {kind!r}; use one of "
-                          f"{', '.join(VARIANT_KINDS)}.", exit_code=2)
-    if keep_fp32 is not None and kind != "fp16":
-        raise StudioError("recipe", f"--keep-fp32 applies to the fp16 variant, not {kind}.",
-                          exit_code=2)
-
-
-def fail_message(report: ExportReport, kind: str, output: Path, rtol: float,
-                 atol: float) -> None:
-    """A failed verdict's message says the variant was written and which tolerance it misses."""
-    if report.error is not None and report.error.kind == "validation":
-        report.error.message = (f"The {kind} variant was written to {output.name} but misses "
-                                f"its tolerance (rtol {rtol:g}, atol {atol:g}): "
-                                f"{report.error.message}")
-
-
 def _write(kind: str, source: Path, output: Path, keep_io_types: bool, optimization: str,
-           keep: set[str]) -> dict[str, str | bool | None]:
-    """Make the variant in a temp folder beside `output` and rename it into place."""
-    with AtomicOnnxWrite(output) as write:
+           keep: set[str], inputs: list[Path]) -> dict[str, str | bool | None]:
+    """Make the variant in a staging folder beside `output` and commit it into place (never
+    over one of `inputs`: the source file and its data)."""
+    with AtomicOnnxWrite(output, inputs) as write:
         target = write.temp_path
         try:
             settings = write_converted(kind, source, target, keep_io_types, optimization, keep)
@@ -168,61 +152,6 @@ def _write(kind: str, source: Path, output: Path, keep_io_types: bool, optimizat
                               "still work.", details=str(exc)) from None
         write.finish("auto")
     return settings
-
-
-def write_converted(kind: str, source: Path, target: Path, keep_io_types: bool, optimization: str,
-             keep: set[str]) -> dict[str, str | bool | None]:
-    import onnx
-
-    if kind == "optimized":
-        session, _ = open_session(source, optimization=optimization,
-                                  optimized_output=str(target))
-        del session
-        return {"optimization": optimization}
-    if kind == "fp16":
-        from onnx_studio.engine.analysis.fp16 import convert
-
-        half = convert(onnx.load(str(source)), keep, keep_io_types=keep_io_types)
-        onnx.save_model(half, str(target), save_as_external_data=half.ByteSize() > 2**31 - 1)
-        return {"keep_io_types": keep_io_types}
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8)
-    return {"weight_type": "QInt8", "method": "dynamic"}
-
-
-def explicit_names(keep_fp32: str | None) -> list[str]:
-    """The node names a --keep-fp32 NODE,... list gives (none for None or "auto")."""
-    if keep_fp32 in (None, "auto"):
-        return []
-    return [n.strip() for n in str(keep_fp32).split(",") if n.strip()]
-
-
-def topological_sort(graph: Any) -> None:
-    """Reorder `graph.node` in place so every node comes after the producers of its inputs
-    (stable: nodes already in order keep it); values from enclosing graphs count as given."""
-    nodes = list(graph.node)
-    producer = {out: i for i, n in enumerate(nodes) for out in n.output if out}
-    done: list[bool] = [False] * len(nodes)
-    order: list[int] = []
-    for start in range(len(nodes)):
-        stack = [(start, False)]
-        while stack:
-            i, expanded = stack.pop()
-            if done[i]:
-                continue
-            if expanded:
-                done[i] = True
-                order.append(i)
-                continue
-            stack.append((i, True))
-            for name in reversed(nodes[i].input):
-                j = producer.get(name)
-                if j is not None and not done[j] and j != i:
-                    stack.append((j, False))
-    if order != list(range(len(nodes))):
-        del graph.node[:]
-        graph.node.extend(nodes[i] for i in order)
 
 
 def _runner(session: Any, feeds: dict[str, Any]) -> Callable[[], Any]:
@@ -243,76 +172,3 @@ def _latencies(source: Path, variant: Path, recipe: Recipe, runs: int
         mine = {k: v for k, v in feeds.items() if k in wanted}
         results.append(percentiles(time_calls(_runner(session, mine), runs)))
     return results[0], results[1]
-
-
-@dataclass
-class HalfPrecision:
-    """The fp16 variant's own part: the nodes kept in float32, the float32 value ranges on the
-    validation inputs, and the overflow check of the verdict."""
-
-    source: Path
-    original: ModelFile
-    feeds: list[dict[str, Any]]
-    rtol: float
-    atol: float
-    kept: list[str] = field(default_factory=list)
-    auto: dict[str, Any] | None = None
-    overflows: list[Any] = field(default_factory=list)
-
-    @classmethod
-    def prepare(cls, source: Path, original: ModelFile, recipe: Recipe, keep_fp32: str | None,
-                rtol: float, atol: float, keep_io_types: bool, events: Events
-                ) -> HalfPrecision:
-        """Draw the validation inputs and choose the nodes to keep (a `recipe` error, exit 2,
-        for names that are no node of the file)."""
-        from onnx_studio.engine.analysis.ranges import validation_feeds
-        from onnx_studio.engine.source.load import load_model
-
-        names = [t["name"] for t in original.tensors("inputs")]
-        events.progress(0.0, "Loading the PyTorch model for the validation inputs")
-        module = load_model(recipe, device="cpu").module
-        return cls.choose(source, original, validation_feeds(recipe, names, module),
-                          explicit_names(keep_fp32), keep_fp32 == "auto", rtol, atol,
-                          keep_io_types, events.part(0.2, 1.0))
-
-    @classmethod
-    def choose(cls, source: Path, original: ModelFile, feeds: list[dict[str, Any]],
-               explicit: list[str], auto: bool, rtol: float, atol: float,
-               keep_io_types: bool, events: Events) -> HalfPrecision:
-        """The nodes of `source` to keep on the validation `feeds`: `explicit` ones (a
-        `recipe` error, exit 2, for a name that is no node of the file), or with `auto` those
-        onnx_studio.engine.analysis.fp16.auto_keep finds."""
-        from onnx_studio.engine.analysis import fp16
-
-        kept = fp16.kept_fp32_names(original.proto, explicit)
-        half = cls(source, original, feeds, rtol, atol,
-                   [n.name for n in original.proto.graph.node if n.name in kept])
-        if auto:
-            found = fp16.auto_keep(source, half.feeds, rtol, atol, keep_io_types=keep_io_types,
-                                   events=events)
-            half.kept, half.auto = found.kept, {"passes": found.passes, "probes": found.probes}
-        return half
-
-    def judge(self, output: Path, report: ExportReport) -> None:
-        """Fail `report` for values the variant holds in float16 beyond its range."""
-        from onnx_studio.engine.analysis.ranges import overflow_error
-
-        if self.find_overflows(output) and report.ok:
-            report.fail(overflow_error(self.overflows))
-
-    def find_overflows(self, output: Path) -> list[Any]:
-        """The values the variant `output` holds in float16 beyond its range (kept in
-        `overflows`), from the float32 file's values on the validation inputs."""
-        from onnx_studio.engine.analysis.ranges import fp16_overflows, value_ranges
-
-        variant = ModelFile.read(output).proto
-        ranges = value_ranges(self.source, self.original.proto, self.feeds, self.rtol,
-                              self.atol)
-        self.overflows = fp16_overflows(self.original.proto, variant, ranges)
-        return self.overflows
-
-    def facts(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"fp16_overflows": [o.to_dict() for o in self.overflows]}
-        if self.kept or self.auto is not None:
-            out["kept_fp32"] = list(self.kept)
-        return out

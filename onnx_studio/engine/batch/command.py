@@ -43,7 +43,13 @@ def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> N
                        "hf: items go")
     batch.add_argument("--resume", action="store_true",
                        help="skip the items results.jsonl already holds with the same "
-                       "fingerprint")
+                       "fingerprint and whose files are on disk as recorded (a timed-out "
+                       "item runs again under a longer --timeout)")
+    batch.add_argument("--retry-failed", action="store_true",
+                       help="with --resume: run the recorded failures again too")
+    batch.add_argument("--wait", action="store_true",
+                       help="when another batch is writing into REPORT_DIR, wait for it to "
+                       "end instead of refusing")
     common(batch)
 
 
@@ -56,7 +62,8 @@ def run(args: argparse.Namespace, out: TextIO, want_json: bool) -> int:
     report_dir = Path(args.output)
     options = BatchOptions(workers=args.workers, executor=args.executor,
                            ray_address=args.ray_address, timeout=args.timeout,
-                           resume=args.resume, verbose=args.verbose)
+                           resume=args.resume, verbose=args.verbose,
+                           retry_failed=args.retry_failed, wait=args.wait)
     try:
         options.check()
         jobs = read_items(list(args.items), args.from_list, report_dir)

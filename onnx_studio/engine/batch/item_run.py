@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from onnx_studio.engine.batch.items import ItemJob
+from onnx_studio.engine.batch.records import stamps
 from onnx_studio.engine.errors import StudioError
 from onnx_studio.engine.protocol import (
     BatchRecord,
@@ -38,11 +39,12 @@ def run_item(job: ItemJob, executor: str, on_event: Callable[[Event], None], *,
     `stderr_to` hears the worker's standard error (default: nowhere; a crash's last lines are
     kept in its error's details either way).
     """
-    from onnx_studio.engine.job_client import CancelledAfterWrite, remove_job_folder, run_job
+    from onnx_studio.engine.job_client import remove_job_folder, run_job
 
     started = time.monotonic()
     folder = Path(job.folder)
     remove_abandoned_temps([folder])  # what killed runs left there
+    before = stamps(Path(job.output))
     request = ExportRequest(recipe=job.recipe, base_dir=job.base_dir, validate=job.validate,
                             plots_beside_onnx=True)
     try:
@@ -57,14 +59,17 @@ def run_item(job: ItemJob, executor: str, on_event: Callable[[Event], None], *,
         if stop is not None and stop.is_set():
             return None
         report = ExportReport().fail(err)
-        if isinstance(err, CancelledAfterWrite):
-            report.output = err.written
+    # what the item wrote is what changed on disk while it ran (a timeout or a cancel may
+    # come after the commit): the record names that output, normalised, or none at all
+    after = stamps(Path(job.output))
+    written = after if report.ok or after != before else []
+    report.output = job.output if written else None
     return BatchRecord(recipe=job.key, fingerprint=job.fingerprint,
                        seconds=round(time.monotonic() - started, 3), executor=executor,
                        node=socket.gethostname(),
                        finished=datetime.datetime.now(datetime.UTC).isoformat(
                            timespec="seconds"),
-                       report=report)
+                       report=report, outputs=written)
 
 
 def report_of(result: ExportResult) -> ExportReport:

@@ -2,7 +2,7 @@
 folder, made the job that exports it, with the fingerprint that --resume compares.
 
 The fingerprint of an item is "sha256:" and the SHA-256 of one JSON object holding
-- `recipe`: the recipe as the engine reads it, written out again (`Recipe.to_toml`: its
+- `recipe`: the recipe as the engine reads it, written out again (`to_toml(recipe)`: its
   comments, key order and spelling do not count, its values do), and `validate`;
 - `files`: the SHA-256 of every file the recipe names, by its absolute path: the model file
   (a .py, .pt2 or .pt), the checkpoint, the inputs' files, the extensions; for an `hf:` or
@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +26,7 @@ from onnx_studio.engine import recipe as recipes
 from onnx_studio.engine import shipped
 from onnx_studio.engine.errors import StudioError
 from onnx_studio.engine.paths import output_folder
-from onnx_studio.engine.recipe import Recipe, split_source
+from onnx_studio.engine.recipe import Recipe, check_recipe, split_source, to_toml
 
 _HASHED_PACKAGES = ("onnx-export-studio", "torch", "onnx", "onnxruntime", "onnxscript",
                     "transformers")
@@ -43,14 +44,16 @@ class ItemJob:
     base_dir: str  # what the recipe's relative paths resolve against
     validate: bool | None  # None: as the recipe says
     folder: str  # the folder its output is written into (its temporary files go there too)
+    output: str  # its output (.onnx file or folder), absolute and normalised
     fingerprint: str
     cpus: int  # CPUs a Ray task reserves for it
     gpus: int  # GPUs a Ray task reserves for it: 1 when the recipe's device is CUDA
 
     @classmethod
     def of(cls, key: str, label: str, recipe: Recipe, validate: bool | None) -> ItemJob:
-        return cls(key=key, label=label, recipe=recipe.to_toml(), base_dir=str(recipe.base_dir),
+        return cls(key=key, label=label, recipe=to_toml(recipe), base_dir=str(recipe.base_dir),
                    validate=validate, folder=str(output_folder(recipe)),
+                   output=os.path.normpath(os.path.abspath(recipe.output_path)),
                    fingerprint=fingerprint(recipe, validate),
                    cpus=recipe.export.cpus or 1,
                    gpus=1 if recipe.export.device.startswith("cuda") else 0)
@@ -110,7 +113,7 @@ def _item(text: str | Recipe, base: Path, report_dir: Path, folders_used: set[st
           ) -> ItemJob:
     if isinstance(text, Recipe):
         recipe = text.copy()
-        recipe.check()
+        check_recipe(recipe)
         return ItemJob.of(f"recipe:{recipe.output_path}", recipe.output_path.stem, recipe,
                           validate=None)
     if text.startswith(FOLDER_PREFIXES):
@@ -123,13 +126,13 @@ def _item(text: str | Recipe, base: Path, report_dir: Path, folders_used: set[st
         recipe.model.source = f"{prefix}:{folder}"
         recipe.export.output = str(_output_folder(report_dir, folder.name, folders_used))
         recipe.validate.enabled = True
-        recipe.check()
+        check_recipe(recipe)
         return ItemJob.of(recipe.model.source, folder.name, recipe, validate=True)
     path = (base / Path(text).expanduser()).resolve()
     if not path.is_file():
         raise StudioError("recipe", f"no recipe file {path}.")
     recipe = recipes.load(shipped.runnable(path))
-    recipe.check()
+    check_recipe(recipe)
     return ItemJob.of(str(path), path.stem, recipe, validate=None)
 
 
@@ -162,7 +165,7 @@ def _clashes(jobs: list[ItemJob]) -> list[str]:
 
 def fingerprint(recipe: Recipe, validate: bool | None = None) -> str:
     """The item's fingerprint (this module's docstring says what goes in)."""
-    content = {"recipe": recipe.to_toml(), "validate": validate,
+    content = {"recipe": to_toml(recipe), "validate": validate,
                "files": {name: _file_hash(path) for name, path in named_files(recipe)},
                "versions": _versions()}
     text = json.dumps(content, sort_keys=True, ensure_ascii=True)

@@ -4,7 +4,7 @@ lands on, and sends its record back.
 A task reserves the recipe's `export.cpus` CPUs (1 when unset) and one GPU when its device is
 CUDA (`task_options`). The files are written where the recipe says, on the task's node: on a
 cluster of several machines, recipes, models and outputs must sit in a folder every node
-reaches at the same path (the README's "Batch" section). Without an address a local Ray
+reaches at the same path (docs/batch.md). Without an address a local Ray
 instance is started and stopped with the batch; with one the batch joins that cluster; a
 caller that has already called `ray.init` keeps its session. The tasks' stages come back
 through a `ray.util.queue.Queue` (an actor that takes no CPU). `ray` is an optional extra:

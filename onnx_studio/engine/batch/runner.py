@@ -36,6 +36,8 @@ class BatchOptions:
     timeout: float | None = None  # seconds per item, its worker's start included
     resume: bool = False
     verbose: bool = False
+    retry_failed: bool = False  # with resume: run the recorded failures again too
+    wait: bool = False  # another batch holds the report folder: wait for it, not refuse
 
     def check(self) -> None:
         """A StudioError (exit status 2) for options that cannot work together."""
@@ -48,6 +50,8 @@ class BatchOptions:
             problem = f"--timeout {self.timeout}: give a number of seconds above 0."
         elif self.ray_address and self.executor != "ray":
             problem = "--ray-address goes with --executor ray."
+        elif self.retry_failed and not self.resume:
+            problem = "--retry-failed goes with --resume (without it every item runs)."
         if problem:
             raise StudioError("recipe", problem, exit_code=2)
 
@@ -66,8 +70,10 @@ def run_batch(jobs: list[ItemJob], report_dir: Path, options: BatchOptions,
     """Run the items, appending each record to REPORT_DIR/results.jsonl as it finishes, and
     write REPORT_DIR/report.html; the summary.
 
-    With `options.resume`, an item whose last record in results.jsonl has its fingerprint is
-    not run again (its row comes from the record). SIGINT or SIGTERM (on the main thread), or
+    With `options.resume`, an item whose last record in results.jsonl has its fingerprint and
+    whose written files are on disk as recorded is not run again (its row comes from the
+    record), unless it failed and the new options may change that (`retry_failed`, or a
+    timeout run again with a longer or no --timeout). SIGINT or SIGTERM (on the main thread), or
     `stop` set from elsewhere, ends every running item's worker and its children; the items
     that finished are recorded, and the summary's error is kind `cancelled` (exit status 130
     or 143). A StudioError for options or a report folder that cannot work (exit status 2).
@@ -76,21 +82,25 @@ def run_batch(jobs: list[ItemJob], report_dir: Path, options: BatchOptions,
     options.check()
     stream = stream or sys.stderr
     stop = stop or threading.Event()
-    if report_dir.exists() and not report_dir.is_dir():
-        raise StudioError("write", f"{report_dir} is a file; -o names the report folder.",
-                          "Name a folder (made when missing).", exit_code=2)
-    results = report_dir / records.RESULTS
-    recorded = records.read_records(results) if options.resume else {}
+    with records.RecordLog(report_dir, wait=options.wait) as log:
+        return _run_logged(jobs, log, options, stream, stop, started)
+
+
+def _run_logged(jobs: list[ItemJob], log: records.RecordLog, options: BatchOptions,
+                stream: TextIO, stop: threading.Event, started: float) -> BatchSummary:
+    report_dir, results = log.folder, log.path
+    recorded = log.read() if options.resume else {}
     done: dict[str, BatchRecord] = {j.key: recorded[j.key] for j in jobs
                                     if j.key in recorded
-                                    and recorded[j.key].fingerprint == j.fingerprint}
+                                    and _still_holds(recorded[j.key], j, options)}
     resumed = set(done)
     todo = [j for j in jobs if j.key not in resumed]
     progress = BatchProgress(stream, len(todo), options.verbose)
     executor = make_executor(options)
 
     def finished(job: ItemJob, record: BatchRecord) -> None:
-        records.append_record(results, record)
+        record.timeout = options.timeout
+        log.append(record)
         done[job.key] = record
         progress.finished(job, record)
 
@@ -98,7 +108,8 @@ def run_batch(jobs: list[ItemJob], report_dir: Path, options: BatchOptions,
         if todo:  # (an executor that cannot start leaves the previous results as they were)
             executor.open()
         try:
-            _prepare(report_dir, fresh=not options.resume)
+            if not options.resume:
+                log.start_fresh()
             at_once = options.workers or ("the cluster's CPUs" if options.executor == "ray"
                                           else default_workers())
             progress.say(f"{len(todo)} items to run, {at_once} at a time ({executor.name})"
@@ -123,16 +134,21 @@ def run_batch(jobs: list[ItemJob], report_dir: Path, options: BatchOptions,
     return summary
 
 
-def _prepare(report_dir: Path, fresh: bool) -> None:
-    """The report folder, made when missing; a fresh run starts results.jsonl anew."""
-    try:
-        report_dir.mkdir(parents=True, exist_ok=True)
-        if fresh:
-            records.start_fresh(report_dir)
-    except OSError as exc:
-        raise StudioError("write", f"Cannot write into the report folder {report_dir}: "
-                          f"{exc.strerror or exc}.", "Name a folder you can write to.",
-                          exit_code=2) from None
+def _still_holds(record: BatchRecord, job: ItemJob, options: BatchOptions) -> bool:
+    """Does --resume keep this record of `job`? Its inputs (the fingerprint) and its outputs
+    (the files it wrote, as stamped) are as they were, and running it again cannot change a
+    failure (no --retry-failed; a timeout only under the same or a shorter --timeout)."""
+    if record.fingerprint != job.fingerprint or not records.outputs_unchanged(record):
+        return False
+    error = record.report.error
+    if error is None:
+        return True
+    if options.retry_failed:
+        return False
+    if error.kind == "timeout":
+        return options.timeout is not None and record.timeout is not None \
+            and options.timeout <= record.timeout
+    return True
 
 
 def _summary(jobs: list[ItemJob], done: dict[str, BatchRecord], resumed: set[str],

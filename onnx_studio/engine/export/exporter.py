@@ -27,8 +27,9 @@ from onnx_studio.engine.export.onnx_file import (
     write_progress,
 )
 from onnx_studio.engine.export.request_check import check_request
+from onnx_studio.engine.paths import recipe_inputs
 from onnx_studio.engine.protocol import ExportFacts, ExportReport, Graph
-from onnx_studio.engine.recipe import DYNAMO_MIN_OPSET, Recipe
+from onnx_studio.engine.recipe import DYNAMO_MIN_OPSET, Recipe, check_recipe
 from onnx_studio.engine.source.device import check_device
 
 
@@ -62,7 +63,7 @@ def _export(recipe: Recipe, events: Events, report: ExportReport) -> Any:
     from onnx_studio.engine.source import inputs as inputs_mod
     from onnx_studio.engine.source import load as sources
 
-    recipe.check()
+    check_recipe(recipe)
     exporter, report.exporter_reason = choose_exporter(recipe)
     report.exporter = exporter
     _check_opset(exporter, recipe.export.opset)
@@ -103,7 +104,8 @@ def _export(recipe: Recipe, events: Events, report: ExportReport) -> Any:
     model = program if program is not None else loaded.module
     if loaded.kind != "exported_program":  # a captured program keeps the mode it was made in
         _set_training_mode(loaded.module, opts.training)
-    with AtomicOnnxWrite(target) as write, captured(events.part(0.15, 0.85), report, loaded):
+    with AtomicOnnxWrite(target, recipe_inputs(recipe)) as write, \
+            captured(events.part(0.15, 0.85), report, loaded):
         if opts.exporter == "dynamo":
             _export_dynamo(recipe, model, args, write.temp_path, translation_table,
                            loaded.source_file, progress=events.part(0.75, 0.85).progress)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -101,7 +102,7 @@ def export_part(part: Any, staging: Path, opset: int | None, events: Events,
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if exporter == "torchscript":
-                _trace_part(part, staging / part.file, opset or DEFAULT_OPSET)
+                _trace_part(part, staging / part.file, opset or DEFAULT_OPSET, events)
                 _warn_fixed_axes(_file_inputs(staging / part.file), part, events)
                 return time.perf_counter() - started
             program = torch.onnx.export(
@@ -169,22 +170,35 @@ def _file_inputs(path: Path) -> list[Any]:
     return list(onnx.load(str(path), load_external_data=False).graph.input)
 
 
-def _trace_part(part: Any, path: Path, opset: int) -> None:
+def _trace_part(part: Any, path: Path, opset: int, events: Events) -> None:
     """The TorchScript exporter on the part: the inputs' dynamic axes as the part names them,
     the outputs' found by running the part at two other sizes (an axis whose size follows an
-    input dimension, or the sum of two, takes that name)."""
+    input dimension, or the sum of two, takes that name).
+
+    Above protobuf's 2 GB the exporter writes every weight as a file of its own beside the
+    model; they are gathered into one `<file>.data`, a tensor at a time, as Optimum does."""
+    import shutil
+
     import torch
 
-    weight_bytes = sum(t.nbytes for t in part.module.state_dict().values())
-    if weight_bytes > INLINE_LIMIT:
-        raise StudioError("export", f"{part.file} holds more than 2 GB of weights, more than "
-                          "the TorchScript exporter writes in one file.",
-                          "Use the default exporter (dynamo) for this model.", exit_code=2)
     axes: dict[str, dict[int, str]] = {n: dict(a) for n, a in part.dynamic.items()}
     axes.update(_output_axes(part))
-    torch.onnx.export(part.module, tuple(part.inputs.values()), str(path), dynamo=False,
-                      input_names=list(part.inputs), output_names=part.output_names,
-                      dynamic_axes=axes, opset_version=opset)
+    alone = path.parent / f"{path.stem}.tensors"  # the part's own folder: weight files of
+    alone.mkdir()  # parts exported one after another never meet
+    try:
+        traced = alone / path.name
+        torch.onnx.export(part.module, tuple(part.inputs.values()), str(traced), dynamo=False,
+                          input_names=list(part.inputs), output_names=part.output_names,
+                          dynamic_axes=axes, opset_version=opset)
+        if len(list(alone.iterdir())) == 1:  # weights inline
+            traced.replace(path)
+            return
+        import onnx_ir as ir
+
+        weight_bytes = sum(p.stat().st_size for p in alone.iterdir() if p != traced)
+        _save_external(ir.load(traced), path, weight_bytes, events)
+    finally:
+        shutil.rmtree(alone, ignore_errors=True)
 
 
 def _output_axes(part: Any) -> dict[str, dict[int, str]]:
@@ -244,11 +258,15 @@ def data_files(path: Path) -> list[str]:
     return sorted(referenced_data(path))
 
 
-def check_output_folder(folder: Path) -> Path:
+def check_output_folder(folder: Path, output: str = "export",
+                        inputs: Iterable[Path] = ()) -> Path:
     """The output folder of a multi-file export, or a `write` error (exit status 2): not a
-    file, not an .onnx name, and files can really be created in it (or in its nearest
-    existing parent, when it is still to be made)."""
+    file, not an .onnx name, files can really be created in it (or in its nearest existing
+    parent, when it is still to be made), and it holds nothing the studio did not write there
+    as `output`, nor is it one of the command's `inputs` (onnx_studio.engine.file_set)."""
     import os
+
+    from onnx_studio.engine.file_set import check_folder_output
 
     folder = Path(os.path.abspath(folder))
     if folder.exists() and not folder.is_dir():
@@ -264,4 +282,4 @@ def check_output_folder(folder: Path) -> Path:
                                   "folder; choose another output folder.", exit_code=2)
             check_writable(parent)
             break
-    return folder
+    return check_folder_output(folder, output, inputs)

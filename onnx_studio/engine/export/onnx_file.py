@@ -1,33 +1,24 @@
 """Nothing half-written: an ONNX file (and its external data) appears only when complete.
 
-The exporter writes into a hidden temporary folder beside the target; the result is checked
-with `onnx.checker` and then renamed into place, data files first, so a failed or cancelled
-export leaves the previous file untouched.
+The exporter writes into a staging folder beside the target (onnx_studio.engine.file_set); the
+result is checked with `onnx.checker` and then committed into place, data files first, so a
+failed or cancelled export leaves the previous file untouched.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from onnx_studio.engine import process_tree
 from onnx_studio.engine.errors import StudioError
-from onnx_studio.engine.files import (
-    COMMIT,
-    FOLDER_MARKER,
-    durable,
-    existing_mode,
-    new_temp_folder,
-    remove_abandoned,
-    sync_folder,
-)
+from onnx_studio.engine.file_set import CommitBusy, FolderWrite, previous_set
+from onnx_studio.engine.files import FOLDER_MARKER
 
 INLINE_LIMIT = 2**31 - 2**20  # protobuf's 2 GB message limit, with room for the graph
 
@@ -140,51 +131,53 @@ def check_writable(folder: Path) -> None:
 
 
 class AtomicOnnxWrite:
-    """Context manager: export into `temp_path`, call `finish()`, and the file is in place."""
+    """Context manager: export into `temp_path`, call `finish()`, and the file is in place.
 
-    def __init__(self, target: Path) -> None:
+    The file and its data files are one output of onnx_studio.engine.file_set (`file:NAME` in
+    the folder's manifest): staged beside the target, committed as one set. The target itself
+    may replace any file of that name (the user named it); a data file never replaces a file
+    the studio did not write (it takes a free name instead), and nothing replaces one of the
+    command's `inputs`.
+    """
+
+    def __init__(self, target: Path, inputs: Iterable[Path] = ()) -> None:
         self.target = target
-        self.temp_dir: Path | None = None
         self.total_bytes = 0
         self.external_data_file: str | None = None
+        self._write = FolderWrite(target.parent, output=f"file:{target.name}",
+                                  whole_folder=False, replaceable=[target.name], inputs=inputs,
+                                  what="The export")
 
     @property
     def temp_path(self) -> Path:
-        assert self.temp_dir is not None, "use AtomicOnnxWrite as a context manager"
-        return self.temp_dir / self.target.name
+        """Where the exporter writes the .onnx file (its data files go beside it)."""
+        return self._write.staging / self.target.name
 
     def __enter__(self) -> AtomicOnnxWrite:
-        try:
-            self.target.parent.mkdir(parents=True, exist_ok=True)
-            remove_abandoned(self.target.parent, process_tree.alive, name=self.target.name)
-            # the pid in the name lets a later export tell an abandoned folder (its worker was
-            # killed by Cancel) from one that another live process is still writing
-            self.temp_dir = new_temp_folder(self.target.parent, self.target.name)
-        except OSError as exc:
-            raise StudioError("write", f"Cannot create files in {self.target.parent}: "
-                              f"{exc.strerror or exc}; choose another output folder.") from None
+        self._write.__enter__()
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        if self.temp_dir is not None:
-            shutil.rmtree(self.temp_dir, ignore_errors=True)
+        self._write.__exit__(exc_type, exc, tb)
 
     def finish(self, external_data: str = "auto") -> None:
-        """Apply the external-data choice, check the model, and rename everything into place."""
+        """Apply the external-data choice, check the model, and commit it into place."""
         import onnx
 
         path = self.temp_path
         if not path.is_file():
             raise StudioError("export", "The exporter finished without writing a file.")
         data_files = self._data_files()
-        if external_data == "always" and not data_files:
+        if external_data == "always" and not _holds_external_data(path):
             self._resave(external=True)
         elif external_data == "never" and data_files:
             if sum(p.stat().st_size for p in data_files) > INLINE_LIMIT:
                 raise StudioError("write", "The weights are larger than 2 GB and cannot be "
                                   "stored inside the .onnx file; set external_data = \"auto\".")
             self._resave(external=False)
+        for unread in set(self._data_files()) - set(self._read_data_files()):
+            unread.unlink()  # an empty or stray file the exporter left: ours, in staging
         try:
             onnx.checker.check_model(str(path))
         except Exception as exc:  # ValidationError, or a protobuf/IO error reading it back
@@ -192,48 +185,32 @@ class AtomicOnnxWrite:
                               f"{str(exc).strip().splitlines()[0] if str(exc).strip() else exc}.",
                               "This is an exporter bug or a custom operator without a schema; "
                               "see the details.", details=str(exc)) from None
-        data_files = self._rename_data_away_from(referenced_data(self.target))
+        data_files = self._rename_data_away_from(self._taken())
         self.total_bytes = path.stat().st_size + sum(p.stat().st_size for p in data_files)
-        previous = referenced_data(self.target)
-        # an overwritten file keeps its owner's choice of mode (a private 0600 model stays
-        # private); new files keep the mode the umask gave them when the exporter wrote them
-        onnx_mode = existing_mode(self.target)
-        # the commit point: a cancel lands before it (the previous file stays) or after the
-        # renames (the client has been told the file is committed), never between them
-        with COMMIT.committing(self.target):
-            self._rename_into_place(path, data_files, previous, onnx_mode)
-
-    def _rename_into_place(self, path: Path, data_files: list[Path], previous: set[str],
-                           onnx_mode: int | None) -> None:
         try:
-            # data first, under names the old .onnx does not use, then the .onnx: a kill at any
-            # step leaves the old pair or the new pair, never a file reading another's weights
-            # the data keeps the mode of the data it replaces (under whichever name)
-            old_data_modes = [m for m in (existing_mode(self.target.parent / n)
-                                          for n in sorted(previous)) if m is not None]
-            for data in data_files:
-                final = self.target.parent / data.name
-                mode = existing_mode(final)
-                if mode is None:
-                    mode = old_data_modes[0] if old_data_modes else onnx_mode
-                durable(data, mode)
-                os.replace(data, final)
-            durable(path, onnx_mode)
-            os.replace(path, self.target)
+            self._write.commit()
+        except CommitBusy as exc:
+            raise StudioError("write", f"Cannot write {self.target}: {exc}.") from None
         except OSError as exc:
             raise StudioError("write", f"Cannot move the new file into {self.target}: "
                               f"{exc.strerror or exc}.") from None
-        sync_folder(self.target.parent)
         self.external_data_file = data_files[0].name if data_files else None
-        for name in previous - {p.name for p in data_files}:
-            # the previous export's weights, now read by nothing
-            (self.target.parent / name).unlink(missing_ok=True)
+
+    def _taken(self) -> set[str]:
+        """Names beside the target a data file may not take: files the studio did not write
+        for this output (another file's data, a user's file), and the data the current target
+        reads (so that until the new .onnx replaces it, the old one reads its own data)."""
+        ours = set(previous_set(self.target.parent, f"file:{self.target.name}"))
+        folder = self.target.parent
+        present = {p.name for p in folder.iterdir()} if folder.is_dir() else set()
+        return (present - ours) | referenced_data(self.target)
 
     def _rename_data_away_from(self, taken: set[str]) -> list[Path]:
-        """Give the new data files names the current target does not read; the new data files.
+        """Give the new data files names no file the studio did not write has; the new data
+        files.
 
-        The exporter names its data `<file>.onnx.data`; when the file being replaced reads that
-        name, the new data becomes `<file>.onnx.1.data` (and back again the next time).
+        The exporter names its data `<file>.onnx.data`; when a file of that name is not ours
+        to replace, the new data becomes `<file>.onnx.1.data` (or the next free number).
         """
         import onnx
 
@@ -242,11 +219,14 @@ class AtomicOnnxWrite:
         clashes = [p for p in data_files if p.name in taken]
         if not clashes:
             return data_files
-        names = [f"{self.target.name}.data", f"{self.target.name}.1.data"]
-        free = [n for n in names if n not in taken]
+        used = taken | {p.name for p in data_files}
         renames = {}
         for data in clashes:
-            new_name = free.pop(0) if free else f"{self.target.name}.{os.getpid()}.data"
+            number = 1
+            while f"{self.target.name}.{number}.data" in used:
+                number += 1
+            new_name = f"{self.target.name}.{number}.data"
+            used.add(new_name)
             renames[data.name] = new_name
             os.replace(data, data.with_name(new_name))
         model = onnx.load(str(path), load_external_data=False)
@@ -258,26 +238,38 @@ class AtomicOnnxWrite:
         return self._data_files()
 
     def _data_files(self) -> list[Path]:
-        """The files the exporter wrote beside the .onnx file in the temporary folder."""
+        """The files the exporter wrote beside the .onnx file in the staging folder."""
         return [p for p in self.temp_path.parent.iterdir()
                 if p != self.temp_path and p.name != FOLDER_MARKER]
 
+    def _read_data_files(self) -> list[Path]:
+        """The staged data files the staged .onnx file reads."""
+        return [self.temp_path.parent / n for n in referenced_data(self.temp_path)]
+
     def _resave(self, external: bool) -> None:
         import onnx
-        from onnx.external_data_helper import set_external_data
+        from onnx.external_data_helper import convert_model_to_external_data
 
         path = self.temp_path
         model = onnx.load(str(path), load_external_data=True)
         for p in [path, *self._data_files()]:
             p.unlink()
         if external:
-            # marked here, not with save_model(save_as_external_data=True): onnx checks that
+            # every tensor, however small: "always" means the weights are in the data file.
+            # Marked here, not with save_model(save_as_external_data=True): onnx checks that
             # location against the current directory, so re-exporting from the output folder
             # would fail on the previous export's data file
-            for tensor in _tensors(model.graph):
-                if tensor.HasField("raw_data"):
-                    set_external_data(tensor, f"{path.name}.data")
+            convert_model_to_external_data(model, all_tensors_to_one_file=True,
+                                           location=f"{path.name}.data", size_threshold=0)
         onnx.save_model(model, str(path))
+
+
+def _holds_external_data(path: Path) -> bool:
+    """Does the .onnx file at `path` keep any tensor in a data file?"""
+    import onnx
+
+    return uses_external_data(onnx.load(str(path), load_external_data=False))
+
 
 def referenced_data(path: Path) -> set[str]:
     """The external data files the ONNX file at `path` reads (empty when it has none)."""

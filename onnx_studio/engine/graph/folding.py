@@ -5,10 +5,9 @@ whole graph)."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from onnx_studio.engine.graph.model import GraphModel
+from onnx_studio.engine.graph.columns import NodeColumns
 
 # Ops that, fed only by constants and shapes, compute shapes or masks rather than activations.
 _SHAPE_OPS = frozenset({
@@ -28,7 +27,19 @@ _SOURCES = frozenset({"Shape", "Size"})  # shape values from any input
 _STANDARD = frozenset({"", "ai.onnx"})
 
 
-def auxiliary_nodes(model: GraphModel) -> dict[int, int]:
+class FoldableGraph(Protocol):
+    """What folding reads of a graph (onnx_studio.engine.graph.model.GraphModel has it): the
+    folding sits below the model that calls it, so it names the parts, not the class."""
+
+    columns: NodeColumns
+    outputs: list[str]
+    initializers: dict[str, Any]
+
+    def initializer_values(self) -> Any:
+        """The initializers' value numbers in `columns` (numpy)."""
+
+
+def auxiliary_nodes(model: FoldableGraph) -> dict[int, int]:
     """Nodes that only compute shapes or constants, mapped to the visible node they feed.
 
     A dynamic-shape export computes every Reshape target from ``Shape`` of the input; drawn
@@ -56,7 +67,7 @@ def auxiliary_nodes(model: GraphModel) -> dict[int, int]:
     return owner
 
 
-def _readers(model: GraphModel, nodes: list[int]) -> list[list[int]]:
+def _readers(model: FoldableGraph, nodes: list[int]) -> list[list[int]]:
     """For each of `nodes`, the nodes reading its outputs: output by output, each output's
     readers in graph order."""
     import numpy as np
@@ -74,7 +85,7 @@ def _readers(model: GraphModel, nodes: list[int]) -> list[list[int]]:
     return [reader[bounds[k]:bounds[k + 1]] for k in range(len(nodes))]
 
 
-def _auxiliary(model: GraphModel, rounds: int = 48) -> list[int]:
+def _auxiliary(model: FoldableGraph, rounds: int = 48) -> list[int]:
     """The nodes computing shapes (from Shape, Size and small constants) or constants (from
     initializers), in graph order: each such node reads only values of that kind made by
     earlier nodes. Found for every node at once, a round per step of the longest such chain
@@ -133,7 +144,7 @@ def _auxiliary(model: GraphModel, rounds: int = 48) -> list[int]:
     return np.flatnonzero(found).tolist()
 
 
-def _walk(model: GraphModel, candidate: Any) -> list[int]:
+def _walk(model: FoldableGraph, candidate: Any) -> list[int]:
     """`_auxiliary` node by node, in graph order (for graphs with long chains)."""
     import numpy as np
 

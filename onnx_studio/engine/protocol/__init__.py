@@ -55,7 +55,13 @@ from onnx_studio.engine.protocol.analysis import (
     VariantFacts,
     VariantReport,
 )
-from onnx_studio.engine.protocol.batch import BatchRecord, BatchResult, BatchSummary, ItemError
+from onnx_studio.engine.protocol.batch import (
+    BatchRecord,
+    BatchResult,
+    BatchSummary,
+    ItemError,
+    OutputStamp,
+)
 from onnx_studio.engine.protocol.convert import UNSET, ProtocolError, Unset, Wire, known
 from onnx_studio.engine.protocol.documents import (
     ExportedFile,
@@ -170,6 +176,7 @@ __all__ = [
     "OpTime",
     "OutputMetrics",
     "OutputParity",
+    "OutputStamp",
     "Parity",
     "PingRequest",
     "Pong",

@@ -26,6 +26,16 @@ class ItemError(Wire):
 
 
 @dataclass(kw_only=True)
+class OutputStamp(Wire):
+    """A file an item wrote, as it was when the item ended (--resume runs the item again when
+    it is missing or changed)."""
+
+    path: str
+    size: int
+    mtime_ns: int
+
+
+@dataclass(kw_only=True)
 class BatchRecord(Wire):
     """One item's run, written as one line of REPORT_DIR/results.jsonl as it finishes."""
 
@@ -37,6 +47,8 @@ class BatchRecord(Wire):
     node: str  # the host it ran on
     finished: str  # when it ended, ISO 8601 in UTC
     report: ExportReport  # the item's full document: what `export --json` prints for it
+    outputs: list[OutputStamp] = field(default_factory=list)  # the files it wrote
+    timeout: float | None = field(default=None, metadata=OMIT)  # the --timeout it ran under
 
     @property
     def ok(self) -> bool:

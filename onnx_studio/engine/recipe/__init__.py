@@ -1,12 +1,15 @@
 """Recipes: everything one export needs, as dataclasses that load from and save to TOML.
 
 `Recipe` and its parts, the values their fields take (spec.py); `load`/`loads`/`from_dict`
-(reading.py); `Recipe.problems()`/`check()` (checks.py); `save`/`to_dict`/`dumps`/
-`updated_toml` (writing.py); what a `model.source` string names (model_source.py). Callers
-import these names from `onnx_studio.engine.recipe`. Nothing here imports torch or Qt.
+(reading.py); `recipe_problems(recipe)`/`check_recipe(recipe)` (checks.py); `save`/`to_dict`/
+`to_toml`/`dumps`/`updated_toml` (writing.py); what a `model.source` string names
+(model_source.py).
+The modules import downward only: the dataclasses import none of their readers, checks or
+writers. Callers import these names from `onnx_studio.engine.recipe`. Nothing here imports
+torch or Qt.
 """
 
-from onnx_studio.engine.recipe.checks import valid_input_name
+from onnx_studio.engine.recipe.checks import check_recipe, recipe_problems, valid_input_name
 from onnx_studio.engine.recipe.model_source import (
     builtin_source,
     is_folder_source,
@@ -34,7 +37,7 @@ from onnx_studio.engine.recipe.spec import (
     RecipeError,
     ValidateOptions,
 )
-from onnx_studio.engine.recipe.writing import dumps, save, to_dict, updated_toml
+from onnx_studio.engine.recipe.writing import dumps, save, to_dict, to_toml, updated_toml
 
 __all__ = [
     "AUTO_FILL",
@@ -57,15 +60,18 @@ __all__ = [
     "RecipeError",
     "ValidateOptions",
     "builtin_source",
+    "check_recipe",
     "dumps",
     "from_dict",
     "is_folder_source",
     "load",
     "loads",
     "python_source_parts",
+    "recipe_problems",
     "save",
     "split_source",
     "to_dict",
+    "to_toml",
     "too_deep",
     "updated_toml",
     "valid_input_name",

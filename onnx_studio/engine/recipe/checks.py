@@ -1,6 +1,6 @@
-"""Every problem of a recipe a form can show before any work is done (`problems`): the
+"""Every problem of a recipe a form can show before any work is done (`recipe_problems`): the
 cross-field rules that reading a recipe's keys and types does not cover, each as (field,
-sentence saying what to write instead).
+sentence saying what to write instead); `check_recipe` raises the first as a RecipeError.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from onnx_studio.engine.recipe.spec import (
     DimSpec,
     InputSpec,
     Recipe,
+    RecipeError,
 )
 
 
@@ -35,7 +36,15 @@ def _dim_name_problems(where: str, dynamic: dict[int, str]) -> list[tuple[str, s
             if not isinstance(name, str) or not name.isidentifier()]
 
 
-def problems(recipe: Recipe) -> list[tuple[str, str]]:
+def check_recipe(recipe: Recipe) -> None:
+    """Raise RecipeError for the first problem `recipe_problems` finds."""
+    found = recipe_problems(recipe)
+    if found:
+        where, sentence = found[0]
+        raise RecipeError(f"{where}: {sentence}")
+
+
+def recipe_problems(recipe: Recipe) -> list[tuple[str, str]]:
     """(field, sentence) for every problem found, in the order of the recipe's fields."""
     found: list[tuple[str, str]] = []
     if not recipe.model.source.strip():

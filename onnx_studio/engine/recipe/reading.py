@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from onnx_studio.engine.errors import missing_file_hint
+from onnx_studio.engine.recipe.checks import check_recipe
 from onnx_studio.engine.recipe.spec import (
     RECIPE_VERSION,
     DimSpec,
@@ -53,7 +54,7 @@ def loads(text: str, base_dir: Path | None = None, name: str = "recipe") -> Reci
         raise RecipeError(f"{name} nests arrays or tables too deeply to read; a recipe's "
                           f"values nest at most {MAX_NESTING} levels.") from None
     recipe = from_dict(data, base_dir or Path.cwd())
-    recipe.check()
+    check_recipe(recipe)
     return recipe
 
 

@@ -4,12 +4,13 @@
 The recipe is the single source of truth shared by the window, the CLI and the worker. This package
 imports neither torch nor Qt, so the GUI process can use it freely. Reading it from TOML is
 onnx_studio.engine.recipe.reading, checking it onnx_studio.engine.recipe.checks, writing it
-onnx_studio.engine.recipe.writing.
+onnx_studio.engine.recipe.writing: they stand on these classes, which import none of them.
 """
 
 from __future__ import annotations
 
 import os
+from copy import deepcopy
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -182,27 +183,6 @@ class Recipe:
                 dims.setdefault(name, []).append((spec.name, axis))
         return dims
 
-    def problems(self) -> list[tuple[str, str]]:
-        """Return (field, sentence) for every problem a form can show before any work is done."""
-        # the checks, the reader and the writer take these classes: imported when called
-        from onnx_studio.engine.recipe.checks import problems
-
-        return problems(self)
-
-    def check(self) -> None:
-        """Raise RecipeError for the first problem found."""
-        found = self.problems()
-        if found:
-            where, sentence = found[0]
-            raise RecipeError(f"{where}: {sentence}")
-
     def copy(self) -> Recipe:
-        from onnx_studio.engine.recipe.reading import from_dict
-        from onnx_studio.engine.recipe.writing import to_dict
-
-        return from_dict(to_dict(self), self.base_dir)
-
-    def to_toml(self) -> str:
-        from onnx_studio.engine.recipe.writing import dumps, to_dict
-
-        return dumps(to_dict(self))
+        """An independent copy: its lists and tables copied too, base_dir kept."""
+        return deepcopy(self)

@@ -1,5 +1,5 @@
-"""A `Recipe` as TOML: its plain data (`to_dict`), the house style's text (`dumps`), a recipe
-file's own text updated in place (`updated_toml`), written atomically (`save`).
+"""A `Recipe` as TOML: its plain data (`to_dict`), the house style's text (`dumps`, `to_toml`),
+a recipe file's own text updated in place (`updated_toml`), written atomically (`save`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from onnx_studio.engine.files import write_text_atomic
+from onnx_studio.engine.file_set import write_file
 from onnx_studio.engine.recipe.spec import AUTO_FILL, InputSpec, Recipe, RecipeError
 
 # fields an entry that is not a tensor does not write (they describe a tensor)
@@ -68,6 +68,11 @@ def dumps(data: dict[str, Any]) -> str:
                           "tables.") from None
 
 
+def to_toml(recipe: Recipe) -> str:
+    """The recipe as TOML text in the house style (what `save` writes to a new file)."""
+    return dumps(to_dict(recipe))
+
+
 def updated_toml(recipe: Recipe, text: str | None) -> str:
     """The recipe as TOML; given the text of the recipe file it replaces, that text with its
     values updated in place: the user's comments, key order and spelling of unchanged values
@@ -85,7 +90,8 @@ def save(recipe: Recipe, path: str | os.PathLike[str]) -> None:
     """Write the recipe atomically; saved over a recipe file, that file's text is updated in
     place (see `updated_toml`) rather than replaced."""
     path = Path(path)
-    write_text_atomic(path, updated_toml(recipe, _recipe_text(path)))
+    write_file(path, updated_toml(recipe, _recipe_text(path)).encode("utf-8"),
+               what="The recipe")
 
 
 def _recipe_text(path: Path) -> str | None:

@@ -398,7 +398,7 @@ def _cached_torchvision_weights(tvm: Any, name: str) -> Any:
 
 
 def _load_archive(path: Path, trust_pickle: bool) -> tuple[str, Any]:
-    """TorchScript first (no pickle; its own TorchScript runs, see the README's Security);
+    """TorchScript first (no pickle; its own TorchScript runs, see docs/security.md);
     otherwise a pickle, loaded only when trusted."""
     import torch
 

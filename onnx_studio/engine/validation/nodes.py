@@ -312,6 +312,7 @@ def _node_metrics(ref: np.ndarray, cand: np.ndarray, rtol: float, atol: float
                   ) -> dict[str, Any]:
     if ref.shape != cand.shape:
         return {"max_abs_diff": None, "max_rel_diff": None, "passed": False,
+                "tolerance_ratio": None, "shape_mismatch": True,
                 "message": f"shape {list(cand.shape)} in ONNX, {list(ref.shape)} in PyTorch"}
     r = ref.astype(np.float64, copy=False)
     c = cand.astype(np.float64, copy=False)

@@ -82,15 +82,35 @@ def _offline() -> None:
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
 
-def code_files(folder: Path) -> list[str]:
-    """The Python files config.json's `auto_map` names (the folder's own code), once each."""
+def config_dict(folder: Path) -> dict[str, Any]:
+    """The folder's config.json as a JSON object; a `source` error (exit 2) naming the file when
+    it cannot be read as one (missing, not UTF-8, malformed, nested too deeply to parse)."""
     import json
 
+    path = folder / "config.json"
+    problem = ""
     try:
-        data = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except RecursionError:
+        problem = "its JSON is nested too deeply to read"
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        problem = one_line(exc)
+    else:
+        if isinstance(data, dict):
+            return data
+        problem = f"it holds a JSON {type(data).__name__}, not an object"
+    raise StudioError("source", f"Cannot read {path}: {problem}.",
+                      "Name a folder written by save_pretrained: its config.json is one JSON "
+                      "object of the model's settings.", exit_code=2)
+
+
+def code_files(folder: Path) -> list[str]:
+    """The Python files config.json's `auto_map` names (the folder's own code), once each."""
+    try:
+        data = config_dict(folder)
+    except StudioError:
         return []
-    auto_map = data.get("auto_map") if isinstance(data, dict) else None
+    auto_map = data.get("auto_map")
     found: list[str] = []
     for value in (auto_map or {}).values() if isinstance(auto_map, dict) else []:
         for ref in value if isinstance(value, list) else [value]:
@@ -117,6 +137,7 @@ def load_config(folder: Path, trust_remote_code: bool = False) -> Any:
     if not (folder / "config.json").is_file():
         raise StudioError("source", f"{folder} has no config.json; name a folder written by "
                           "save_pretrained.", exit_code=2)
+    config_dict(folder)  # what transformers' reader would fail on, named first
     import transformers
 
     try:
@@ -225,6 +246,13 @@ def load_hf(source: str, base_dir: Path, task: str | None = None, seed: int = 0,
     except Exception as exc:
         if not trust_remote_code and "trust_remote_code" in str(exc) and code_files(folder):
             raise _custom_code_error(folder, exc) from exc
+        broken = _broken_weights(folder) if weights else None
+        if broken is not None:
+            raise StudioError(
+                "source", f"Cannot load {folder.name}: {broken[0]} is not a whole safetensors "
+                f"file ({broken[1]}).", f"Copy {broken[0].name} again (it may be truncated), "
+                "or export with random weights (hf-config:).", details=repr(exc),
+                exit_code=2) from exc
         raise StudioError(
             "source", f"Cannot load {folder.name} for the task {task}: {one_line(exc)}.",
             "Check the model options (--model-kwarg), or choose another task with --task.",
@@ -233,6 +261,22 @@ def load_hf(source: str, base_dir: Path, task: str | None = None, seed: int = 0,
     loaded = HfModel(model=model, config=model.config, task=task, folder=folder)
     loaded.parts = export_parts(loaded, static or {})
     return loaded
+
+
+def _broken_weights(folder: Path) -> tuple[Path, str] | None:
+    """The first .safetensors file of `folder` whose header cannot be read (truncated, not
+    safetensors), with the reader's complaint; None when every one reads."""
+    from safetensors import safe_open
+
+    for path in sorted(folder.glob("*.safetensors")):
+        try:
+            with safe_open(str(path), framework="pt") as weights:
+                names = list(weights.keys())
+                if names:
+                    weights.get_slice(names[-1])  # the last tensor's bytes lie within the file
+        except Exception as exc:  # SafetensorError and what a bad header raises
+            return path, one_line(exc)
+    return None
 
 
 def load_for_recipe(recipe: Any) -> HfModel:

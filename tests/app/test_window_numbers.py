@@ -21,7 +21,6 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QColor
 
 from onnx_studio.app import theme
-from onnx_studio.app.form.tensor_tables import name_color
 from onnx_studio.app.menus import SHORTCUTS
 from onnx_studio.app.window import MainWindow
 from tests.app.conftest import EXPORT_TIMEOUT_MS, export_and_wait
@@ -155,5 +154,5 @@ def test_a_shared_dimension_tint_is_far_from_the_error_tint() -> None:
         red = _hue(QColor(error))
         for name in ["batch", "sequence", "past", "height", "width",
                      *(f"d{i}" for i in range(200))]:
-            away = abs(_hue(name_color(name, dark)) - red) % 360
+            away = abs(_hue(theme.dimension_tint(name, dark)) - red) % 360
             assert min(away, 360 - away) >= 60, (name, dark)

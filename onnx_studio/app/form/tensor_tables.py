@@ -9,7 +9,6 @@ parse keeps that text while the session holds why.
 from __future__ import annotations
 
 import re
-import zlib
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt
@@ -120,13 +119,6 @@ def parse_params(text: str) -> dict[str, float | str | None]:
             raise ValueError(f"{part!r}: {key} must be a number.") from None
         out[key] = int(number) if number.is_integer() else number
     return out
-
-
-def name_color(name: str, dark: bool) -> QColor:
-    """A stable tint per dimension name, so shared names look alike in every row: a hue from
-    yellow-green through blue to violet, never near the reds of an error mark."""
-    hue = 70 + zlib.crc32(name.encode()) % 220
-    return QColor.fromHsl(hue, 140, 70 if dark else 215)
 
 
 class _TensorTable(QGroupBox):
@@ -311,7 +303,7 @@ class _TensorTable(QGroupBox):
                     continue
                 shared = [n for n in spec.dynamic.values() if len(users.get(n, [])) > 1]
                 if shared:
-                    item.setBackground(name_color(shared[0], self.dark))
+                    item.setBackground(theme.dimension_tint(shared[0], self.dark))
                     item.setToolTip("\n".join(
                         f"{n} is one dimension shared by {', '.join(users[n])}" for n in shared))
                 else:
@@ -385,8 +377,8 @@ class InputsTable(_TensorTable):
         # the two combo boxes keep the width their longest entry needs, Params a narrow one
         header = self.table.horizontalHeader()
         header.setStretchLastSection(False)
-        for col in range(len(self.columns)):  # a shape shows whole (2x3x32x32), never cut
-            header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents if col == 1
+        for col in range(len(self.columns)):  # Shape: as wide as its shapes (`refresh`)
+            header.setSectionResizeMode(col, QHeaderView.ResizeMode.Interactive if col == 1
                                         else QHeaderView.ResizeMode.Stretch)
         for col, width in ((2, 76), (3, 122), (4, 58)):  # Params: rarely set, elided
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.Fixed)
@@ -394,6 +386,14 @@ class InputsTable(_TensorTable):
 
     def items(self) -> list[InputSpec]:
         return self.session.recipe.inputs
+
+    def refresh(self) -> None:
+        super().refresh()
+        # each shape whole (2x3x32x32) up to 2/5 of the table; a longer one elided, whole in
+        # its tooltip (cell_tips)
+        texts = [i.text() for r in range(self.table.rowCount()) if (i := self.table.item(r, 1))]
+        widest = max(map(self.table.fontMetrics().horizontalAdvance, texts), default=40) + 16
+        self.table.setColumnWidth(1, min(widest, max(96, self.table.viewport().width() * 2 // 5)))
 
     def prefix(self) -> str:
         return "inputs"

@@ -14,13 +14,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from onnx_studio.app.outcomes import ExportOutcome, FileStamp, OpenedFile, ValidationOutcome
 
 if TYPE_CHECKING:
     from onnx_studio.app.session.recipe_edits import RecipeEdits
-    from onnx_studio.app.session.results import Results
 
 __all__ = ["Stale", "Standing", "file_sentence", "stale", "standing", "verdict_of"]
 
@@ -35,6 +34,16 @@ STALE_TOLERANCE = ("The tolerance has changed, and this validation kept no diffe
                    "again: Validate again to judge the file at the new one.")
 REREAD = ("{name} changed on disk at {at}, after its {what}: it is shown as it is now, and has "
           "not been validated since.")
+
+
+class Results(Protocol):
+    """What the decision reads of the session's results (onnx_studio.app.session.results)."""
+
+    validation: ValidationOutcome | None
+    export: ExportOutcome | None
+    edits: RecipeEdits
+
+    def latest(self) -> ExportOutcome | OpenedFile | None: ...
 
 
 @dataclass(frozen=True)

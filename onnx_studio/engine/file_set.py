@@ -35,7 +35,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from onnx_studio.engine import process_tree
 from onnx_studio.engine.errors import StudioError
 from onnx_studio.engine.files import (
     COMMIT,
@@ -209,7 +208,7 @@ class FolderWrite:
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             recover(self.folder)
-            remove_abandoned(self.folder, process_tree.alive)
+            remove_abandoned(self.folder, _alive)
             self.staging = new_temp_folder(self.folder, "staging")
         except OSError as exc:
             self._remove_made_folder()
@@ -368,6 +367,14 @@ def _maybe_stop(renames: int, stop_after: int) -> None:
             time.sleep(1)
 
 
+def _alive(pid: int) -> bool:
+    """Does process `pid` run? (psutil loads with the first write, not with the window's first
+    paint, which reads recipes through this module's package.)"""
+    from onnx_studio.engine import process_tree
+
+    return process_tree.alive(pid)
+
+
 def recover(folder: Path) -> bool:
     """Complete a commit that a process which no longer runs left half-done in `folder`.
     True while a live process is committing there (nothing is done then)."""
@@ -382,7 +389,7 @@ def recover(folder: Path) -> bool:
         names = (str(journal["staging"]), str(journal["previous"]))
     except (ValueError, KeyError, TypeError):
         journal, pid, names = None, None, ("", "")
-    if pid is not None and pid != os.getpid() and process_tree.alive(pid):
+    if pid is not None and pid != os.getpid() and _alive(pid):
         return True
     if journal is None or not all(_plain_name(n) and n.startswith(".") for n in names):
         # cut short while being written: the journal is flushed before the first rename,

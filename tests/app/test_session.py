@@ -21,6 +21,7 @@ from onnx_studio.app.session import ExportSession
 from onnx_studio.engine import recipe as recipes
 from onnx_studio.engine import shipped
 from onnx_studio.engine.protocol import Event, PingRequest, Pong, Ready
+from onnx_studio.engine.recipe import writing
 from tests.app.conftest import EXPORT_TIMEOUT_MS, leave_idle
 
 
@@ -140,8 +141,7 @@ def test_the_dirty_flag_compares_fingerprints(tmp_path: Path, qtbot,
         raise AssertionError("an edit wrote TOML")
 
     # an edit compares fingerprints: no TOML is written (tomlkit costs milliseconds)
-    monkeypatch.setattr(recipes.Recipe, "to_toml", no_toml)
-    monkeypatch.setattr(recipes, "dumps", no_toml)
+    monkeypatch.setattr(writing, "dumps", no_toml)  # what to_toml and save write with
     with session.edit("options") as edited:
         edited.export.opset = 19
     assert session.dirty and changes == [True]

@@ -75,7 +75,7 @@ def test_a_model_that_names_no_vocabulary_is_an_inputs_error(folder: Path) -> No
         model.get_input_embeddings()  # what crashed the worker before
     assert input_embeddings(model) is None
     assert vocab_size(model.config, model) is None
-    code, doc, err = cli("export", f"hf:{path}", "-o", str(folder / "canine"), cwd=folder)
+    code, doc, err = cli("export", f"hf:{path}", "-o", str(folder / "canine_onnx"), cwd=folder)
     assert code == 2, err
     error = doc["error"]
     assert error["kind"] == "inputs", error
@@ -86,14 +86,14 @@ def test_a_model_that_names_no_vocabulary_is_an_inputs_error(folder: Path) -> No
 def test_an_exporter_failure_is_placed_in_the_models_code_and_given_whole(
         folder: Path) -> None:
     code, doc, err = cli("export", f"hf:{build('xlnet', folder)}", "-o",
-                         str(folder / "xlnet"), cwd=folder)
+                         str(folder / "xlnet_onnx"), cwd=folder)
     assert code == 1, err
     message = doc["error"]["message"]
     assert doc["error"]["kind"] == "export"
     assert "at modeling_xlnet.py:" in message and "attention_mask" in message, message
     assert "wrappers.py" not in message  # the studio's own frame is not the place
 
-    code, doc, err = cli("export", f"hf:{build('mpt', folder)}", "-o", str(folder / "mpt"),
+    code, doc, err = cli("export", f"hf:{build('mpt', folder)}", "-o", str(folder / "mpt_onnx"),
                          cwd=folder)
     assert code == 1, err
     message = doc["error"]["message"]

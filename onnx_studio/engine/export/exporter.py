@@ -94,10 +94,12 @@ def _export(recipe: Recipe, events: Events, report: ExportReport) -> Any:
     # an example size of 0 or 1 on a dynamic axis is traced at 2: torch specialises 0 and 1
     report.traced_sizes = trace_sizes(recipe) or None
     events.progress(0.1, "Running the model once")
-    args, result = _first_run(recipe, loaded, report.traced_sizes)
-    if report.traced_sizes and args[0] is None:  # it runs only at the example's sizes
+    first = _first_run(recipe, loaded, report.traced_sizes)
+    if first is None:  # it runs only at the example's sizes: those are traced, as given
         report.traced_sizes = None
-        args, result = _first_run(recipe, loaded, None)
+        first = _first_run(recipe, loaded, None)
+    assert first is not None  # without trace sizes a failure raises
+    args, result = first
     structured.prepare_outputs(result)  # dataclass outputs: torch.export must know them
     recipe = structured.with_output_names(recipe, result)  # present.0.key, logits, ...
     report.seconds["load"] = time.perf_counter() - started
@@ -344,10 +346,10 @@ def _classify(exc: BaseException, recipe: Recipe, find_all: Any,
 
 
 def _first_run(recipe: Recipe, loaded: Any, sizes: dict[str, int] | None
-               ) -> tuple[tuple[Any, ...], Any]:
+               ) -> tuple[tuple[Any, ...], Any] | None:
     """The export's inputs at `sizes` and what forward() returns on them. With `sizes` (the
-    trace sizes), a model that fails there gives ((None,), None): the caller tries the example's
-    own sizes, whose failure is the one to report."""
+    trace sizes), a model that fails there gives None: the caller tries the example's own
+    sizes, whose failure is the one to report."""
     from onnx_studio.engine.source import inputs as inputs_mod
 
     device = recipe.export.device
@@ -358,7 +360,7 @@ def _first_run(recipe: Recipe, loaded: Any, sizes: dict[str, int] | None
     except StudioError:
         if not sizes:
             raise
-        return (None,), None
+        return None
 
 
 def _dry_run(module: Any, args: tuple[Any, ...], recipe: Recipe,

@@ -18,11 +18,10 @@ import urllib.parse
 from collections import Counter
 from pathlib import Path
 
+from onnx_studio.engine.batch.records import REPORT
 from onnx_studio.engine.file_set import write_file
 from onnx_studio.engine.protocol import BatchRecord, BatchSummary, ExportReport
 from onnx_studio.engine.protocol.batch import report_verdict
-
-REPORT = "report.html"
 
 _STYLE = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; }

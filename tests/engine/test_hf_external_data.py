@@ -38,8 +38,8 @@ def export(folder: Path, model: Path, out: Path, external_data: str) -> dict[str
 def test_always_writes_a_data_file_per_onnx_and_the_report_lists_it(tmp_path: Path) -> None:
     model = build("llama", tmp_path)
     out = tmp_path / "out"
-    out.mkdir()
-    (out / "README.md").write_text("the user's notes")
+    file_set.claim_folder(out, "export", [])  # a folder the studio exported into before
+    (out / "README.md").write_text("the user's notes")  # then the user's notes beside
     doc = export(tmp_path, model, out, "always")
     assert [(f["name"], f["data_files"]) for f in doc["files"]] == \
         [("model.onnx", ["model.onnx.data"])]
@@ -62,4 +62,4 @@ def test_always_writes_a_data_file_per_onnx_and_the_report_lists_it(tmp_path: Pa
     assert sorted(p.name for p in out.iterdir()) == \
         sorted([file_set.MANIFEST, "README.md", "model.onnx"])
     assert (out / "README.md").read_text() == "the user's notes"
-    assert json.loads((out / file_set.MANIFEST).read_text())["files"] == ["model.onnx"]
+    assert file_set.previous_set(out, "export") == ["model.onnx"]

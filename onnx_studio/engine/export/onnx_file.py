@@ -18,7 +18,7 @@ from typing import Any
 
 from onnx_studio.engine.errors import StudioError
 from onnx_studio.engine.file_set import CommitBusy, FolderWrite, previous_set
-from onnx_studio.engine.files import FOLDER_MARKER
+from onnx_studio.engine.files import FOLDER_MARKER, existing_mode
 
 INLINE_LIMIT = 2**31 - 2**20  # protobuf's 2 GB message limit, with room for the graph
 
@@ -186,6 +186,7 @@ class AtomicOnnxWrite:
                               "This is an exporter bug or a custom operator without a schema; "
                               "see the details.", details=str(exc)) from None
         data_files = self._rename_data_away_from(self._taken())
+        self._keep_data_mode(data_files)
         self.total_bytes = path.stat().st_size + sum(p.stat().st_size for p in data_files)
         try:
             self._write.commit()
@@ -195,6 +196,18 @@ class AtomicOnnxWrite:
             raise StudioError("write", f"Cannot move the new file into {self.target}: "
                               f"{exc.strerror or exc}.") from None
         self.external_data_file = data_files[0].name if data_files else None
+
+    def _keep_data_mode(self, data_files: list[Path]) -> None:
+        """New data under a new name takes the mode of the data it replaces (a private 0640
+        stays private under whichever name), else the .onnx file's; the commit gives a file
+        that replaces its namesake that file's mode."""
+        folder = self.target.parent
+        modes = [m for m in (existing_mode(folder / n) for n in sorted(referenced_data(
+            self.target))) if m is not None] + [m for m in [existing_mode(self.target)]
+                                                 if m is not None]
+        for data in data_files:
+            if modes and existing_mode(folder / data.name) is None:
+                os.chmod(data, modes[0])
 
     def _taken(self) -> set[str]:
         """Names beside the target a data file may not take: files the studio did not write

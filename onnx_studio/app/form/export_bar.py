@@ -234,11 +234,14 @@ class ExportBar(QWidget):
         seconds = self.seconds()
         if outcome.validation is not None:
             ok = outcome.ok
-            self.finish(ok, f"Validation passed in {seconds:.1f} s." if ok else
+            inconclusive = outcome.validation.verdict == "inconclusive"
+            self.finish(ok, f"Validation inconclusive in {seconds:.1f} s: the outputs cannot tell "
+                        "a right file from a wrong one; the Validation tab says what would."
+                        if inconclusive else f"Validation passed in {seconds:.1f} s." if ok else
                         "Validation failed; the Validation tab shows which trials and outputs.",
                         "Validation failed")
             if ok:
-                self.progress.setFormat("Validated")
+                self.progress.setFormat("Inconclusive" if inconclusive else "Validated")
             return
         title = {"cancelled": "Validation cancelled", "worker_crashed": "The worker crashed"}.get(
             outcome.error.kind if outcome.error else "", "Validation could not run")

@@ -340,7 +340,9 @@ class SummaryView(QWidget):
             error = checked.error
             return "could not run" + (f": {html.escape(error.message)}" if error else "")
         trials = validation.trials
-        text = (f"{'passed' if validation.ok else 'FAILED'}: "
+        word = {"passed": "passed", "failed": "FAILED", "inconclusive": "inconclusive (the "
+                "outputs cannot tell a right file from a wrong one)"}[validation.verdict]
+        text = (f"{word}: "
                 f"{sum(1 for t in trials if t.ok)} of {len(trials)} trials within "
                 f"|diff| ≤ atol + rtol·|ref| (rtol {validation.rtol}, atol {validation.atol})")
         if checked.rejudged:

@@ -104,7 +104,8 @@ def _svg_histogram(counts: Any, edges: Any, width: int = 320, height: int = 160)
 def to_html(validation: Validation, onnx: str | None, recipe: str,
             plots: dict[str, dict[str, Any]] | None = None) -> str:
     """The whole validation as one HTML page that needs no other file."""
-    verdict = "passed" if validation.ok else "FAILED"
+    verdict = {"passed": "passed", "failed": "FAILED",
+               "inconclusive": "inconclusive"}[validation.verdict]
     parts = [f"<h1>Validation {verdict}</h1>",
              f"<p><b>File</b> {html.escape(onnx or '?')}<br><b>Recipe</b> {html.escape(recipe)}"
              f"<br><b>Tolerance</b> rtol {validation.rtol}, atol {validation.atol}</p>"]

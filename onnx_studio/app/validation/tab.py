@@ -403,10 +403,13 @@ class ValidationTab(QWidget):
             facts.append(html.escape(", ".join(validation.providers)))
         if validation.seconds is not None:
             facts.append(seconds(validation.seconds))
-        title = "✔ Validation passed" if validation.ok else "✘ Validation failed"
+        title = {"passed": "✔ Validation passed", "failed": "✘ Validation failed",
+                 "inconclusive": "? Validation inconclusive"}[validation.verdict]
         # what to change, chosen by the cause (a tolerance only when numbers differ); the same
-        # hint an export's failed validation carries, for a Validate job too
-        hint = "" if validation.ok else failure_hint(validation)
+        # hint an export's failed validation carries, for a Validate job too; an inconclusive
+        # one says what would make it conclusive
+        hint = (validation.hint or "") if validation.verdict == "inconclusive" else \
+            "" if validation.ok else failure_hint(validation)
         self._set_header(title, verdict_color(validation.ok, dark),
                          " · ".join(facts) + (REJUDGED if outcome.rejudged else ""),
                          validation.message or "", hint=hint)

@@ -196,7 +196,7 @@ def compare(a: PathLike, b: PathLike, *, recipe: RecipeLike | None = None, runs:
         result = run(CompareRequest(a=_absolute(a), b=_absolute(b),
                                      recipe=None if chosen is None else to_toml(chosen),
                                      base_dir=None if chosen is None else str(chosen.base_dir),
-                                     dims=dict(dims or {}), runs=_at_least_one(runs, "runs")),
+                                     dims=dict(dims or {}), runs=runs),
                       Path.cwd(), progress, timeout)
         assert isinstance(result, CompareResult)
         judge_comparison(result.comparison)
@@ -221,7 +221,7 @@ def profile(model: PathLike, *, recipe: RecipeLike | None = None, runs: int = 20
         result = run(ProfileRequest(onnx=_absolute(model),
                                      recipe=None if chosen is None else to_toml(chosen),
                                      base_dir=None if chosen is None else str(chosen.base_dir),
-                                     runs=_at_least_one(runs, "runs"), warmup=warmup,
+                                     runs=runs, warmup=warmup,
                                      provider=provider, threads=threads,
                                      optimization=optimization, dims=dict(dims or {})),
                       Path.cwd(), progress, timeout)
@@ -406,8 +406,3 @@ def _recipe(recipe: RecipeLike) -> Recipe:
 def _absolute(path: PathLike) -> str:
     return str(Path(path).expanduser().resolve())
 
-
-def _at_least_one(value: int, name: str) -> int:
-    if value < 1:
-        raise StudioError("recipe", f"{name} must be at least 1 (got {value}).", exit_code=2)
-    return value

@@ -31,6 +31,7 @@ from onnx_studio.engine.analysis.model_file import ModelFile
 from onnx_studio.engine.analysis.repro import Slice, slice_graph
 from onnx_studio.engine.errors import StudioError, one_line
 from onnx_studio.engine.events import Events
+from onnx_studio.engine.export.onnx_file import with_data_files
 from onnx_studio.engine.file_set import FolderWrite, check_folder_output
 from onnx_studio.engine.graph.source_frame import source_frame
 from onnx_studio.engine.recipe import Recipe
@@ -66,11 +67,9 @@ def explain(recipe: Recipe, path: Path, events: Events | None = None,
     hf = is_hf_source(recipe.model.source)
     # the file (or folder) explained, its data files and what the recipe reads: a repro never
     # replaces one of them, whatever the spelling of the path (`..`, a symlink, a hard link)
-    inputs = [path, *recipe_inputs(recipe)]
+    inputs = [*with_data_files(path), *recipe_inputs(recipe)]
     if path.is_dir():
         inputs += [p for p in path.iterdir() if p.is_file()]
-    elif path.is_file():
-        inputs += [path.parent / n for n in _data_files_of(path)]
     folder = check_folder_output(repro_dir or path.with_name(
         path.name + ".repro" if hf else path.stem + ".repro"), "repro", inputs,
         "The repro folder") if write_repro else None
@@ -356,11 +355,6 @@ def write_repro(subject: Subject, index: int, piece: Slice,
     files = repro.write(folder[0], model, case, sorted(set(missing) | set(piece.unknown)))
     return {"folder": str(folder[1]), "files": files, "command": repro.command(folder[1])}
 
-
-def _data_files_of(path: Path) -> set[str]:
-    from onnx_studio.engine.export.onnx_file import referenced_data
-
-    return referenced_data(path)
 
 
 def _typed(array: Any, elem_type: int | None) -> np.ndarray:

@@ -49,7 +49,7 @@ from onnx_studio.engine.events import Events
 from onnx_studio.engine.export.onnx_file import (
     AtomicOnnxWrite,
     check_output_path,
-    referenced_data,
+    with_data_files,
 )
 from onnx_studio.engine.file_set import check_apart
 from onnx_studio.engine.protocol import ExportReport
@@ -90,7 +90,7 @@ def make_variant(source: Path, recipe: Recipe, kind: str, output: Path,
     source = Path(source).resolve()
     original = ModelFile.read(source)
     output = check_output_path(Path(output))
-    inputs = [source, *(source.parent / n for n in referenced_data(source))]
+    inputs = with_data_files(source)
     check_apart([output], inputs, "The variant")
     r, a = variant_tolerance(kind, recipe, rtol, atol)
     started = time.perf_counter()

@@ -284,6 +284,12 @@ def _holds_external_data(path: Path) -> bool:
     return uses_external_data(onnx.load(str(path), load_external_data=False))
 
 
+def with_data_files(path: Path) -> list[Path]:
+    """The .onnx file at `path` and the external data files it reads (what a command that
+    reads it must never write over)."""
+    return [path, *(path.parent / name for name in sorted(referenced_data(path)))]
+
+
 def referenced_data(path: Path) -> set[str]:
     """The external data files the ONNX file at `path` reads (empty when it has none)."""
     import onnx

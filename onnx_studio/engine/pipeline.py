@@ -157,8 +157,8 @@ def export_hf(recipe: Recipe, events: Events | None = None, *,
     report.files, report.opset = _exported_files(folder, hf)
     report.graph = report.files[0].graph
     report.ok = True
-    if validate:
-        _validate_hf_into(report, hf, folder, recipe, events.part(0.7, 1.0))
+    if validate:  # the model is ours: freed before ONNX Runtime opens the files
+        _validate_hf_into(report, hf, folder, recipe, events.part(0.7, 1.0), release=True)
     events.progress(1.0, "Done")
     return report
 
@@ -218,19 +218,24 @@ def _exported_files(folder: Path, hf: HfModel) -> tuple[list[ExportedFile], int 
     return files, opset
 
 
-def _hf_validation(hf: HfModel, folder: Path, recipe: Recipe, events: Events) -> dict[str, Any]:
+def _hf_validation(hf: HfModel, folder: Path, recipe: Recipe, events: Events,
+                   release: bool = False) -> dict[str, Any]:
     """Each file of `folder` against eager PyTorch, then (generation tasks) greedy tokens over
-    the files against transformers' generate: the validation dict, failed when either fails."""
+    the files against transformers' generate: the validation dict, failed when either fails.
+    `release`: `hf` is this command's own, its model freed once PyTorch's side is computed
+    (never while ONNX Runtime holds a copy of the weights too)."""
     from onnx_studio.engine.validation.hf_checks import validate_hf
 
-    return validate_hf(hf, folder, recipe.validate.rtol, recipe.validate.atol, events)
+    return validate_hf(hf, folder, recipe.validate.rtol, recipe.validate.atol, events,
+                       release=release)
 
 
 def _validate_hf_into(report: ExportReport, hf: HfModel, folder: Path, recipe: Recipe,
-                      events: Events) -> None:
+                      events: Events, release: bool = False) -> None:
     from onnx_studio.engine.validation.hf_checks import failure_hint as hf_failure_hint
 
-    _judge_into(report, lambda: _hf_validation(hf, folder, recipe, events), hf_failure_hint)
+    _judge_into(report, lambda: _hf_validation(hf, folder, recipe, events, release),
+                hf_failure_hint)
 
 
 def hf_model_for_folder(recipe: Recipe, folder: Path) -> HfModel:
@@ -269,7 +274,7 @@ def validate_hf_folder(recipe: Recipe, folder: Path, events: Events) -> dict[str
     export_hf validates them after an export (each file, then greedy generation)."""
     events.progress(0.0, "Loading the model")
     hf, _, _ = _load_for_folder(recipe, folder)
-    return _hf_validation(hf, folder, recipe, events.part(0.1, 1.0))
+    return _hf_validation(hf, folder, recipe, events.part(0.1, 1.0), release=True)
 
 
 def validate_hf_report(recipe: Recipe, folder: Path, events: Events,
@@ -279,6 +284,7 @@ def validate_hf_report(recipe: Recipe, folder: Path, events: Events,
     recipe's model when loaded already."""
     report = ExportReport(output=str(folder), exporter=None)
     started = time.perf_counter()
+    owned = hf is None  # loaded here: freed once PyTorch's side of the validation is done
     try:
         events.progress(0.0, "Loading the model")
         hf, report.files, report.opset = _load_for_folder(recipe, folder, hf)
@@ -288,7 +294,7 @@ def validate_hf_report(recipe: Recipe, folder: Path, events: Events,
     report.task = hf.task
     report.graph = report.files[0].graph
     report.ok = True
-    _validate_hf_into(report, hf, folder, recipe, events.part(0.1, 1.0))
+    _validate_hf_into(report, hf, folder, recipe, events.part(0.1, 1.0), release=owned)
     if report.ok:
         events.progress(1.0, "Done")
     return report

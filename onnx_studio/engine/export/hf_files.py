@@ -11,6 +11,7 @@ from typing import Any
 
 from onnx_studio.engine.errors import StudioError
 from onnx_studio.engine.events import Events
+from onnx_studio.engine.export.exporter_state import forget_exported_graphs
 from onnx_studio.engine.export.onnx_file import (
     INLINE_LIMIT,
     check_writable,
@@ -117,6 +118,7 @@ def export_part(part: Any, staging: Path, opset: int | None, events: Events,
     assert program is not None  # dynamo=True always returns the program
     _save_program(program, part, staging, external_data, events)
     del program
+    forget_exported_graphs()  # else the optimizer's matchers keep the graph and every weight
     gc.collect()  # the exporter's graphs hold cycles: free them before the next part
     return time.perf_counter() - started
 

@@ -13,6 +13,11 @@ import numpy as np
 
 from onnx_studio.engine.errors import one_line
 from onnx_studio.engine.events import Events
+from onnx_studio.engine.validation.eager_first import (
+    EagerRuns,
+    GenerationReference,
+    release_model,
+)
 from onnx_studio.engine.validation.metrics import (
     VERDICT,
     cannot_tell,
@@ -20,7 +25,7 @@ from onnx_studio.engine.validation.metrics import (
     conclusiveness,
     worst,
 )
-from onnx_studio.engine.validation.ort_session import create_session
+from onnx_studio.engine.validation.ort_session import create_session, has_external_data
 
 GENERATION_STEPS = 20
 PROMPT_LENGTH = 5
@@ -33,8 +38,10 @@ _TRIAL_SEED = 11
 
 def _session(path: Path) -> Any:
     """ONNX Runtime's session of one file, or the StudioError saying why it cannot load (an
-    operator or a type it does not run: the file's fault, not an unexpected failure)."""
-    return create_session(path, ["CPUExecutionProvider"], "all", [])
+    operator or a type it does not run: the file's fault, not an unexpected failure); a file
+    with external data gets the session that adds no copy of its weights."""
+    return create_session(path, ["CPUExecutionProvider"], "all", [],
+                          low_memory=has_external_data(path))
 
 
 def _eager(part: Any, inputs: dict[str, Any]) -> list[np.ndarray]:
@@ -47,9 +54,11 @@ def _eager(part: Any, inputs: dict[str, Any]) -> list[np.ndarray]:
 
 
 def check_parts(hf: Any, folder: Path, rtol: float, atol: float,
-                events: Events) -> dict[str, Any]:
+                events: Events, eager: EagerRuns | None = None) -> dict[str, Any]:
     """The validation dict (onnx_studio.engine.protocol Validation's fields) of every exported
-    part."""
+    part; `eager`: the eager runs (computed already when the model was freed), one session
+    open at a time."""
+    eager = eager or EagerRuns(_eager)
     trials: list[dict[str, Any]] = []
     per_output: dict[str, list[dict[str, Any]]] = {}
     dropped: list[dict[str, str]] = []
@@ -70,10 +79,11 @@ def check_parts(hf: Any, folder: Path, rtol: float, atol: float,
                         "computes as if it always had its value at export: try the other "
                         "exporter."})
         for kind, size in trial_sizes(part):
-            trial = _trial(part, session, taken, kind, size, rtol, atol, many)
+            trial = _trial(part, session, taken, kind, size, rtol, atol, many, eager)
             for metrics in trial["outputs"]:
                 per_output.setdefault(metrics["name"], []).append(metrics)
             trials.append(trial)
+        del session  # its weights freed before the next file's are read
     # each output's dtype as the file gives it (what the single-file validator reports too)
     outputs = [{"name": name, "trials": len(found), **worst(found),
                 "dtype": found[0]["onnx_dtype"]} for name, found in per_output.items()]
@@ -111,13 +121,13 @@ def trial_inputs(part: Any) -> list[dict[str, Any]]:
 
 def _trial(part: Any, session: Any, taken: set[str], kind: str,
            size: tuple[int, int, int] | None, rtol: float, atol: float,
-           many: bool) -> dict[str, Any]:
+           many: bool, eager: EagerRuns) -> dict[str, Any]:
     """One trial of one file: its outputs against eager PyTorch's, or, when either side
     cannot run these inputs, a failed trial saying which and why."""
     from onnx_studio.engine.validation.ort_session import ort_message
 
     started = time.perf_counter()
-    inputs = part.inputs if size is None else part.make_inputs(_TRIAL_SEED, *size)
+    inputs = eager.inputs(part, kind, size, _TRIAL_SEED)
     trial: dict[str, Any] = {"kind": kind, "ok": False, "outputs": []}
     if size is not None:
         trial["sizes"] = _sizes(inputs)
@@ -133,7 +143,7 @@ def _trial(part: Any, session: Any, taken: set[str], kind: str,
         trial["details"] = str(exc)
     else:
         try:
-            reference = _eager(part, inputs)
+            reference = eager.outputs(part, kind)
         except Exception as exc:
             trial["message"] = f"{PYTORCH_FAILED} on {where}: {one_line(exc)}"
             trial["details"] = traceback.format_exc()
@@ -145,7 +155,8 @@ def _trial(part: Any, session: Any, taken: set[str], kind: str,
             if many:
                 trial["message"] = part.file
             if not trial["ok"]:  # is PyTorch itself the same twice on these inputs?
-                moving = _not_repeatable(part, inputs, reference, rtol, atol)
+                moving = _not_repeatable(part, eager.outputs(part, kind, 1), reference,
+                                         rtol, atol)
                 if moving:
                     trial["message"] = (f"{PYTORCH_RANDOM} on {where}: two runs on the same "
                                         f"inputs differ on {', '.join(moving[:3])}")
@@ -159,11 +170,11 @@ PYTORCH_FAILED = "The PyTorch model itself fails"
 PYTORCH_RANDOM = "The PyTorch model gives other outputs each run"
 
 
-def _not_repeatable(part: Any, inputs: dict[str, Any], reference: list[np.ndarray],
+def _not_repeatable(part: Any, again: list[np.ndarray], reference: list[np.ndarray],
                     rtol: float, atol: float) -> list[str]:
-    """The outputs a second eager run on the same inputs gives otherwise (a model that draws
-    random numbers in forward(), as ViT-MAE's masking noise): no file can match those."""
-    again = _eager(part, inputs)
+    """The outputs a second eager run on the same inputs (`again`) gives otherwise (a model
+    that draws random numbers in forward(), as ViT-MAE's masking noise): no file can match
+    those."""
     return [name for name, first, second in zip(part.output_names, reference, again,
                                                 strict=True)
             if not compare(first, second, rtol, atol)["passed"]]
@@ -208,14 +219,28 @@ def failure_hint(validation: dict[str, Any]) -> str:
 
 
 def validate_hf(hf: Any, folder: Path, rtol: float, atol: float,
-                events: Events) -> dict[str, Any]:
+                events: Events, release: bool = False) -> dict[str, Any]:
     """The validation dict of a Hugging Face export: every file against eager PyTorch, then
-    (generation tasks) greedy generation over the files; failed when either fails."""
+    (generation tasks) greedy generation over the files; failed when either fails.
+
+    With `release` (the caller owns `hf` and needs its model no more), PyTorch's side is
+    computed first and the model freed before ONNX Runtime opens a file: the process never
+    holds the model and a session together (onnx_studio.engine.validation.eager_first)."""
+    eager = EagerRuns(_eager)
+    reference = None
+    if release:
+        events.progress(0.0, "Running the PyTorch model")
+        for part in hf.parts:
+            eager.compute(part, trial_sizes(part), _TRIAL_SEED)
+        if hf.generates:
+            reference = generation_reference(hf, GENERATION_STEPS)
+        release_model(hf)
     events.progress(0.0, "Validating in ONNX Runtime")
-    result = check_parts(hf, folder, rtol, atol, events.part(0.0, 0.7))
+    result = check_parts(hf, folder, rtol, atol, events.part(0.0, 0.7), eager)
     if hf.generates:
         events.progress(0.7, "Generating greedy tokens")
-        generation = result["generation"] = check_generation(hf, folder, rtol=rtol, atol=atol)
+        generation = result["generation"] = check_generation(hf, folder, rtol=rtol, atol=atol,
+                                                             reference=reference)
         if not generation["passed"] and result["ok"]:
             result["ok"] = False
             result["message"] = generation["message"]
@@ -248,7 +273,8 @@ def _generation_config(model: Any, steps: int) -> Any:
 
 
 def check_generation(hf: Any, folder: Path, steps: int = GENERATION_STEPS,
-                     rtol: float = 1e-3, atol: float = 1e-5) -> dict[str, Any]:
+                     rtol: float = 1e-3, atol: float = 1e-5,
+                     reference: GenerationReference | None = None) -> dict[str, Any]:
     """Greedy generation judged teacher-forced: transformers' generate picks `steps` tokens
     on a prompt; the ONNX files are fed the same tokens, step by step, and at every step the
     ONNX logits' argmax must equal the eager model's (generate's raw logits), and the logits
@@ -259,12 +285,35 @@ def check_generation(hf: Any, folder: Path, steps: int = GENERATION_STEPS,
     correct file passes whatever its generation config says, and a wrong one differs in its
     logits at some step.
     """
+    reference = reference or generation_reference(hf, steps)
+    expected, fed, prompt = reference.expected, reference.fed, reference.prompt
+    sessions = {part.file: _session(folder / part.file) for part in hf.parts}
+    try:
+        if hf.seq2seq:
+            assert reference.enc_inputs is not None
+            got = _seq2seq_steps(sessions, reference.enc_inputs, reference.start, fed)
+        else:
+            got = _decoder_steps(hf, sessions["model.onnx"], prompt.numpy(), fed,
+                                 reference.empty_past)
+    except _OnnxRuntimeFailed as failed:  # e.g. a file whose sequence length was fixed
+        return {"steps": len(fed), "tokens_equal": False, "onnx_tokens": [],
+                "torch_tokens": [int(t) for t in expected.argmax(-1)], "fed_tokens": fed,
+                "teacher_forced": True, "passed": False, "message": str(failed)}
+    judged = judge_steps(expected, got, fed, rtol, atol)
+    judged["prompt_tokens"] = None if hf.seq2seq else [int(t) for t in prompt[0]]
+    return judged
+
+
+def generation_reference(hf: Any, steps: int) -> GenerationReference:
+    """transformers' greedy generate of `steps` tokens on a prompt (the encoder's inputs of
+    an encoder-decoder), with what the ONNX loop needs to replay it without the model."""
     import torch
     from transformers import GenerationMixin
 
-    sessions = {part.file: _session(folder / part.file) for part in hf.parts}
     model = hf.model
     config = _generation_config(model, steps)
+    enc_inputs = prompt = None
+    start = 0
     with torch.no_grad():
         if hf.seq2seq:
             enc_inputs = hf.parts[0].make_inputs(21, 1, PROMPT_LENGTH, 0)
@@ -279,19 +328,16 @@ def check_generation(hf: Any, folder: Path, steps: int = GENERATION_STEPS,
                                  generation_config=config)
             fed = [int(t) for t in ref.sequences[0, prompt.shape[1]:]]
     expected = np.stack([logits[0].float().numpy() for logits in ref.logits])
-    fed = fed[:len(expected)]
-    try:
-        if hf.seq2seq:
-            got = _seq2seq_steps(sessions, enc_inputs, start, fed)
-        else:
-            got = _decoder_steps(hf, sessions["model.onnx"], prompt.numpy(), fed)
-    except _OnnxRuntimeFailed as failed:  # e.g. a file whose sequence length was fixed
-        return {"steps": len(fed), "tokens_equal": False, "onnx_tokens": [],
-                "torch_tokens": [int(t) for t in expected.argmax(-1)], "fed_tokens": fed,
-                "teacher_forced": True, "passed": False, "message": str(failed)}
-    judged = judge_steps(expected, got, fed, rtol, atol)
-    judged["prompt_tokens"] = None if hf.seq2seq else [int(t) for t in prompt[0]]
-    return judged
+    return GenerationReference(expected, fed[:len(expected)], prompt, enc_inputs, start,
+                               None if hf.seq2seq else _empty_past(hf.parts[0]))
+
+
+def _empty_past(part: Any) -> dict[str, np.ndarray]:
+    """The empty cache the decoder loop starts from (none for a file without past)."""
+    if not any(name.startswith("past_key_values") for name in part.inputs):
+        return {}
+    empty = part.make_inputs(0, 1, 1, 0)
+    return {k: v.numpy() for k, v in empty.items() if k.startswith("past_key_values")}
 
 
 class _OnnxRuntimeFailed(Exception):
@@ -347,14 +393,13 @@ def _run(session: Any, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return dict(zip(names, results, strict=True))
 
 
-def _decoder_steps(hf: Any, session: Any, prompt: np.ndarray, fed: list[int]) -> np.ndarray:
-    """The ONNX logits of the next token at each step, the prompt then `fed` given."""
+def _decoder_steps(hf: Any, session: Any, prompt: np.ndarray, fed: list[int],
+                   empty_past: dict[str, np.ndarray] | None = None) -> np.ndarray:
+    """The ONNX logits of the next token at each step, the prompt then `fed` given, from
+    `empty_past` (None: made from the part)."""
     part = hf.parts[0]
     with_past = any(name.startswith("past_key_values") for name in part.inputs)
-    past: dict[str, np.ndarray] = {}
-    if with_past:
-        empty = part.make_inputs(0, 1, 1, 0)
-        past = {k: v.numpy() for k, v in empty.items() if k.startswith("past_key_values")}
+    past = _empty_past(part) if empty_past is None else empty_past
     tokens = prompt
     feed_ids = prompt
     logits = []

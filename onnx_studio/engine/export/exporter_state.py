@@ -1,0 +1,33 @@
+"""What the exporter keeps of a model after its export, and letting it go.
+
+onnxscript's optimizer (torch.onnx's `optimize=True`) matches its rewrite rules with pattern
+matchers that live as long as the process (module-level rule sets), and each matcher keeps the
+last node, graph and match it looked at (onnxscript 0.7: `SimplePatternMatcher._current_node`,
+`_graph`, `_match`, `_tracer`). Through them the exported graph, its initializers and so every
+weight of the PyTorch model (the initializers alias its parameters) stay alive after the
+export is done and the model dropped: measured, the whole model's weights. A process that
+validates the export with ONNX Runtime next would hold them twice.
+"""
+
+from __future__ import annotations
+
+import gc
+
+_PER_MATCH = ("_current_node", "_graph", "_tracer", "_match")
+
+
+def forget_exported_graphs() -> int:
+    """Clear what onnxscript's pattern matchers remember of the last graph they matched (each
+    match sets it again before reading it); the number of matchers cleared."""
+    try:
+        from onnxscript.rewriter._matcher import SimplePatternMatcher
+    except ImportError:  # another onnxscript layout: nothing known to clear
+        return 0
+    cleared = 0
+    for found in gc.get_objects():
+        if isinstance(found, SimplePatternMatcher):
+            for name in _PER_MATCH:
+                if name in vars(found):
+                    setattr(found, name, None)
+            cleared += 1
+    return cleared

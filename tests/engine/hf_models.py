@@ -112,3 +112,31 @@ def qwen2_folder(folder: Path, layers: int) -> tuple[Path, int]:
     kv = h // QWEN2["num_attention_heads"] * QWEN2["num_key_value_heads"]
     layer = 2 * h * h + 2 * h * kv + h + 2 * kv + 3 * h * i + 2 * h  # attention, MLP, norms
     return target, 4 * (v * h + layers * layer + h)
+
+
+# Llama 3.2's shapes (tied embeddings, grouped-query attention); built from the config with
+# random weights, float32. "1b": 1.24B parameters, 4.9 GB; "3b": 3.21B, 12.8 GB (issue 37, 3)
+LLAMA: dict[str, Any] = {
+    "vocab_size": 128256, "num_key_value_heads": 8, "max_position_embeddings": 131072,
+    "rope_theta": 500000.0, "rms_norm_eps": 1e-5, "tie_word_embeddings": True,
+    "model_type": "llama", "architectures": ["LlamaForCausalLM"]}
+LLAMA_SIZES: dict[str, dict[str, int]] = {
+    "1b": {"hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 32,
+           "head_dim": 64, "intermediate_size": 8192},
+    "3b": {"hidden_size": 3072, "num_hidden_layers": 28, "num_attention_heads": 24,
+           "head_dim": 128, "intermediate_size": 8192},
+}
+
+
+def llama_folder(folder: Path, size: str) -> tuple[Path, int]:
+    """A config-only Llama folder (`hf-config:`) of Llama-3.2-1B's or -3B's shapes (`size`
+    "1b" or "3b"), and its float32 weights' size in bytes."""
+    config = {**LLAMA, **LLAMA_SIZES[size]}
+    target = folder / f"llama_{size}"
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "config.json").write_text(json.dumps(config))
+    h, i, v = config["hidden_size"], config["intermediate_size"], config["vocab_size"]
+    q = config["num_attention_heads"] * config["head_dim"]
+    kv = config["num_key_value_heads"] * config["head_dim"]
+    layer = 2 * h * q + 2 * h * kv + 3 * h * i + 2 * h  # attention, MLP, norms
+    return target, 4 * (v * h + config["num_hidden_layers"] * layer + h)

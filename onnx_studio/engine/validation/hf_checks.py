@@ -226,6 +226,15 @@ def validate_hf(hf: Any, folder: Path, rtol: float, atol: float,
     With `release` (the caller owns `hf` and needs its model no more), PyTorch's side is
     computed first and the model freed before ONNX Runtime opens a file: the process never
     holds the model and a session together (onnx_studio.engine.validation.eager_first)."""
+    from onnx_studio.engine.validation import half_precision
+
+    dtype = half_precision.weights_dtype(hf.model)
+    unrun = half_precision.cpu_cannot_run(dtype, rtol, atol)
+    if unrun is not None:  # said on top as the verdict's warning
+        return unrun
+    rtol, atol, widened = half_precision.tolerances(dtype, rtol, atol)
+    if widened:
+        events.warning({"category": "Validation", "message": widened})
     eager = EagerRuns(_eager)
     reference = None
     if release:
@@ -299,7 +308,8 @@ def check_generation(hf: Any, folder: Path, steps: int = GENERATION_STEPS,
         return {"steps": len(fed), "tokens_equal": False, "onnx_tokens": [],
                 "torch_tokens": [int(t) for t in expected.argmax(-1)], "fed_tokens": fed,
                 "teacher_forced": True, "passed": False, "message": str(failed)}
-    judged = judge_steps(expected, got, fed, rtol, atol)
+    # generate's raw logits may be upcast (float32 of a float16 model): compared in its type
+    judged = judge_steps(expected, got.astype(expected.dtype), fed, rtol, atol)
     judged["prompt_tokens"] = None if hf.seq2seq else [int(t) for t in prompt[0]]
     return judged
 

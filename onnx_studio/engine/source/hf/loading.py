@@ -28,6 +28,9 @@ PREFIXES = ("hf:", "hf-config:")
 TASK_OPTION = "task"
 # options from_pretrained takes itself; every other option is a config attribute
 LOADER_OPTIONS = ("attn_implementation", "experts_implementation", "dtype")
+# a checkpoint loads in the type it was saved in (a bfloat16 one is not upcast to float32,
+# twice the memory and the file); `dtype = "float32"` in the options asks for the upcast
+CHECKPOINT_DTYPE = "auto"
 DEFAULT_ATTENTION = "eager"  # exports everywhere; "sdpa" trips torch.onnx's decomposition
 TRUST_HINT = ("Trust the folder's code only if you trust its author: --trust-remote-code on "
               "the command line, model.trust_remote_code = true in a recipe, or \"Run the "
@@ -239,9 +242,9 @@ def load_hf(source: str, base_dir: Path, task: str | None = None, seed: int = 0,
     code = {"trust_remote_code": trust_remote_code} if auto else {}
     kwargs = _loader_kwargs(loader)
     try:
-        if weights:
+        if weights:  # in the checkpoint's own type unless the options name one
             model = cls.from_pretrained(str(folder), config=config, local_files_only=True,
-                                        **code, **kwargs)
+                                        **code, **{"dtype": CHECKPOINT_DTYPE, **kwargs})
         else:
             torch.manual_seed(seed)
             model = (cls.from_config(config, **code, **kwargs) if auto

@@ -1,12 +1,15 @@
 """Tiny random-weight Hugging Face models (hidden 32, 2 layers, vocabulary 500) saved with
-save_pretrained, and the studio's CLI run on them: shared by the hf tests and bench_hf."""
+save_pretrained, and the studio's CLI run on them: shared by the hf tests and bench_hf; the
+real-size configs (Qwen2, Llama 3.2) and the peak memory of a command's process tree."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -140,3 +143,32 @@ def llama_folder(folder: Path, size: str) -> tuple[Path, int]:
     kv = config["num_key_value_heads"] * config["head_dim"]
     layer = 2 * h * q + 2 * h * kv + 3 * h * i + 2 * h  # attention, MLP, norms
     return target, 4 * (v * h + config["num_hidden_layers"] * layer + h)
+
+
+def tree_peak(command: list[str], cwd: Path, interval: float = 0.2
+              ) -> tuple[int, str, str, int, float]:
+    """Run `command` (PYTHONPATH this checkout, offline): (exit status, standard output,
+    standard error, the largest sum of the resident memory of it and its descendants seen at
+    any sample, seconds)."""
+    import psutil
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    started = time.perf_counter()
+    with open(cwd / "stdout.txt", "w+") as out, open(cwd / "stderr.txt", "w+") as err:
+        process = subprocess.Popen(command, stdout=out, stderr=err, env=env, cwd=cwd)
+        root = psutil.Process(process.pid)
+        peak = 0
+        while process.poll() is None:
+            total = 0
+            try:
+                for member in [root, *root.children(recursive=True)]:
+                    # a process that ended between the listing and the read counts nothing
+                    with contextlib.suppress(psutil.Error):
+                        total += member.memory_info().rss
+            except psutil.Error:
+                pass
+            peak = max(peak, total)
+            time.sleep(interval)
+        out.seek(0)
+        err.seek(0)
+        return process.returncode, out.read(), err.read(), peak, time.perf_counter() - started

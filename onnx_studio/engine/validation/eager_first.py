@@ -10,6 +10,7 @@ opened, one session at a time.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import gc
 import sys
@@ -76,12 +77,12 @@ class EagerRuns:
         for kind, size in trials:
             try:
                 self.inputs(part, kind, size, seed)
-            except Exception:  # noqa: BLE001 - the trial reports it, as before
+            except Exception:  # the trial reports it, as before
                 continue
             for run in range(RUNS):
                 try:
                     self.outputs(part, kind, run)
-                except Exception:  # noqa: BLE001 - kept, raised again when the trial asks
+                except Exception:  # kept: raised again when the trial asks
                     break
 
 
@@ -106,7 +107,5 @@ def return_freed_memory() -> None:
     would stay in the process's resident memory)."""
     if not sys.platform.startswith("linux"):
         return
-    try:
+    with contextlib.suppress(OSError, AttributeError):  # not glibc (musl): nothing to ask
         ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc (musl): nothing to ask
-        pass

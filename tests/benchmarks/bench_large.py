@@ -14,8 +14,14 @@ the command's tree, from getrusage) are printed side by side, with the ratio. Ro
 float32): `export` and `export --validate` (external_data "auto": a data file per .onnx), with
 the peak as a multiple of the weights (the issue's bound: 3x).
 
+`--decoders`: export + validate (every trial, 20 greedy tokens) of real-size decoders built
+from their configs: the 0.5B Qwen2 above, Llama-3.2-1B's shapes (1.24B, 4.9 GB) and
+Llama-3.2-3B's (3.2B, 12.8 GB, skipped when the machine has not 1.25x its weights + 2 GiB
+free), the peak as the largest sum of the command's process tree (issue 37's bound: 1.5x).
+
     python tests/benchmarks/bench_large.py [--runs 3] [--sizes 1 2.5] [--keep DIR]
     python tests/benchmarks/bench_large.py --hf 28 [--runs 1]
+    python tests/benchmarks/bench_large.py --decoders qwen2-0.5b llama-1b llama-3b [--runs 1]
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.engine.hf_models import qwen2_folder
+from tests.engine.hf_models import llama_folder, qwen2_folder, tree_peak
 
 MODEL = '''
 import torch
@@ -123,6 +129,35 @@ def hf_rows(layers: int, runs: int, folder: Path) -> None:
               flush=True)
 
 
+def decoder_rows(names: list[str], runs: int, folder: Path) -> None:
+    """Export + validate of each named decoder: seconds, peak of the process tree, factor."""
+    import psutil
+
+    print(f"\nexport + validate (--validate: every trial, 20 greedy tokens), median of {runs} "
+          "run(s); peak = largest sum of the command's process tree")
+    print("| model | parameters | weights GB | seconds | peak GiB | peak / weights |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for name in names:
+        model, weight_bytes = (qwen2_folder(folder, 28) if name == "qwen2-0.5b"
+                               else llama_folder(folder, name.removeprefix("llama-")))
+        if psutil.virtual_memory().available < 1.25 * weight_bytes + 2 * 2**30:
+            print(f"| {name} | — | {weight_bytes / 1e9:.2f} | skipped: not enough free memory "
+                  "| — | — |", flush=True)
+            continue
+        found = []
+        for _ in range(runs):
+            out = folder / f"out_{name}"
+            code, _, stderr, peak, seconds = tree_peak(
+                [sys.executable, "-m", "onnx_studio.engine.cli", "export", f"hf-config:{model}",
+                 "-o", str(out), "--validate", "--json"], folder)
+            if code != 0:
+                raise SystemExit(f"{name} failed:\n{stderr[-3000:]}")
+            found.append((seconds, peak / 2**20))
+        seconds, peak = _median(found) or (0.0, 0.0)
+        print(f"| {name} | {weight_bytes / 4e9:.2f}B | {weight_bytes / 1e9:.2f} | {seconds:.0f} "
+              f"| {peak / 1024:.2f} | {peak * 2**20 / weight_bytes:.2f} |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
@@ -131,9 +166,19 @@ def main() -> None:
     parser.add_argument("--sizes", type=float, nargs="*", default=[1.0, 2.5],
                         help="weights in GB (1 GB = 16 layers of 64 MiB)")
     parser.add_argument("--keep", type=Path, help="a folder to keep the files in")
+    parser.add_argument("--decoders", nargs="+", metavar="NAME",
+                        choices=["qwen2-0.5b", "llama-1b", "llama-3b"],
+                        help="export + validate of these real-size decoders instead")
     args = parser.parse_args()
     folder = args.keep or Path(tempfile.mkdtemp(prefix="bench_large_"))
     folder.mkdir(parents=True, exist_ok=True)
+    if args.decoders:
+        try:
+            decoder_rows(args.decoders, args.runs, folder)
+        finally:
+            if args.keep is None:
+                shutil.rmtree(folder, ignore_errors=True)
+        return
     if args.hf:
         try:
             hf_rows(args.hf, args.runs, folder)

@@ -34,7 +34,8 @@ def _export_and_validate(model: Path, out: Path, *extra: str) -> tuple[dict[str,
     command = [sys.executable, "-m", "onnx_studio.engine.cli", "export", f"hf-config:{model}",
                "-o", str(out), "--validate", "--json", *extra]
     out.parent.mkdir(parents=True, exist_ok=True)
-    code, stdout, stderr, peak, _ = tree_peak(command, out.parent)
+    code, stdout, stderr, peak, seconds = tree_peak(command, out.parent)
+    print(f"{model.name} {' '.join(extra)}: {seconds:.0f} s, peak {peak / 2**30:.2f} GiB")
     assert code == 0, stderr[-4000:]
     doc = json.loads(stdout.strip().splitlines()[-1])
     assert "Writing the weights" in stderr  # progress while the weights are written

@@ -22,16 +22,23 @@ from typing import Any
 import psutil
 import pytest
 
-from tests.engine.hf_models import llama_folder, qwen2_folder, tree_peak
+from tests.engine.hf_models import llama_folder, qwen2_folder, tree_peak, write_recipe
 
 LAYERS = 28
 BOUND = 1.5  # issue 37, 2: export + validate within 1.5x the weights
 
 
-def _export_and_validate(model: Path, out: Path, *extra: str) -> tuple[dict[str, Any], int]:
-    """`onnx-studio export hf-config:MODEL -o OUT --validate --json` measured: (the JSON
-    document, the peak in bytes)."""
-    command = [sys.executable, "-m", "onnx_studio.engine.cli", "export", f"hf-config:{model}",
+def _export_and_validate(model: Path, out: Path, *extra: str,
+                         atol: float | None = None) -> tuple[dict[str, Any], int]:
+    """`onnx-studio export hf-config:MODEL -o OUT --validate --json` measured (through a
+    recipe when `atol` is given): (the JSON document, the peak in bytes)."""
+    source: list[str] = [f"hf-config:{model}"]
+    if atol is not None:
+        recipe = out.parent / f"{model.name}.toml"
+        write_recipe(f"hf-config:{model}", out, recipe)
+        recipe.write_text(recipe.read_text() + f"\n[validate]\natol = {atol}\n")
+        source = ["--recipe", str(recipe)]
+    command = [sys.executable, "-m", "onnx_studio.engine.cli", "export", *source,
                "-o", str(out), "--validate", "--json", *extra]
     out.parent.mkdir(parents=True, exist_ok=True)
     code, stdout, stderr, peak, seconds = tree_peak(command, out.parent)
@@ -89,10 +96,13 @@ def test_a_1_24b_llama_exports_and_validates_within_1_5x_its_weights(tmp_path: P
 @pytest.mark.real_size_3b
 @pytest.mark.timeout(14400)  # half an hour on a quiet 2-core machine
 def test_a_3_2b_llama_more_than_half_the_memory_exports_and_validates(tmp_path: Path) -> None:
-    """12.8 GB of float32 weights on a 23 GiB machine: possible only within 1.5x."""
+    """12.8 GB of float32 weights on a 23 GiB machine: possible only within 1.5x (measured:
+    1.16x). Validated at atol 1e-4: at the default 1e-5, 0.07 % of the generation's logits
+    (near zero in a random 28-layer model) differ by up to 4.7e-5, float32 rounding, every
+    token equal (docs/benchmarks.md)."""
     model, weight_bytes = llama_folder(tmp_path, "3b")
-    _needs(1.6, weight_bytes)
+    _needs(1.25, weight_bytes)
     out = tmp_path / "out"
-    doc, peak = _export_and_validate(model, out)
+    doc, peak = _export_and_validate(model, out, atol=1e-4)
     _check(doc, out, weight_bytes)
     assert peak <= BOUND * weight_bytes, f"peak {peak / weight_bytes:.2f}x the weights"

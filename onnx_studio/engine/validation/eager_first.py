@@ -45,7 +45,7 @@ class EagerRuns:
 
     def __init__(self, eager: Eager) -> None:
         self._eager = eager
-        self._inputs: dict[tuple[str, str], dict[str, Any]] = {}
+        self._inputs: dict[tuple[str, str], dict[str, Any] | BaseException] = {}
         self._runs: dict[tuple[str, str, int], list[np.ndarray] | BaseException] = {}
 
     def inputs(self, part: Any, kind: str, size: tuple[int, int, int] | None,
@@ -53,16 +53,26 @@ class EagerRuns:
         """The trial's inputs (torch tensors by ONNX input name): the export's own for None."""
         key = (part.file, kind)
         if key not in self._inputs:
-            self._inputs[key] = part.inputs if size is None else part.make_inputs(seed, *size)
-        return self._inputs[key]
+            try:
+                self._inputs[key] = part.inputs if size is None else part.make_inputs(seed,
+                                                                                      *size)
+            except Exception as exc:  # raised again on every ask, as the model raised it
+                self._inputs[key] = exc
+        found = self._inputs[key]
+        if isinstance(found, BaseException):
+            raise found
+        return found
 
     def outputs(self, part: Any, kind: str, run: int = 0) -> list[np.ndarray]:
         """The eager outputs of the trial's `run`-th run (0, or 1 for the repeat); raises
-        what the model raised on these inputs."""
+        what the model raised on these inputs (asked after `inputs`)."""
         key = (part.file, kind, run)
         if key not in self._runs:
+            inputs = self._inputs[(part.file, kind)]
+            if isinstance(inputs, BaseException):
+                raise inputs
             try:
-                self._runs[key] = self._eager(part, self._inputs[(part.file, kind)])
+                self._runs[key] = self._eager(part, inputs)
             except Exception as exc:
                 self._runs[key] = exc
         found = self._runs[key]

@@ -397,7 +397,8 @@ def main(argv: Sequence[str] | None = None, open_window: OpenWindow | None = Non
         args = None
     if args is not None and args.command in (None, "gui"):
         if open_window is None:
-            sys.stderr.write("error: the window opens with `onnx-studio` or `python -m app`, "
+            sys.stderr.write("error: the window opens with `onnx-studio` or "
+                             "`python -m onnx_studio`, "
                              "not from onnx_studio.engine.cli\n")
             return 2
         return open_window(getattr(args, "file", None), getattr(args, "exit_after_paint", False),

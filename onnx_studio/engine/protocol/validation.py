@@ -1,6 +1,7 @@
 """The `validation` object (`Validation`): ONNX Runtime against PyTorch per trial and per
-output, node by node (`Intermediates`), and a Hugging Face export's greedy generation
-(`Generation`); an export report's `validation`, and what a validate job answers.
+output, node by node (`Intermediates`), and a Hugging Face export's generation check
+(`Generation`, its teacher-forced steps `Continuation`); an export report's `validation`, and
+what a validate job answers.
 """
 
 from __future__ import annotations
@@ -164,7 +165,8 @@ class Validation(Wire):
     intermediates: Intermediates | None = field(default=None, metadata=OMIT)
     plots: str | Unset | None = UNSET  # the .npz of the plot data; None: it was not saved
     seconds: float | None = field(default=None, metadata=OMIT)
-    # Hugging Face generation tasks: greedy tokens over the ONNX files against generate()
+    # Hugging Face generation tasks: the files' step loop teacher-forced on a random
+    # continuation, and greedy tokens over the ONNX files against generate()
     generation: Generation | None = field(default=None, metadata=OMIT)
     # False when some output cannot tell a right file from a wrong one (all within the
     # tolerance of zero, or of one constant): the verdict is then "inconclusive", `message`
@@ -195,7 +197,50 @@ class Generation(Wire):
     teacher_forced: bool | None = field(default=None, metadata=OMIT)
     max_abs_diff: float | None = field(default=None, metadata=OMIT)
     max_rel_diff: float | None = field(default=None, metadata=OMIT)
-    passed: bool | None = field(default=None, metadata=OMIT)  # tokens equal, logits within
+    # the greedy tokens equal, their logits within, and (when present) `continuation` passed
+    passed: bool | None = field(default=None, metadata=OMIT)
     message: str | None = field(default=None, metadata=OMIT)  # why not, one sentence
     # the prompt's token ids (a decoder's; None: an encoder's input, audio or text, is the prompt)
     prompt_tokens: list[int] | None = field(default=None, metadata=OMIT)
+    # every greedy token PyTorch picked is one token (a random-weight model repeating it): equal
+    # tokens then prove little, and `note` says so
+    greedy_constant: bool | None = field(default=None, metadata=OMIT)
+    # the teacher-forced step check on a fixed random continuation, which decides `passed` with
+    # the greedy view (None: a validation older than it)
+    continuation: Continuation | None = field(default=None, metadata=OMIT)
+    note: str | None = field(default=None, metadata=OMIT)  # what the greedy tokens prove
+
+
+@dataclass(kw_only=True)
+class GenerationStep(Wire):
+    """One step of the teacher-forced check: the logits of the next token, ONNX against eager."""
+
+    step: int  # 1-based
+    position: int  # the position (0-based) of the last token fed: the one predicted from
+    past: int | None = field(default=None, metadata=OMIT)  # the cache length fed (files with one)
+    max_abs_diff: float | None
+    max_rel_diff: float | None
+    torch_top1: int
+    onnx_top1: int
+    passed: bool  # the logits within |diff| <= atol + rtol*|ref| and the same top-1 token
+
+
+@dataclass(kw_only=True)
+class Continuation(Wire):
+    """The teacher-forced step check of a Hugging Face generation export
+    (onnx_studio.engine.validation.hf_checks.check_steps): the prompt, then `tokens` (drawn with
+    `seed` from the vocabulary, special tokens left out) fed to the ONNX files step by step, the
+    cache they return fed back, against one forward of the eager model over the whole sequence
+    without a cache."""
+
+    tokens: list[int]
+    seed: int
+    with_past: bool  # whether the loop carried a cache from step to step
+    steps: list[GenerationStep]  # empty when ONNX Runtime could not run a step (`message`)
+    worst_step: int | None  # 1-based: the step with the largest |diff|
+    max_abs_diff: float | None
+    max_rel_diff: float | None
+    top1_agreed_every_step: bool
+    first_failing_step: int | None  # 1-based; None when every step passed
+    passed: bool
+    message: str | None  # why not, one sentence

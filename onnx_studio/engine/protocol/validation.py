@@ -202,6 +202,8 @@ class Generation(Wire):
     message: str | None = field(default=None, metadata=OMIT)  # why not, one sentence
     # the prompt's token ids (a decoder's; None: an encoder's input, audio or text, is the prompt)
     prompt_tokens: list[int] | None = field(default=None, metadata=OMIT)
+    # the greedy view's own verdict (its tokens equal, its logits within)
+    greedy_passed: bool | None = field(default=None, metadata=OMIT)
     # every greedy token PyTorch picked is one token (a random-weight model repeating it): equal
     # tokens then prove little, and `note` says so
     greedy_constant: bool | None = field(default=None, metadata=OMIT)

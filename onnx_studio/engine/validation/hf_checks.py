@@ -313,14 +313,16 @@ def check_generation(hf: Any, folder: Path, steps: int = GENERATION_STEPS,
 
 
 def combine(greedy: dict[str, Any], continuation: dict[str, Any]) -> dict[str, Any]:
-    """The generation dict: the greedy view's keys (`judge_steps`), `greedy_constant`, the
-    teacher-forced `continuation` (`judge_continuation`), and the verdict of both with a
-    `note` when the greedy tokens prove little."""
+    """The generation dict: the greedy view's keys (`judge_steps`) with its own verdict as
+    `greedy_passed`, `greedy_constant`, the teacher-forced `continuation`
+    (`judge_continuation`), and the verdict of both with a `note` when the greedy tokens prove
+    little."""
     tokens = greedy["torch_tokens"]
     constant = len(tokens) > 1 and len(set(tokens)) == 1
     result = {**greedy, "passed": bool(greedy["passed"] and continuation["passed"]),
               "message": continuation["message"] or greedy["message"],
-              "greedy_constant": constant, "continuation": continuation}
+              "greedy_passed": bool(greedy["passed"]), "greedy_constant": constant,
+              "continuation": continuation}
     if constant:
         result["note"] = (f"All {len(tokens)} greedy tokens are token {tokens[0]}: a model "
                           "that repeats one token matches any file that does, so equal greedy "

@@ -212,6 +212,32 @@ class Generation(Wire):
     continuation: Continuation | None = field(default=None, metadata=OMIT)
     note: str | None = field(default=None, metadata=OMIT)  # what the greedy tokens prove
 
+    def summary(self) -> str:
+        """The check in one line (the CLI's text report, the reports' pages): the teacher-forced
+        steps, which decide, then the greedy view and what constant greedy tokens prove."""
+        steps = self.continuation
+        parts = []
+        if steps is not None and steps.steps:
+            worst = steps.steps[steps.worst_step - 1] if steps.worst_step else None
+            parts.append(("generation passed" if steps.passed else
+                          f"generation FAILED from step {steps.first_failing_step}")
+                         + f": {len(steps.steps)} steps teacher-forced on a random continuation"
+                         + (f", worst step {worst.step} (max abs diff {_g(worst.max_abs_diff)})"
+                            if worst is not None else "")
+                         + (", top-1 the same at every step" if steps.top1_agreed_every_step
+                            else ", top-1 not the same at every step"))
+        elif steps is not None:
+            parts.append(f"generation FAILED: {steps.message or 'no step ran'}")
+        greedy = "greedy tokens equal" if self.tokens_equal else "greedy tokens differ"
+        if self.greedy_constant and self.torch_tokens:
+            greedy += f" (all token {self.torch_tokens[0]}: they prove little)"
+        parts.append(f"{greedy} over {self.steps} steps")
+        return "; ".join(parts)
+
+
+def _g(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3g}"
+
 
 @dataclass(kw_only=True)
 class GenerationStep(Wire):

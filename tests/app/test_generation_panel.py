@@ -16,7 +16,7 @@ PROMPT = [463, 451, 308, 61, 207]
 CONTINUATION = [82, 352, 317, 331, 133, 37]
 
 
-def _generation(failing: int | None) -> Generation:
+def example_generation(failing: int | None) -> Generation:
     """A tiny GPT-2's check as the worker writes it (20 steps cut to 6): greedy tokens all
     207; the steps wrong from `failing` on (None: every step within the tolerance)."""
     steps = []
@@ -53,7 +53,7 @@ def _generation(failing: int | None) -> Generation:
 def test_the_panel_says_constant_tokens_prove_little_and_names_the_worst_step(qtbot) -> None:
     panel = GenerationPanel()
     qtbot.addWidget(panel)
-    panel.set_generation(_generation(None))
+    panel.set_generation(example_generation(None))
     said = panel.verdict.text()
     assert "✔ Every step agrees: 6 steps teacher-forced on a random continuation" in said
     assert "worst step 3 (max abs diff 7.00e-08" in said
@@ -76,7 +76,7 @@ def test_the_panel_fails_at_the_step_the_cache_goes_wrong_with_equal_greedy_toke
         qtbot) -> None:
     panel = GenerationPanel()
     qtbot.addWidget(panel)
-    panel.set_generation(_generation(3))
+    panel.set_generation(example_generation(3))
     said = panel.verdict.text()
     assert "✘ The steps differ from step 3 of 6" in said
     assert "worst step 6 (max abs diff 0.45" in said

@@ -59,11 +59,12 @@ def test_the_panel_says_constant_tokens_prove_little_and_names_the_worst_step(qt
     assert "worst step 3 (max abs diff 7.00e-08" in said
     assert "top-1 the same at every step" in said
     assert "All 6 greedy tokens are the same token (207): equal tokens prove little" in said
-    assert "the teacher-forced steps on a random continuation decide" in said
+    assert "the steps on a random continuation decide" in said
     assert "Prompt: tokens 463, 451, 308, 61, 207; continuation (seed 37): 82, 352" in said
     assert "Greedy view: Tokens equal over 6 greedy steps" in said
     rows = texts(panel.table)
-    assert len(rows) == STEPS and rows[0][HEADERS.index("Greedy ONNX")] == "207"
+    assert len(rows) == STEPS and {r[HEADERS.index("Greedy token")] for r in rows} == {"207"}
+    assert rows[1][HEADERS.index("Top-1")] == "317"
     assert [r[HEADERS.index("Cache")] for r in rows] == ["0", "5", "6", "7", "8", "9"]
     assert {r[HEADERS.index("Result")] for r in rows} == {"ok"}
     assert panel.selected_step == 3  # the worst step's row
@@ -85,6 +86,7 @@ def test_the_panel_fails_at_the_step_the_cache_goes_wrong_with_equal_greedy_toke
     assert "prove little" in said
     rows = texts(panel.table)
     assert [r[HEADERS.index("Result")] for r in rows] == ["ok", "ok"] + ["FAILED"] * 4
+    assert rows[5][HEADERS.index("Top-1")] == "83 ≠ 82"  # ONNX ≠ PyTorch
     assert panel.selected_step == 3  # the first failing step, not the worst
     current = panel.table.currentItem()
     assert current is not None and current.text(0) == "3"
@@ -102,4 +104,4 @@ def test_a_validation_from_before_the_step_check_shows_the_greedy_view(qtbot) ->
     said = panel.verdict.text()
     assert "✔ Tokens equal over 3 greedy steps" in said and "Greedy view" not in said
     assert "the logits compared at each step (max abs diff 1.00e-07)" in said
-    assert texts(panel.table)[0] == ["1", "", "—", "—", "—", "—", "—", "4", "4"]
+    assert texts(panel.table)[0] == ["1", "", "—", "—", "—", "4"]

@@ -5,7 +5,8 @@ per step. What decides is the teacher-forced step check (`continuation`): the pr
 random continuation fed step by step, each step's logits against one eager forward over the whole
 sequence; the verdict names the worst step, whether the top-1 token agreed at every step and the
 first failing step, whose row is selected (else the worst step's). The greedy tokens (ONNX and
-PyTorch, teacher-forced on generate's own tokens) are a second view in the same rows; the verdict
+PyTorch, teacher-forced on generate's own tokens) are a second view in the same rows (a token
+cell holds one token when both sides agree, "ONNX ≠ PyTorch" when not); the verdict
 shows the prompt and says when every greedy token is the same one (equal tokens then prove
 little). A validation from before the step check shows the greedy view alone.
 """
@@ -29,9 +30,14 @@ from onnx_studio.engine.protocol import Continuation, Generation
 
 __all__ = ["HEADERS", "GenerationPanel", "first_difference"]
 
-# the step check's columns, then the greedy view's
-HEADERS = ["Step", "Result", "Cache", "Max abs diff", "Max rel diff", "Top-1 ONNX",
-           "Top-1 PyTorch", "Greedy ONNX", "Greedy PyTorch"]
+# the step check's columns, then the greedy view's; a token cell is one token when both sides
+# agree, "ONNX ≠ PyTorch" when not (the columns fit beside the form at 1024 pixels)
+HEADERS = ["Step", "Result", "Cache", "Max abs diff", "Top-1", "Greedy token"]
+_TIPS = {"Cache": "The cache length the files were fed at this step",
+         "Max abs diff": "The largest |ONNX − PyTorch| of this step's next-token logits",
+         "Top-1": "The token each side's logits rank first (ONNX ≠ PyTorch where they differ)",
+         "Greedy token": "The greedy view: ONNX Runtime's argmax and generate's token, both "
+                         "fed generate's tokens (ONNX ≠ PyTorch where they differ)"}
 
 
 def first_difference(onnx: list[int], torch: list[int]) -> int | None:
@@ -53,6 +59,9 @@ class GenerationPanel(QWidget):
         self.verdict.setWordWrap(True)
         self.verdict.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.table = make_table(HEADERS, stretch=None)
+        header = self.table.headerItem()
+        for column, name in enumerate(HEADERS):
+            header.setToolTip(column, _TIPS.get(name, ""))
         layout = QVBoxLayout(self)
         layout.addWidget(self.verdict)
         layout.addWidget(self.table, 1)
@@ -85,7 +94,7 @@ class GenerationPanel(QWidget):
             lines.append(f"⚠ All {len(torch)} greedy tokens are the same token ({torch[0]}): "
                          "equal tokens prove little here (a model that repeats one token "
                          "matches any file that does); "
-                         + ("the teacher-forced steps on a random continuation decide."
+                         + ("the steps on a random continuation decide."
                             if steps is not None else
                             f"the logits compared at each step (max abs diff "
                             f"{number(generation.max_abs_diff)}) are what checks it."))
@@ -105,7 +114,7 @@ class GenerationPanel(QWidget):
             text = f"✘ Tokens differ from {where} of {steps}"
         if second:
             return (f"Greedy view: {text[2:]} (ONNX Runtime's argmax against transformers' "
-                    "generate, both fed generate's tokens).")
+                    "generate).")
         return (f"<b style='color:{verdict_color(equal, dark)}'>{text}</b> — a greedy loop over "
                 "the ONNX files against transformers' generate on the same prompt.")
 
@@ -115,25 +124,34 @@ class GenerationPanel(QWidget):
         chosen = _chosen_step(generation.continuation)
         for index in range(max(len(steps), len(onnx), len(torch))):
             step = steps[index] if index < len(steps) else None
+            greedy = _pair(onnx[index] if index < len(onnx) else None,
+                           torch[index] if index < len(torch) else None)
             cells = [str(index + 1), "" if step is None else "ok" if step.passed else "FAILED",
                      "—" if step is None or step.past is None else str(step.past),
                      number(None if step is None else step.max_abs_diff),
-                     number(None if step is None else step.max_rel_diff),
-                     "—" if step is None else str(step.onnx_top1),
-                     "—" if step is None else str(step.torch_top1),
-                     str(onnx[index]) if index < len(onnx) else "—",
-                     str(torch[index]) if index < len(torch) else "—"]
-            item = add_row(self.table, cells)
+                     "—" if step is None else _pair(step.onnx_top1, step.torch_top1), greedy]
+            tip = "" if step is None else (
+                f"Step {step.step}: predicted from position {step.position}; max abs diff "
+                f"{number(step.max_abs_diff)}, max rel diff {number(step.max_rel_diff)}; "
+                f"top-1 {step.onnx_top1} (ONNX), {step.torch_top1} (PyTorch)")
+            item = add_row(self.table, cells, tooltip=tip)
             if step is not None:
                 paint_verdict(item, 1, step.passed, dark)
                 if step.onnx_top1 != step.torch_top1:
-                    paint_verdict(item, 5, False, dark, whole_row=False)
+                    paint_verdict(item, 4, False, dark, whole_row=False)
             if index == self.differs_at:
-                paint_verdict(item, 7, False, dark, whole_row=step is None)
+                paint_verdict(item, 5, False, dark, whole_row=step is None)
             if index + 1 == (chosen or (None if self.differs_at is None
                                         else self.differs_at + 1)):
                 self.table.setCurrentItem(item)
                 self.selected_step = index + 1
+
+
+def _pair(onnx: int | None, torch: int | None) -> str:
+    """A token cell: the token when both sides agree, else "ONNX ≠ PyTorch" ("—": none)."""
+    if onnx is not None and onnx == torch:
+        return str(onnx)
+    return f"{'—' if onnx is None else onnx} ≠ {'—' if torch is None else torch}"
 
 
 def _chosen_step(steps: Continuation | None) -> int | None:
@@ -155,15 +173,13 @@ def _steps_sentence(steps: Continuation, dark: bool) -> str:
         head = f"✘ The steps differ from step {steps.first_failing_step} of {count}"
     facts = []
     if worst is not None:
-        facts.append(f"worst step {worst.step} (max abs diff {number(worst.max_abs_diff)}, "
-                     f"max rel diff {number(worst.max_rel_diff)})")
+        facts.append(f"worst step {worst.step} (max abs diff {number(worst.max_abs_diff)})")
     if steps.steps:
         agreed = sum(1 for s in steps.steps if s.onnx_top1 == s.torch_top1)
         facts.append("top-1 the same at every step" if steps.top1_agreed_every_step else
                      f"top-1 the same at {agreed} of {count} steps")
-    cache = ("the cache the files return fed back at each step" if steps.with_past else
-             "the whole sequence fed at each step (no cache)")
+    cache = "the cache fed back" if steps.with_past else "no cache"
     return (f"<b style='color:{verdict_color(steps.passed, dark)}'>{html.escape(head)}</b>"
             + (f" — {'; '.join(facts)}" if facts else "")
-            + f". ONNX Runtime's logits ({cache}) against one PyTorch forward over the whole "
-            "sequence, |diff| ≤ atol + rtol·|ref| at every step.")
+            + f". ONNX Runtime step by step ({cache}) against one PyTorch forward over the "
+            "whole sequence.")

@@ -105,3 +105,24 @@ def test_a_validation_from_before_the_step_check_shows_the_greedy_view(qtbot) ->
     assert "✔ Tokens equal over 3 greedy steps" in said and "Greedy view" not in said
     assert "the logits compared at each step (max abs diff 1.00e-07)" in said
     assert texts(panel.table)[0] == ["1", "", "—", "—", "—", "4"]
+
+
+@pytest.mark.timeout(60)
+def test_no_step_ran_is_said_once(qtbot) -> None:
+    """ONNX Runtime could not run the loop (a file whose length the export fixed): the steps'
+    verdict says why in ONNX Runtime's words, the greedy view that it did not run either."""
+    message = ("ONNX Runtime cannot run during the generation loop on input_ids[1, 6]: Got "
+               "invalid dimensions for input: input_ids")
+    continuation = {"tokens": CONTINUATION, "seed": 37, "with_past": False, "steps": [],
+                    "worst_step": None, "max_abs_diff": None, "max_rel_diff": None,
+                    "top1_agreed_every_step": False, "first_failing_step": None,
+                    "passed": False, "message": message}
+    panel = GenerationPanel()
+    qtbot.addWidget(panel)
+    panel.set_generation(Generation.from_dict({
+        "steps": 3, "tokens_equal": False, "onnx_tokens": [], "torch_tokens": [4, 5, 6],
+        "passed": False, "message": message, "greedy_passed": False,
+        "greedy_constant": False, "continuation": continuation}))
+    said = panel.verdict.text()
+    assert said.count(message) == 1 and "Greedy view: No greedy step ran either" in said
+    assert texts(panel.table)[0] == ["1", "", "—", "—", "—", "— ≠ 4"]

@@ -284,7 +284,7 @@ def test_generation_panel_says_why_no_step_ran(qtbot) -> None:
 
     panel = GenerationPanel()
     qtbot.addWidget(panel)
-    message = ("ONNX Runtime cannot run during greedy generation on input_ids[1, 6]: Got "
+    message = ("ONNX Runtime cannot run during the generation loop on input_ids[1, 6]: Got "
                "invalid dimensions for input: input_ids")
     panel.set_generation(Generation(steps=3, tokens_equal=False, onnx_tokens=[],
                                     torch_tokens=[4, 5, 6], passed=False, message=message))

@@ -108,7 +108,8 @@ class GenerationPanel(QWidget):
         if equal:
             text = f"✔ Tokens equal over {steps} greedy steps"
         elif not onnx and generation.message:  # no step ran (ONNX Runtime could not)
-            text = f"✘ {html.escape(generation.message)}"
+            text = ("✘ No greedy step ran either" if second
+                    else f"✘ {html.escape(generation.message)}")
         else:
             where = f"step {self.differs_at + 1}" if self.differs_at is not None else "a step"
             text = f"✘ Tokens differ from {where} of {steps}"

@@ -364,17 +364,24 @@ def check_steps(hf: Any, sessions: dict[str, Any], prompt: dict[str, Any], start
     import torch
 
     tokens = continuation_tokens(hf, steps)
-    with torch.no_grad():
-        if hf.seq2seq:
-            decoder_ids = torch.tensor([[start, *tokens[:-1]]], dtype=torch.int64)
-            out = hf.model(**prompt, decoder_input_ids=decoder_ids, use_cache=False)
-            expected = out.logits[0]
-        else:
-            ids = prompt["input_ids"]
-            whole = torch.cat([ids, torch.tensor([tokens[:-1]], dtype=torch.int64)], dim=1)
-            out = hf.model(input_ids=whole, attention_mask=torch.ones_like(whole),
-                           use_cache=False)
-            expected = out.logits[0, ids.shape[1] - 1:]
+    unrun = {"tokens": tokens, "seed": CONTINUATION_SEED, "with_past": _with_past(hf),
+             "steps": [], "worst_step": None, "max_abs_diff": None, "max_rel_diff": None,
+             "top1_agreed_every_step": False, "first_failing_step": None, "passed": False}
+    try:
+        with torch.no_grad():
+            if hf.seq2seq:
+                decoder_ids = torch.tensor([[start, *tokens[:-1]]], dtype=torch.int64)
+                out = hf.model(**prompt, decoder_input_ids=decoder_ids, use_cache=False)
+                expected = out.logits[0]
+            else:
+                ids = prompt["input_ids"]
+                whole = torch.cat([ids, torch.tensor([tokens[:-1]], dtype=torch.int64)], dim=1)
+                out = hf.model(input_ids=whole, attention_mask=torch.ones_like(whole),
+                               use_cache=False)
+                expected = out.logits[0, ids.shape[1] - 1:]
+    except Exception as exc:  # the model's own failure, said as such (failure_hint reads it)
+        return {**unrun, "message": f"{PYTORCH_FAILED} on the prompt and a continuation of "
+                                    f"{steps} tokens: {one_line(exc)}"}
     expected_np = expected.float().numpy()
     first = 0 if hf.seq2seq else int(prompt["input_ids"].shape[1]) - 1
     positions = [first + i for i in range(steps)]
@@ -383,10 +390,7 @@ def check_steps(hf: Any, sessions: dict[str, Any], prompt: dict[str, Any], start
     try:
         got = _onnx_steps(hf, sessions, prompt, start, tokens)
     except _OnnxRuntimeFailed as failed:
-        return {"tokens": tokens, "seed": CONTINUATION_SEED, "with_past": _with_past(hf),
-                "steps": [], "worst_step": None, "max_abs_diff": None, "max_rel_diff": None,
-                "top1_agreed_every_step": False, "first_failing_step": None, "passed": False,
-                "message": str(failed)}
+        return {**unrun, "message": str(failed)}
     judged = judge_continuation(expected_np, got, positions, rtol, atol, pasts)
     return {"tokens": tokens, "seed": CONTINUATION_SEED, **judged}
 
@@ -520,7 +524,7 @@ def _run(session: Any, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     except Exception as exc:
         sizes = ", ".join(f"{k}{list(v.shape)}" for k, v in feed.items()
                           if not k.startswith("past_key_values"))
-        raise _OnnxRuntimeFailed(f"{ONNX_RUNTIME_FAILED} during greedy generation on "
+        raise _OnnxRuntimeFailed(f"{ONNX_RUNTIME_FAILED} during the generation loop on "
                                  f"{sizes}: {ort_message(exc)}") from exc
     return dict(zip(names, results, strict=True))
 

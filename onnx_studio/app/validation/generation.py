@@ -59,6 +59,7 @@ class GenerationPanel(QWidget):
         self.verdict.setWordWrap(True)
         self.verdict.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.table = make_table(HEADERS, stretch=None)
+        self.table.header().setStretchLastSection(False)  # each token beside its step
         header = self.table.headerItem()
         for column, name in enumerate(HEADERS):
             header.setToolTip(column, _TIPS.get(name, ""))

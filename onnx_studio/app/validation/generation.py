@@ -108,6 +108,8 @@ class GenerationPanel(QWidget):
         equal = generation.tokens_equal and self.differs_at is None
         if equal:
             text = f"✔ Tokens equal over {steps} greedy steps"
+            if generation.greedy_passed is False:  # the logits beyond the tolerance
+                text = f"✘ Tokens equal over {steps} greedy steps, their logits not"
         elif not onnx and generation.message:  # no step ran (ONNX Runtime could not)
             text = ("✘ No greedy step ran either" if second
                     else f"✘ {html.escape(generation.message)}")

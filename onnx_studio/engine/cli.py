@@ -350,6 +350,9 @@ def _print_report(report: ExportReport, out: TextIO, wrote: bool = True) -> None
             if not t.ok:
                 out.write(f"  trial {t.kind} {t.sizes if t.sizes is not None else ''} failed: "
                           f"{t.message or ''}\n")
+        if report.validation.generation is not None:
+            out.write(f"  {report.validation.generation.summary()}\n")
+
 
 
 def _metric(value: float | None) -> str:

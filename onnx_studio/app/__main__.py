@@ -1,4 +1,4 @@
-"""`python -m app` opens the window."""
+"""`python -m onnx_studio.app` opens the window (as `onnx-studio` alone does)."""
 
 from onnx_studio.app.main import main
 

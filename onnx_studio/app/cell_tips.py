@@ -9,21 +9,22 @@ viewport up while the window opens would make PySide load every widget class.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QModelIndex, QPersistentModelIndex, Qt
-from PySide6.QtGui import QHelpEvent
-from PySide6.QtWidgets import (
-    QAbstractItemView,
-    QStyle,
-    QStyledItemDelegate,
-    QStyleOptionViewItem,
-    QToolTip,
-)
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtWidgets import QStyledItemDelegate
+
+if TYPE_CHECKING:  # the classes a tooltip needs load when a tooltip is first asked for
+    from PySide6.QtGui import QHelpEvent
+    from PySide6.QtWidgets import QAbstractItemView, QStyleOptionViewItem
 
 __all__ = ["WholeTextDelegate", "is_cut", "show_whole_text"]
 
 
 def is_cut(view: QAbstractItemView, index: QModelIndex | QPersistentModelIndex) -> bool:
     """True when the cell's text needs more width than its cell has (it is shown elided)."""
+    from PySide6.QtWidgets import QStyle
+
     text = index.data(Qt.ItemDataRole.DisplayRole)
     if not isinstance(text, str) or not text:
         return False
@@ -42,6 +43,9 @@ class WholeTextDelegate(QStyledItemDelegate):
     def helpEvent(self, event: QHelpEvent, view: QAbstractItemView,
                   option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
                   ) -> bool:
+        from PySide6.QtCore import QEvent
+        from PySide6.QtWidgets import QToolTip
+
         if event.type() != QEvent.Type.ToolTip or not index.isValid() or not is_cut(view, index):
             return super().helpEvent(event, view, option, index)  # the cell's own tip
         text = str(index.data(Qt.ItemDataRole.DisplayRole))

@@ -1,4 +1,4 @@
-"""Start the window: `python -m app [FILE] [--exit-after-paint]`, or `onnx-studio gui`.
+"""Start the window: `python -m onnx_studio.app [FILE] [--exit-after-paint]`, or `onnx-studio gui`.
 
 Only Qt and the light engine modules (recipe, errors) load before the window is shown; torch
 lives in the worker process, and onnx/pyqtgraph load when the Graph tab first needs them.
@@ -89,9 +89,9 @@ def run(path: str | None = None, exit_after_paint: bool = False,
     return int(app.exec())
 
 
-def main(argv: list[str] | None = None, prog: str = "python -m app") -> int:
-    """`python -m app [FILE] [--exit-after-paint] [--expand-all]` (`onnx-studio gui` too, as
-    `prog`); the exit status."""
+def main(argv: list[str] | None = None, prog: str = "python -m onnx_studio.app") -> int:
+    """`python -m onnx_studio.app [FILE] [--exit-after-paint] [--expand-all]` (`onnx-studio
+    gui` too, as `prog`); the exit status."""
     args_list = sys.argv[1:] if argv is None else argv
     if args_list[:1] == ["--worker"]:  # the frozen build starts its worker this way
         from onnx_studio.engine.worker import main as worker_main

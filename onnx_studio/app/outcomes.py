@@ -243,7 +243,15 @@ class ValidationOutcome:
 
 def failure_hint(validation: Validation) -> str:
     """What to change after a failed validation, chosen by its cause (a tolerance only when
-    numbers differ: onnx_studio.engine.validation.validator.failure_hint); "" when it passed."""
+    numbers differ: onnx_studio.engine.validation.validator.failure_hint; a Hugging Face
+    export's, its generation check included, as its export's error says it:
+    onnx_studio.engine.validation.hf_checks.failure_hint); "" when it passed."""
+    if validation.ok:
+        return ""
+    if validation.generation is not None:
+        from onnx_studio.engine.validation.hf_checks import failure_hint as hf_hint
+
+        return hf_hint(validation.to_dict())
     from onnx_studio.engine.validation.validator import failure_hint as hint
 
     return hint(validation.to_dict())

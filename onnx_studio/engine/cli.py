@@ -350,6 +350,9 @@ def _print_report(report: ExportReport, out: TextIO, wrote: bool = True) -> None
             if not t.ok:
                 out.write(f"  trial {t.kind} {t.sizes if t.sizes is not None else ''} failed: "
                           f"{t.message or ''}\n")
+        if report.validation.generation is not None:
+            out.write(f"  {report.validation.generation.summary()}\n")
+
 
 
 def _metric(value: float | None) -> str:
@@ -397,7 +400,8 @@ def main(argv: Sequence[str] | None = None, open_window: OpenWindow | None = Non
         args = None
     if args is not None and args.command in (None, "gui"):
         if open_window is None:
-            sys.stderr.write("error: the window opens with `onnx-studio` or `python -m app`, "
+            sys.stderr.write("error: the window opens with `onnx-studio` or "
+                             "`python -m onnx_studio`, "
                              "not from onnx_studio.engine.cli\n")
             return 2
         return open_window(getattr(args, "file", None), getattr(args, "exit_after_paint", False),

@@ -16,6 +16,7 @@ from PySide6.QtCore import Qt
 
 from onnx_studio.app.outcomes import ValidationOutcome
 from onnx_studio.app.validation.common import rows, texts
+from onnx_studio.app.validation.generation import HEADERS
 from onnx_studio.app.window import MainWindow
 from tests.app.conftest import EXPORT_TIMEOUT_MS
 from tests.engine.hf_models import build, studio_export
@@ -93,10 +94,14 @@ def _generation_shown(window: MainWindow, generation: dict[str, Any] | None) -> 
     assert sections.isTabVisible(sections.indexOf(panel)) == (generation is not None)
     if generation is not None:
         assert "Tokens equal" in panel.verdict.text()
+        assert "✔ Every step agrees" in panel.verdict.text()
         shown = texts(panel.table)
-        assert [int(r[1]) for r in shown] == generation["onnx_tokens"]
-        assert [int(r[2]) for r in shown] == generation["torch_tokens"]
+        greedy = HEADERS.index("Greedy token")  # one token: both sides agree
+        assert [int(r[greedy]) for r in shown] == generation["onnx_tokens"]
+        assert generation["onnx_tokens"] == generation["torch_tokens"]
+        assert {r[HEADERS.index("Result")] for r in shown} == {"ok"}
         assert panel.differs_at is None
+        assert panel.selected_step == generation["continuation"]["worst_step"]
 
 
 @pytest.mark.timeout(600)
@@ -268,7 +273,7 @@ def test_generation_panel_highlights_the_first_differing_step(qtbot) -> None:
     assert "differ from step 3 of 4" in panel.verdict.text()
     current = panel.table.currentItem()
     assert current is not None and current.text(0) == "3"
-    assert texts(panel.table)[2] == ["3", "9", "8"]
+    assert texts(panel.table)[2] == ["3", "", "—", "—", "—", "9 ≠ 8"]
 
 
 def test_generation_panel_says_why_no_step_ran(qtbot) -> None:
@@ -279,10 +284,10 @@ def test_generation_panel_says_why_no_step_ran(qtbot) -> None:
 
     panel = GenerationPanel()
     qtbot.addWidget(panel)
-    message = ("ONNX Runtime cannot run during greedy generation on input_ids[1, 6]: Got "
+    message = ("ONNX Runtime cannot run during the generation loop on input_ids[1, 6]: Got "
                "invalid dimensions for input: input_ids")
     panel.set_generation(Generation(steps=3, tokens_equal=False, onnx_tokens=[],
                                     torch_tokens=[4, 5, 6], passed=False, message=message))
     assert message in panel.verdict.text()
     assert "differ from" not in panel.verdict.text()
-    assert texts(panel.table)[0] == ["1", "—", "4"]
+    assert texts(panel.table)[0] == ["1", "", "—", "—", "—", "— ≠ 4"]

@@ -1,6 +1,6 @@
 """The Hugging Face Validation tab says what its numbers mean (issue 36, path 10): each output's
-dtype, the rule an element passes by, the prompt of the generation check, and, when every
-greedy token is the same token, that equal tokens prove little."""
+dtype, the rule an element passes by, the prompt of the generation check, its worst step, and,
+when every greedy token is the same token, that equal tokens prove little."""
 
 from __future__ import annotations
 
@@ -44,3 +44,8 @@ def test_the_hf_validation_tab_says_dtype_rule_prompt_and_what_tokens_prove(
     assert "Prompt: tokens " + ", ".join(map(str, generation.prompt_tokens)) in said
     repeats = len(set(generation.torch_tokens)) == 1
     assert ("prove little" in said) == repeats, (generation.torch_tokens, said)
+    # what decides (issue 37.4): the steps on a random continuation, their worst step named
+    steps = generation.continuation
+    assert steps is not None and steps.passed and generation.greedy_constant == repeats
+    assert f"worst step {steps.worst_step} " in said and "top-1 the same at every step" in said
+    assert tab.generation.selected_step == steps.worst_step

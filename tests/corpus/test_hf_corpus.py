@@ -201,6 +201,8 @@ def test_generation_is_judged_fairly_and_a_patched_weight_fails(
     assert generation["passed"] and generation["teacher_forced"], generation
     assert generation["steps"] == len(generation["fed_tokens"]) == 20
     assert generation["onnx_tokens"] == generation["torch_tokens"]
+    steps = generation["continuation"]  # the steps on a random continuation, which decide
+    assert steps["passed"] and len(steps["steps"]) == 20 and steps["with_past"], steps
 
     folder = Path(doc["output"])
     hf = load_hf(f"hf:{corpus_dir / arch.slug}", corpus_dir, None)
@@ -212,6 +214,7 @@ def test_generation_is_judged_fairly_and_a_patched_weight_fails(
     hf.model.generation_config.forced_bos_token_id = bos
     forced = check_generation(hf, folder)
     assert forced["passed"] and forced["steps"] == 20, forced
+    assert first not in forced["continuation"]["tokens"]  # an end token is never fed there
     assert forced["fed_tokens"][-1] == first  # forced at the last step
     if hf.seq2seq:  # forced at the first step
         assert forced["fed_tokens"][0] == bos, forced
@@ -227,6 +230,7 @@ def test_generation_is_judged_fairly_and_a_patched_weight_fails(
     assert not result["ok"], name
     assert not result["generation"]["passed"], (name, result["generation"])
     assert result["generation"]["message"]
+    assert not result["generation"]["continuation"]["passed"], result["generation"]
 
 
 @pytest.mark.parametrize("arch", [_row(BY_NAME["Funnel"])])

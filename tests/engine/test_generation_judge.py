@@ -46,3 +46,47 @@ def test_logits_beyond_the_tolerance_fail_with_the_same_tokens() -> None:
     assert result["tokens_equal"] and not result["passed"]
     assert result["message"].startswith("The ONNX logits differ")
     assert result["max_abs_diff"] > 1e-3
+
+
+def test_the_steps_verdict_names_the_first_failing_and_the_worst_step() -> None:
+    """judge_continuation: every step judged on its own (the worst step is the largest
+    |diff|, 1-based), the top-1 token compared at each, the first failing step named with
+    the cache it read."""
+    from onnx_studio.engine.validation.hf_checks import judge_continuation
+
+    expected = _logits()
+    got = expected + 1e-7
+    got[2] += 0.05  # step 3 a little off, its argmax the same
+    got[4] = expected[4] * 3.0  # step 5 far off
+    result = judge_continuation(expected, got, list(range(4, 10)), RTOL, ATOL,
+                                pasts=[0, 5, 6, 7, 8, 9])
+    assert not result["passed"] and result["first_failing_step"] == 3
+    assert result["worst_step"] == 5 and result["with_past"]
+    assert [s["passed"] for s in result["steps"]] == [True, True, False, True, False, True]
+    assert result["steps"][2]["past"] == 6 and result["steps"][2]["position"] == 6
+    assert result["max_abs_diff"] == result["steps"][4]["max_abs_diff"]
+    assert "from step 3 of 6 (the cache then holds 6 positions)" in result["message"]
+    assert "the worst is step 5" in result["message"]
+
+
+def test_another_top1_passes_as_a_tie_only() -> None:
+    """A top-1 that differs fails the step, even with every logit within the tolerance,
+    unless PyTorch's own logits of the two tokens are within the tolerance of each other (a
+    tie: a file within the tolerance may pick either); `top1_agreed_every_step` says it."""
+    from onnx_studio.engine.validation.hf_checks import judge_continuation
+
+    expected = _logits()
+    expected[1, :2] = [5.0, 4.994]  # 0.006 apart: more than atol + rtol*5
+    got = expected.copy()
+    got[1, :2] = [4.9975, 4.9985]  # each within atol + rtol*|ref|, the order swapped
+    result = judge_continuation(expected, got, list(range(6)), RTOL, ATOL)
+    assert not result["top1_agreed_every_step"] and result["first_failing_step"] == 2
+    assert "pick token 1 where the PyTorch model picks 0" in result["message"]
+    assert "past" not in result["steps"][0] and not result["with_past"]
+    expected[1, :2] = [5.0, 4.999]  # a tie at this tolerance
+    got[1, :2] = [4.9995, 4.9996]
+    tie = judge_continuation(expected, got, list(range(6)), RTOL, ATOL)
+    assert tie["passed"] and not tie["top1_agreed_every_step"] and tie["message"] is None
+    same = judge_continuation(expected, expected.copy(), list(range(6)), RTOL, ATOL)
+    assert same["passed"] and same["top1_agreed_every_step"] and same["message"] is None
+    assert same["first_failing_step"] is None and same["worst_step"] == 1

@@ -60,7 +60,8 @@ def test_a_cache_that_is_no_keys_and_values_is_named_with_the_task_that_exports(
     assert "--static-dim" in doc["error"]["hint"]
     generation = doc["validation"]["generation"]
     assert generation["passed"] is False and generation["onnx_tokens"] == []
-    assert generation["message"].startswith("ONNX Runtime cannot run during greedy generation")
+    assert generation["message"].startswith("ONNX Runtime cannot run during the generation loop")
+    assert generation["continuation"]["steps"] == [] and not generation["continuation"]["passed"]
     assert "input_ids[1, 6]" in generation["message"]
 
 

@@ -81,6 +81,23 @@ def _check_decoder_with_past(doc: dict[str, Any], layers: int = 2) -> None:
     generation = doc["validation"]["generation"]
     assert generation["steps"] == 20 and len(generation["onnx_tokens"]) == 20
     assert generation["tokens_equal"] and generation["onnx_tokens"] == generation["torch_tokens"]
+    # what decides (issue 37.4): the steps teacher-forced on a fixed random continuation, each
+    # against one forward over the whole sequence; the greedy tokens are a second view
+    assert generation["passed"] and generation["greedy_passed"]
+    assert isinstance(generation["greedy_constant"], bool)
+    assert ("note" in generation) == generation["greedy_constant"]
+    steps = generation["continuation"]
+    assert steps["passed"] and steps["message"] is None and steps["with_past"]
+    assert steps["top1_agreed_every_step"] and steps["first_failing_step"] is None
+    assert len(steps["tokens"]) == len(steps["steps"]) == 20 and steps["seed"] == 37
+    assert len(set(steps["tokens"])) > 1  # a continuation, not one token repeated
+    prompt = len(generation["prompt_tokens"])
+    assert [s["past"] for s in steps["steps"]] == [0, *range(prompt, prompt + 19)]
+    assert [s["position"] for s in steps["steps"]] == list(range(prompt - 1, prompt + 19))
+    worst = steps["steps"][steps["worst_step"] - 1]
+    assert worst["max_abs_diff"] == steps["max_abs_diff"] < 1e-4
+    assert set(steps["steps"][0]) == {"step", "position", "past", "max_abs_diff",
+                                      "max_rel_diff", "torch_top1", "onnx_top1", "passed"}
 
 
 @pytest.mark.timeout(600)  # a loaded 2-core machine; ~20 s when idle

@@ -34,7 +34,8 @@ def test_zeros_and_vanishing_outputs_warn_with_a_hint() -> None:
         assert warning is not None and warning["category"] == VERDICT == "Verdict"
         assert "'logits'" in warning["message"] and "returns zeros passes" in warning["message"]
         assert "cannot tell a right file from a wrong one" in warning["message"]
-        assert "real weights" in warning["hint"] and "atol" in warning["hint"]
+        assert "real weights" in warning["hint"]
+        assert ("atol =" in warning["hint"]) == (scale > 0)  # zeros have no scale to go below
 
 
 def test_a_constant_output_warns_within_the_tolerance_too() -> None:
@@ -162,6 +163,46 @@ def test_the_validator_warns_on_the_output_that_cannot_tell(folder: Path) -> Non
     assert found[0].hint and "atol" in found[0].hint
     found = _verdicts(export(_recipe(folder, "Saturated"), validate=True))
     assert len(found) == 1 and "the same value (1)" in found[0].message
+
+
+@pytest.mark.timeout(600)
+def test_the_atol_the_hint_names_makes_the_verdict_tell(folder: Path) -> None:
+    """A hint is a claim: the file validated again at the atol the hint names passes and no
+    longer warns, and a file returning zeros (the wrong file the warning feared) now fails."""
+    import re
+
+    import onnx
+    from onnx import numpy_helper
+
+    from onnx_studio.engine.pipeline import validate_file
+
+    recipe = _recipe(folder, "Vanishing", ("logits", "features"))
+    (hint,) = [w.hint for w in _verdicts(_export(recipe))]
+    found = re.search(r"atol = ([0-9.e+-]+)\)", hint or "")
+    assert found, hint
+    recipe.validate.atol = float(found.group(1))
+    assert _verdicts(validate_file(recipe, folder / "vanishing.onnx")) == []
+    # zeros where the logits were: the comparison tells them apart now
+    model = onnx.load(str(folder / "vanishing.onnx"))
+    for tensor in model.graph.initializer:
+        tensor.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(tensor) * 0, tensor.name))
+    onnx.save(model, str(folder / "zeros.onnx"))
+    zeros = validate_file(recipe, folder / "zeros.onnx").validation
+    assert zeros is not None and not zeros.ok
+    assert not any(o.passed for t in zeros.trials for o in t.outputs if o.name == "logits")
+
+
+def _export(recipe: recipe_mod.Recipe) -> Any:
+    from onnx_studio.engine.pipeline import export
+
+    return export(recipe, validate=True)
+
+
+def test_an_output_that_is_zero_everywhere_names_no_tolerance() -> None:
+    """No atol tells zeros from zeros: the hint then names none (it once said atol = 0e+00)."""
+    zeros = np.zeros((2, 4), np.float32)
+    warning = cannot_tell("logits", _trials(zeros, zeros), RTOL, ATOL)
+    assert warning is not None and "atol =" not in warning["hint"]
 
 
 @pytest.mark.timeout(600)

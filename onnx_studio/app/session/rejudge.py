@@ -13,6 +13,9 @@ onnx_studio.engine.validation.metrics.load_plots: the worst trial of each output
 spaced elements): exactly when the sample is the whole output, else estimated from it
 (`mismatched_estimated`); other trials' counts are not known without a run (None). Qt-free; numpy is
 imported when a count is made.
+
+A Hugging Face export's generation check keeps no hulls: its verdict carries over where it holds
+(passed at a looser tolerance, failed at a tighter one), else `rejudge` is None.
 """
 
 from __future__ import annotations
@@ -138,8 +141,8 @@ def _worst(output: OutputMetrics, trials: list[Trial]) -> OutputMetrics:
 def rejudge(run: Validation, rtol: float, atol: float,
             samples: Mapping[str, Mapping[str, Any]] | None = None) -> Validation | None:
     """The validation `run` (as its job reported it) judged at (rtol, atol): a new one; None
-    when it cannot be judged again without running it. `samples`: the plot file's, by output
-    name."""
+    when it cannot be judged again without running it (a generation check included).
+    `samples`: the plot file's, by output name."""
     samples = samples or {}
     trials: list[Trial] = []
     for trial in run.trials:
@@ -147,14 +150,39 @@ def rejudge(run: Validation, rtol: float, atol: float,
         if judged is None:
             return None
         trials.append(judged)
+    generation = _generation_verdict(run, rtol, atol)
+    if generation is _UNKNOWN:
+        return None
     outputs = [_worst(output, trials) for output in run.outputs]
     failed = [t for t in trials if not t.ok]
     ok = bool(trials) and not failed and all(o.passed for o in outputs)
     message = run.message
-    if ok:
+    if ok and generation is False:  # the files agree; their generation does not
+        ok, message = False, run.generation.message if run.generation else message
+    elif ok:
         message = ""
     elif failed:
         message = (f"{len(failed)} of {len(trials)} trials failed; first: "
                    f"{failed[0].message or ''}")
     return replace(run, ok=ok, rtol=rtol, atol=atol, outputs=outputs, trials=trials,
                    message=message)
+
+
+_UNKNOWN = object()
+
+
+def _generation_verdict(run: Validation, rtol: float, atol: float) -> object:
+    """A Hugging Face generation check's verdict at (rtol, atol) from the one it had at the run's
+    tolerance: its logits are not kept, but a verdict only keeps in one direction (what passed
+    passes at a looser tolerance, what failed fails at a tighter one); `_UNKNOWN` otherwise, and
+    None when there is no check."""
+    generation = run.generation
+    if generation is None or generation.passed is None:
+        return None
+    looser = rtol >= run.rtol and atol >= run.atol
+    tighter = rtol <= run.rtol and atol <= run.atol
+    if generation.passed and looser:
+        return True
+    if not generation.passed and tighter:
+        return False
+    return _UNKNOWN

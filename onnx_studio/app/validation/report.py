@@ -1,5 +1,6 @@
-"""A validation saved as one self-contained HTML file (tables, and plots as inline SVG) and as
-CSV (one row per trial and output): something to attach to a bug report or a review.
+"""A validation saved as one self-contained HTML file (tables, a Hugging Face export's
+generation check step by step, and plots as inline SVG) and as CSV (one row per trial and
+output): something to attach to a bug report or a review.
 
 Qt-free: it reads the typed validation (onnx_studio.engine.protocol.Validation) and the plot file it
 wrote (onnx_studio.engine.validation.metrics.load_plots).
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from onnx_studio.engine.file_set import write_file
-from onnx_studio.engine.protocol import TrialOutput, Validation, known
+from onnx_studio.engine.protocol import Generation, TrialOutput, Validation, known
 
 __all__ = ["CSV_FIELDS", "to_csv", "to_html", "write_report"]
 
@@ -101,6 +102,50 @@ def _svg_histogram(counts: Any, edges: Any, width: int = 320, height: int = 160)
             f"font-size='10'>{float(edges[-1]):.3g}</text></svg>")
 
 
+def _generation(generation: Generation) -> str:
+    """The generation check: its line, the prompt and continuation, what constant greedy tokens
+    prove, and one row per step (the teacher-forced steps, then the greedy view's tokens)."""
+    steps = generation.continuation
+    parts = ["<h2>Generation</h2>",
+             f"<p class='{'' if generation.passed is not False else 'bad'}'>"
+             f"{html.escape(generation.summary())}</p>"]
+    if generation.message:
+        parts.append(f"<p class='bad'>{html.escape(generation.message)}</p>")
+    if generation.note:
+        parts.append(f"<p>{html.escape(generation.note)}</p>")
+    facts = []
+    if generation.prompt_tokens:
+        facts.append("<b>Prompt</b> " + ", ".join(map(str, generation.prompt_tokens)))
+    if steps is not None:
+        facts.append(f"<b>Continuation</b> (seed {steps.seed}) "
+                     + ", ".join(map(str, steps.tokens)))
+    if facts:
+        parts.append("<p>" + "<br>".join(facts) + "</p>")
+    rows = []
+    greedy = max(len(generation.onnx_tokens), len(generation.torch_tokens))
+    for index in range(max(len(steps.steps) if steps else 0, greedy)):
+        step = steps.steps[index] if steps is not None and index < len(steps.steps) else None
+        rows.append([index + 1, None if step is None else step.passed,
+                     None if step is None else step.past,
+                     None if step is None else step.max_abs_diff,
+                     None if step is None else step.max_rel_diff,
+                     None if step is None else step.onnx_top1,
+                     None if step is None else step.torch_top1,
+                     _at(generation.onnx_tokens, index), _at(generation.torch_tokens, index)])
+    parts.append(_table(["step", "passed", "cache", "max abs diff", "max rel diff",
+                         "top-1 ONNX", "top-1 PyTorch", "greedy ONNX", "greedy PyTorch"], rows))
+    parts.append("<p class='note'>The steps: the prompt then a fixed random continuation fed "
+                 "to the ONNX files step by step (the cache they return fed back), each step's "
+                 "logits against one PyTorch forward over the whole sequence, |diff| &le; atol "
+                 "+ rtol&middot;|ref|; they decide. The greedy tokens: ONNX Runtime's argmax "
+                 "against transformers' generate, both fed generate's tokens.</p>")
+    return "".join(parts)
+
+
+def _at(tokens: list[int], index: int) -> int | None:
+    return tokens[index] if index < len(tokens) else None
+
+
 def to_html(validation: Validation, onnx: str | None, recipe: str,
             plots: dict[str, dict[str, Any]] | None = None) -> str:
     """The whole validation as one HTML page that needs no other file."""
@@ -122,6 +167,8 @@ def to_html(validation: Validation, onnx: str | None, recipe: str,
         [[r["trial"], r["kind"], r["sizes"], r["output"], r["passed"], r["max_abs_diff"],
           r["shape"], r["onnx_shape"], r["dtype"], r["onnx_dtype"], r["message"]]
          for r in rows]))
+    if validation.generation is not None:
+        parts.append(_generation(validation.generation))
     for name, data in (plots or {}).items():
         parts.append(f"<h2>{html.escape(name)} ({html.escape(str(data['trial']))})</h2>"
                      "<div class='plots'>"

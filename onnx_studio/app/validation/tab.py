@@ -433,7 +433,8 @@ class ValidationTab(QWidget):
         generation = validation.generation
         self.sections.setTabVisible(self.sections.indexOf(self.generation),
                                     generation is not None)
-        if generation is not None and not generation.tokens_equal:
+        if generation is not None and (generation.passed is False
+                                       or not generation.tokens_equal):
             self.sections.setCurrentWidget(self.generation)
 
     def _fill_outputs(self, outcome: ValidationOutcome, dark: bool) -> None:

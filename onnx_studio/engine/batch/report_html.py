@@ -3,10 +3,11 @@ nothing fetched; a few lines of plain JavaScript sort and filter it).
 
 - The counts by verdict: passed, inconclusive, failed by error kind, and the rows an earlier
   run recorded (--resume).
-- A row per item: its verdict, the exporter that ran (and the one it fell back from), the opset,
-  the graph's nodes, the size of what it wrote, its worst output (largest difference and its
-  ratio to the tolerance that judged it), the seconds of each stage, its warnings, and for a
-  failure its kind, cause and hint; links to its files.
+- A row per item: its verdict (and a Hugging Face generation check in one line), the exporter
+  that ran (and the one it fell back from), the opset, the graph's nodes, the size of what it
+  wrote, its worst output (largest difference and its ratio to the tolerance that judged it),
+  the seconds of each stage, its warnings, and for a failure its kind, cause and hint; links
+  to its files.
 - The failures grouped by cause, each group with its hint and its items.
 """
 
@@ -144,10 +145,16 @@ def _row(number: int, record: BatchRecord, report_dir: Path) -> str:
 
 
 def _because(report: ExportReport) -> str:
+    """Under the verdict: why it is inconclusive, and a generation check in one line."""
     validation = report.validation
-    if validation is None or validation.verdict != "inconclusive":
+    if validation is None:
         return ""
-    return f"<br><small>{_e(validation.message or '')} {_e(validation.hint or '')}</small>"
+    said = ""
+    if validation.verdict == "inconclusive":
+        said = f"<br><small>{_e(validation.message or '')} {_e(validation.hint or '')}</small>"
+    if validation.generation is not None:
+        said += f"<br><small>{_e(validation.generation.summary())}</small>"
+    return said
 
 
 def _worst(report: ExportReport) -> tuple[str, float | None]:

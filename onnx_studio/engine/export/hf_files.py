@@ -103,7 +103,8 @@ def export_part(part: Any, staging: Path, opset: int | None, events: Events,
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if exporter == "torchscript":
-                _trace_part(part, staging / part.file, opset or DEFAULT_OPSET, events)
+                _trace_part(part, staging / part.file, opset or DEFAULT_OPSET, external_data,
+                            events)
                 _warn_fixed_axes(_file_inputs(staging / part.file), part, events)
                 return time.perf_counter() - started
             program = torch.onnx.export(
@@ -172,13 +173,17 @@ def _file_inputs(path: Path) -> list[Any]:
     return list(onnx.load(str(path), load_external_data=False).graph.input)
 
 
-def _trace_part(part: Any, path: Path, opset: int, events: Events) -> None:
+def _trace_part(part: Any, path: Path, opset: int, external_data: str,
+                events: Events) -> None:
     """The TorchScript exporter on the part: the inputs' dynamic axes as the part names them,
     the outputs' found by running the part at two other sizes (an axis whose size follows an
     input dimension, or the sum of two, takes that name).
 
-    Above protobuf's 2 GB the exporter writes every weight as a file of its own beside the
-    model; they are gathered into one `<file>.data`, a tensor at a time, as Optimum does."""
+    The weights then go where `external_data` says, by the rule the dynamo path follows
+    (`_external`): above protobuf's 2 GB the exporter writes every weight as a file of its own
+    beside the model, and they are gathered into one `<file>.data`, a tensor at a time, as
+    Optimum does; a file traced inline is written again with a data file when one is asked
+    for."""
     import shutil
 
     import torch
@@ -192,12 +197,14 @@ def _trace_part(part: Any, path: Path, opset: int, events: Events) -> None:
         torch.onnx.export(part.module, tuple(part.inputs.values()), str(traced), dynamo=False,
                           input_names=list(part.inputs), output_names=part.output_names,
                           dynamic_axes=axes, opset_version=opset)
-        if len(list(alone.iterdir())) == 1:  # weights inline
+        # the weights' bytes: the files beside the model, or (inline) the model's own size,
+        # which the weights are nearly all of
+        weight_bytes = sum(p.stat().st_size for p in alone.iterdir())
+        if not _external(external_data, weight_bytes, part.file):
             traced.replace(path)
             return
         import onnx_ir as ir
 
-        weight_bytes = sum(p.stat().st_size for p in alone.iterdir() if p != traced)
         _save_external(ir.load(traced), path, weight_bytes, events)
     finally:
         shutil.rmtree(alone, ignore_errors=True)

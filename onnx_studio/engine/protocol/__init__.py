@@ -115,7 +115,9 @@ from onnx_studio.engine.protocol.messages import (
 from onnx_studio.engine.protocol.parts import Error, Graph, TensorInfo, WarningItem
 from onnx_studio.engine.protocol.sources import Candidate, ForwardParam, SourceDescription
 from onnx_studio.engine.protocol.validation import (
+    Continuation,
     Generation,
+    GenerationStep,
     Intermediates,
     NodeMetrics,
     OutputMetrics,
@@ -140,6 +142,7 @@ __all__ = [
     "CompareDocument",
     "CompareRequest",
     "CompareResult",
+    "Continuation",
     "DescribeRequest",
     "DescribeResult",
     "DevicesRequest",
@@ -162,6 +165,7 @@ __all__ = [
     "ForwardParam",
     "Fp16Overflow",
     "Generation",
+    "GenerationStep",
     "Graph",
     "GroupTime",
     "InitializerDiff",

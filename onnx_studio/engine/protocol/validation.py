@@ -1,6 +1,7 @@
 """The `validation` object (`Validation`): ONNX Runtime against PyTorch per trial and per
-output, node by node (`Intermediates`), and a Hugging Face export's greedy generation
-(`Generation`); an export report's `validation`, and what a validate job answers.
+output, node by node (`Intermediates`), and a Hugging Face export's generation check
+(`Generation`, its teacher-forced steps `Continuation`); an export report's `validation`, and
+what a validate job answers.
 """
 
 from __future__ import annotations
@@ -164,7 +165,8 @@ class Validation(Wire):
     intermediates: Intermediates | None = field(default=None, metadata=OMIT)
     plots: str | Unset | None = UNSET  # the .npz of the plot data; None: it was not saved
     seconds: float | None = field(default=None, metadata=OMIT)
-    # Hugging Face generation tasks: greedy tokens over the ONNX files against generate()
+    # Hugging Face generation tasks: the files' step loop teacher-forced on a random
+    # continuation, and greedy tokens over the ONNX files against generate()
     generation: Generation | None = field(default=None, metadata=OMIT)
     # False when some output cannot tell a right file from a wrong one (all within the
     # tolerance of zero, or of one constant): the verdict is then "inconclusive", `message`
@@ -195,7 +197,78 @@ class Generation(Wire):
     teacher_forced: bool | None = field(default=None, metadata=OMIT)
     max_abs_diff: float | None = field(default=None, metadata=OMIT)
     max_rel_diff: float | None = field(default=None, metadata=OMIT)
-    passed: bool | None = field(default=None, metadata=OMIT)  # tokens equal, logits within
+    # the greedy tokens equal, their logits within, and (when present) `continuation` passed
+    passed: bool | None = field(default=None, metadata=OMIT)
     message: str | None = field(default=None, metadata=OMIT)  # why not, one sentence
     # the prompt's token ids (a decoder's; None: an encoder's input, audio or text, is the prompt)
     prompt_tokens: list[int] | None = field(default=None, metadata=OMIT)
+    # the greedy view's own verdict (its tokens equal, its logits within)
+    greedy_passed: bool | None = field(default=None, metadata=OMIT)
+    # every greedy token PyTorch picked is one token (a random-weight model repeating it): equal
+    # tokens then prove little, and `note` says so
+    greedy_constant: bool | None = field(default=None, metadata=OMIT)
+    # the teacher-forced step check on a fixed random continuation, which decides `passed` with
+    # the greedy view (None: a validation older than it)
+    continuation: Continuation | None = field(default=None, metadata=OMIT)
+    note: str | None = field(default=None, metadata=OMIT)  # what the greedy tokens prove
+
+    def summary(self) -> str:
+        """The check in one line (the CLI's text report, the reports' pages): the teacher-forced
+        steps, which decide, then the greedy view and what constant greedy tokens prove."""
+        steps = self.continuation
+        parts = []
+        if steps is not None and steps.steps:
+            worst = steps.steps[steps.worst_step - 1] if steps.worst_step else None
+            parts.append(("generation passed" if steps.passed else
+                          f"generation FAILED from step {steps.first_failing_step}")
+                         + f": {len(steps.steps)} steps teacher-forced on a random continuation"
+                         + (f", worst step {worst.step} (max abs diff {_g(worst.max_abs_diff)})"
+                            if worst is not None else "")
+                         + (", top-1 the same at every step" if steps.top1_agreed_every_step
+                            else ", top-1 not the same at every step"))
+        elif steps is not None:
+            parts.append(f"generation FAILED: {steps.message or 'no step ran'}")
+        greedy = "greedy tokens equal" if self.tokens_equal else "greedy tokens differ"
+        if self.greedy_constant and self.torch_tokens:
+            greedy += f" (all token {self.torch_tokens[0]}: they prove little)"
+        parts.append(f"{greedy} over {self.steps} steps")
+        return "; ".join(parts)
+
+
+def _g(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3g}"
+
+
+@dataclass(kw_only=True)
+class GenerationStep(Wire):
+    """One step of the teacher-forced check: the logits of the next token, ONNX against eager."""
+
+    step: int  # 1-based
+    position: int  # the position (0-based) of the last token fed: the one predicted from
+    past: int | None = field(default=None, metadata=OMIT)  # the cache length fed (files with one)
+    max_abs_diff: float | None
+    max_rel_diff: float | None
+    torch_top1: int
+    onnx_top1: int
+    passed: bool  # the logits within |diff| <= atol + rtol*|ref| and the same top-1 token
+
+
+@dataclass(kw_only=True)
+class Continuation(Wire):
+    """The teacher-forced step check of a Hugging Face generation export
+    (onnx_studio.engine.validation.hf_checks.check_steps): the prompt, then `tokens` (drawn with
+    `seed` from the vocabulary, special tokens left out) fed to the ONNX files step by step, the
+    cache they return fed back, against one forward of the eager model over the whole sequence
+    without a cache."""
+
+    tokens: list[int]
+    seed: int
+    with_past: bool  # whether the loop carried a cache from step to step
+    steps: list[GenerationStep]  # empty when ONNX Runtime could not run a step (`message`)
+    worst_step: int | None  # 1-based: the step with the largest |diff|
+    max_abs_diff: float | None
+    max_rel_diff: float | None
+    top1_agreed_every_step: bool
+    first_failing_step: int | None  # 1-based; None when every step passed
+    passed: bool
+    message: str | None  # why not, one sentence

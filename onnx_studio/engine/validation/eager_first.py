@@ -26,15 +26,17 @@ RUNS = 2  # the eager outputs of a trial and a second run of the same inputs
 
 @dataclass
 class GenerationReference:
-    """What transformers' generate gave on a prompt: the logits of every step ([steps,
-    vocab]), the tokens fed after the prompt, and what the ONNX loop needs to start (the
-    prompt, or the encoder's inputs and the decoder's start token; an empty cache)."""
+    """PyTorch's side of the generation check: what transformers' generate gave on the
+    prompt (the raw logits of every step, [steps, vocab], and the tokens fed after it), the
+    fixed random continuation with the eager logits over it (or the sentence saying the model
+    fails on it), and what the ONNX loop needs to start (the prompt: a decoder's input_ids or
+    an encoder's inputs; an encoder-decoder's start token; a decoder's empty cache)."""
 
     expected: np.ndarray
     fed: list[int]
-    prompt: Any = None  # torch [1, prompt length] (decoders)
-    enc_inputs: dict[str, Any] | None = None  # encoder-decoders
-    start: int = 0
+    prompt: dict[str, Any]
+    start: int | None
+    continuation: tuple[list[int], np.ndarray | str]
     empty_past: dict[str, np.ndarray] | None = None
 
 

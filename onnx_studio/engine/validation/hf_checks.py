@@ -1,9 +1,12 @@
 """Validate a Hugging Face export: each file against eager PyTorch at several sizes (an empty
-and a non-empty cache for files with past), and greedy generation over the files against
-transformers' `generate(do_sample=False)`, compared teacher-forced step by step."""
+and a non-empty cache for files with past), then, for generation tasks, the files' step loop
+teacher-forced on a fixed random continuation against one eager forward over the whole
+sequence (what decides), and greedy generation over the files against transformers'
+`generate(do_sample=False)`, compared teacher-forced step by step (a second view)."""
 
 from __future__ import annotations
 
+import math
 import time
 import traceback
 from pathlib import Path
@@ -211,6 +214,14 @@ def failure_hint(validation: dict[str, Any]) -> str:
                 "rtol/atol if the differences are rounding, otherwise the file computes "
                 "something else than the model.")
     generation = validation.get("generation") or {}
+    continuation = generation.get("continuation") or {}
+    if continuation and not continuation.get("passed", True):
+        return ("Every file agrees with PyTorch at the sizes tried, yet fed a continuation "
+                "step by step their logits leave the model's from the step named: the cache "
+                "passed from step to step is not what the model computes over the whole "
+                "sequence (a cache written at the wrong position, or a model whose own cache "
+                "path differs from its forward). Compare the steps in Generation; the first "
+                "failing step is the first that reads the wrong cache.")
     if generation and not generation.get("passed", True):
         return ("Every file agrees with PyTorch at the sizes tried, yet greedy generation "
                 "over them drifts: compare the tokens step by step (Generation); the step "
@@ -221,7 +232,8 @@ def failure_hint(validation: dict[str, Any]) -> str:
 def validate_hf(hf: Any, folder: Path, rtol: float, atol: float,
                 events: Events, release: bool = False) -> dict[str, Any]:
     """The validation dict of a Hugging Face export: every file against eager PyTorch, then
-    (generation tasks) greedy generation over the files; failed when either fails.
+    (generation tasks) the step check and greedy generation over the files
+    (`check_generation`); failed when either fails.
 
     With `release` (the caller owns `hf` and needs its model no more), PyTorch's side is
     computed first and the model freed before ONNX Runtime opens a file: the process never
@@ -247,7 +259,7 @@ def validate_hf(hf: Any, folder: Path, rtol: float, atol: float,
     events.progress(0.0, "Validating in ONNX Runtime")
     result = check_parts(hf, folder, rtol, atol, events.part(0.0, 0.7), eager)
     if hf.generates:
-        events.progress(0.7, "Generating greedy tokens")
+        events.progress(0.7, "Checking generation step by step")
         generation = result["generation"] = check_generation(hf, folder, rtol=rtol, atol=atol,
                                                              reference=reference)
         if not generation["passed"] and result["ok"]:
@@ -284,62 +296,72 @@ def _generation_config(model: Any, steps: int) -> Any:
 def check_generation(hf: Any, folder: Path, steps: int = GENERATION_STEPS,
                      rtol: float = 1e-3, atol: float = 1e-5,
                      reference: GenerationReference | None = None) -> dict[str, Any]:
-    """Greedy generation judged teacher-forced: transformers' generate picks `steps` tokens
-    on a prompt; the ONNX files are fed the same tokens, step by step, and at every step the
-    ONNX logits' argmax must equal the eager model's (generate's raw logits), and the logits
-    agree within rtol/atol.
+    """The generation dict: the ONNX files' step loop (with its cache, when they have one)
+    judged two ways on the same prompt.
 
-    Both sides see the same tokens, so generate's stopping and forced-token rules (end
-    token, forced BOS/EOS, suppressed tokens) choose what is fed, never what is compared: a
-    correct file passes whatever its generation config says, and a wrong one differs in its
-    logits at some step.
+    - `continuation` decides: teacher-forced on a fixed random continuation (`check_steps`),
+      every step's logits against one forward of the eager model over the whole sequence,
+      without a cache: each step sees a new position and a longer cache, and a cache the files
+      pass on wrongly shows at the step that reads it.
+    - the greedy view: transformers' generate picks `steps` tokens; the ONNX files are fed the
+      same tokens, step by step, and at every step the ONNX logits' argmax must equal the
+      eager model's (generate's raw logits), and the logits agree within rtol/atol. Both sides
+      see the same tokens, so generate's stopping and forced-token rules (end token, forced
+      BOS/EOS, suppressed tokens) choose what is fed, never what is compared. A random-weight
+      model often repeats one token (`greedy_constant`): equal tokens then prove little.
+
+    `passed` needs both; `message` names the first failure, the continuation's first.
+    `reference`: PyTorch's side (`generation_reference`), computed now when not given.
     """
     reference = reference or generation_reference(hf, steps)
-    expected, fed, prompt = reference.expected, reference.fed, reference.prompt
+    expected, fed = reference.expected, reference.fed
+    prompt, start, empty = reference.prompt, reference.start, reference.empty_past
     sessions = {part.file: _session(folder / part.file) for part in hf.parts}
     try:
-        if hf.seq2seq:
-            assert reference.enc_inputs is not None
-            got = _seq2seq_steps(sessions, reference.enc_inputs, reference.start, fed)
-        else:
-            got = _decoder_steps(hf, sessions["model.onnx"], prompt.numpy(), fed,
-                                 reference.empty_past)
+        got = _onnx_steps(hf, sessions, prompt, start, fed, empty)
     except _OnnxRuntimeFailed as failed:  # e.g. a file whose sequence length was fixed
-        return {"steps": len(fed), "tokens_equal": False, "onnx_tokens": [],
-                "torch_tokens": [int(t) for t in expected.argmax(-1)], "fed_tokens": fed,
-                "teacher_forced": True, "passed": False, "message": str(failed)}
-    # generate's raw logits may be upcast (float32 of a float16 model): compared in its type
-    judged = judge_steps(expected, got.astype(expected.dtype), fed, rtol, atol)
-    judged["prompt_tokens"] = None if hf.seq2seq else [int(t) for t in prompt[0]]
-    return judged
+        greedy = {"steps": len(fed), "tokens_equal": False, "onnx_tokens": [],
+                  "torch_tokens": [int(t) for t in expected.argmax(-1)], "fed_tokens": fed,
+                  "teacher_forced": True, "passed": False, "message": str(failed)}
+    else:
+        # generate's raw logits may be upcast (float32 of a float16 model): compared in its
+        # type
+        greedy = judge_steps(expected, got.astype(expected.dtype), fed, rtol, atol)
+    greedy["prompt_tokens"] = None if hf.seq2seq else [int(t) for t in prompt["input_ids"][0]]
+    continuation = check_steps(hf, sessions, prompt, start, steps, rtol, atol,
+                               reference.continuation)
+    return combine(greedy, continuation)
 
 
 def generation_reference(hf: Any, steps: int) -> GenerationReference:
-    """transformers' greedy generate of `steps` tokens on a prompt (the encoder's inputs of
-    an encoder-decoder), with what the ONNX loop needs to replay it without the model."""
+    """PyTorch's side of `check_generation`, computed with the model so that the files can
+    be judged after it is freed: generate's greedy tokens and raw logits on the prompt, the
+    eager logits of the prompt and a fixed random continuation (`continuation_reference`),
+    and the empty cache the decoder loop starts from."""
     import torch
     from transformers import GenerationMixin
 
     model = hf.model
     config = _generation_config(model, steps)
-    enc_inputs = prompt = None
-    start = 0
+    prompt = hf.parts[0].make_inputs(21, 1, PROMPT_LENGTH, 0)
     with torch.no_grad():
-        if hf.seq2seq:
-            enc_inputs = hf.parts[0].make_inputs(21, 1, PROMPT_LENGTH, 0)
+        if hf.seq2seq:  # the encoder's inputs are the prompt
             # GenerationMixin's own greedy loop: Whisper's override adds its language and
             # timestamp logic, which the ONNX loop does not model
-            ref = GenerationMixin.generate(model, **enc_inputs, generation_config=config)
+            ref = GenerationMixin.generate(model, **prompt, generation_config=config)
             start = int(ref.sequences[0, 0])
             fed = [int(t) for t in ref.sequences[0, 1:]]
         else:
-            prompt = hf.parts[0].make_inputs(21, 1, PROMPT_LENGTH, 0)["input_ids"]
-            ref = model.generate(input_ids=prompt, attention_mask=torch.ones_like(prompt),
+            ids = prompt["input_ids"]
+            ref = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
                                  generation_config=config)
-            fed = [int(t) for t in ref.sequences[0, prompt.shape[1]:]]
+            start = None
+            fed = [int(t) for t in ref.sequences[0, ids.shape[1]:]]
     expected = np.stack([logits[0].float().numpy() for logits in ref.logits])
-    return GenerationReference(expected, fed[:len(expected)], prompt, enc_inputs, start,
-                               None if hf.seq2seq else _empty_past(hf.parts[0]))
+    return GenerationReference(
+        expected, fed[:len(expected)], prompt, start,
+        continuation_reference(hf, prompt, start, steps),
+        None if hf.seq2seq else _empty_past(hf.parts[0]))
 
 
 def _empty_past(part: Any) -> dict[str, np.ndarray]:
@@ -348,6 +370,186 @@ def _empty_past(part: Any) -> dict[str, np.ndarray]:
         return {}
     empty = part.make_inputs(0, 1, 1, 0)
     return {k: v.numpy() for k, v in empty.items() if k.startswith("past_key_values")}
+
+
+def combine(greedy: dict[str, Any], continuation: dict[str, Any]) -> dict[str, Any]:
+    """The generation dict: the greedy view's keys (`judge_steps`) with its own verdict as
+    `greedy_passed`, `greedy_constant`, the teacher-forced `continuation`
+    (`judge_continuation`), and the verdict of both with a `note` when the greedy tokens prove
+    little."""
+    tokens = greedy["torch_tokens"]
+    constant = len(tokens) > 1 and len(set(tokens)) == 1
+    result = {**greedy, "passed": bool(greedy["passed"] and continuation["passed"]),
+              "message": continuation["message"] or greedy["message"],
+              "greedy_passed": bool(greedy["passed"]), "greedy_constant": constant,
+              "continuation": continuation}
+    if constant:
+        result["note"] = (f"All {len(tokens)} greedy tokens are token {tokens[0]}: a model "
+                          "that repeats one token matches any file that does, so equal greedy "
+                          "tokens prove little here; the teacher-forced steps on a random "
+                          "continuation decide.")
+    return result
+
+
+CONTINUATION_SEED = 37
+
+
+def continuation_tokens(hf: Any, steps: int, seed: int = CONTINUATION_SEED) -> list[int]:
+    """`steps` token ids drawn with `seed` within the model's vocabulary, leaving out the ids
+    its config and generation config name (start, end, padding) and, as the prompt does, the
+    ids below 3 where the vocabulary is large enough."""
+    from onnx_studio.engine.source.hf.dummies import vocab_size
+
+    vocab = vocab_size(hf.config, hf.model) or 2
+    special: set[int] = set()
+    for source in (hf.config, getattr(hf.model, "generation_config", None)):
+        for name in ("bos_token_id", "eos_token_id", "pad_token_id", "decoder_start_token_id",
+                     "forced_bos_token_id", "forced_eos_token_id"):
+            value = getattr(source, name, None)
+            special.update(v for v in (value if isinstance(value, list | tuple) else [value])
+                           if isinstance(v, int))
+    low = 3 if vocab > 8 else 0
+    allowed = [t for t in range(low, vocab) if t not in special] or list(range(vocab))
+    rng = np.random.default_rng(seed)
+    return [int(allowed[i]) for i in rng.integers(0, len(allowed), steps)]
+
+
+def continuation_reference(hf: Any, prompt: dict[str, Any], start: int | None,
+                           steps: int) -> tuple[list[int], np.ndarray | str]:
+    """The fixed random continuation of `check_steps` and the eager model's logits of every
+    step over the whole sequence without a cache ([steps, vocab]), or the sentence saying
+    the model itself fails on it."""
+    import torch
+
+    tokens = continuation_tokens(hf, steps)
+    try:
+        with torch.no_grad():
+            if hf.seq2seq:
+                decoder_ids = torch.tensor([[start, *tokens[:-1]]], dtype=torch.int64)
+                out = hf.model(**prompt, decoder_input_ids=decoder_ids, use_cache=False)
+                expected = out.logits[0]
+            else:
+                ids = prompt["input_ids"]
+                whole = torch.cat([ids, torch.tensor([tokens[:-1]], dtype=torch.int64)], dim=1)
+                out = hf.model(input_ids=whole, attention_mask=torch.ones_like(whole),
+                               use_cache=False)
+                expected = out.logits[0, ids.shape[1] - 1:]
+    except Exception as exc:  # the model's own failure, said as such (failure_hint reads it)
+        return tokens, (f"{PYTORCH_FAILED} on the prompt and a continuation of {steps} "
+                        f"tokens: {one_line(exc)}")
+    return tokens, expected.float().numpy()
+
+
+def check_steps(hf: Any, sessions: dict[str, Any], prompt: dict[str, Any], start: int | None,
+                steps: int, rtol: float, atol: float,
+                reference: tuple[list[int], np.ndarray | str] | None = None
+                ) -> dict[str, Any]:
+    """The teacher-forced step check (`continuation`): the prompt (a decoder's token ids; an
+    encoder's inputs with the decoder's `start` token) then a fixed random continuation,
+    fed to the ONNX files step by step (the cache they return fed back) and to the eager
+    model in one forward over the whole sequence without a cache, the trustworthy reference:
+    it shares no cache code with the loop. The logits of every step are compared.
+    `reference`: the continuation and its eager logits (`continuation_reference`), computed
+    now when not given."""
+    tokens, expected_np = reference or continuation_reference(hf, prompt, start, steps)
+    unrun = {"tokens": tokens, "seed": CONTINUATION_SEED, "with_past": _with_past(hf),
+             "steps": [], "worst_step": None, "max_abs_diff": None, "max_rel_diff": None,
+             "top1_agreed_every_step": False, "first_failing_step": None, "passed": False}
+    if isinstance(expected_np, str):  # the model's own failure
+        return {**unrun, "message": expected_np}
+    first = 0 if hf.seq2seq else int(prompt["input_ids"].shape[1]) - 1
+    positions = [first + i for i in range(steps)]
+    # the cache each step is fed: none at the first (the prompt, or the start token, whole)
+    pasts = [0] + [first + i for i in range(1, steps)] if _with_past(hf) else None
+    try:
+        got = _onnx_steps(hf, sessions, prompt, start, tokens)
+    except _OnnxRuntimeFailed as failed:
+        return {**unrun, "message": str(failed)}
+    judged = judge_continuation(expected_np, got, positions, rtol, atol, pasts)
+    return {"tokens": tokens, "seed": CONTINUATION_SEED, **judged}
+
+
+def _with_past(hf: Any) -> bool:
+    """Whether the files' step loop carries a cache (a file that takes past_key_values)."""
+    return any(name.startswith("past_key_values") for part in hf.parts for name in part.inputs)
+
+
+def judge_continuation(expected: np.ndarray, got: np.ndarray, positions: list[int],
+                       rtol: float, atol: float, pasts: list[int] | None = None
+                       ) -> dict[str, Any]:
+    """The teacher-forced step verdict: eager's and the ONNX logits per step ([steps, vocab]
+    each; `positions`: the position each step predicts from; `pasts`: the cache length each
+    step was fed, None for files without a cache). Every step's logits within the
+    tolerance (|diff| <= atol + rtol*|ref|, as `compare`) and the same top-1 token at every
+    step (or, where it differs, two tokens whose PyTorch logits are within the tolerance of
+    each other: a tie) pass; the worst step is the one with the largest |diff| (1-based, as
+    every step number here)."""
+    per_step = []
+    for index, (ref, cand) in enumerate(zip(expected, got, strict=True)):
+        metrics = compare(ref, cand, rtol, atol)
+        torch_top1, onnx_top1 = int(ref.argmax()), int(cand.argmax())
+        # another top-1 passes only as a tie: PyTorch's own logits of the two tokens within
+        # the tolerance of each other (a file within it may pick either)
+        tie = abs(float(ref[onnx_top1]) - float(ref[torch_top1])) <= (
+            atol + rtol * abs(float(ref[torch_top1])))
+        per_step.append({"step": index + 1, "position": positions[index],
+                         **({} if pasts is None else {"past": pasts[index]}),
+                         "max_abs_diff": metrics["max_abs_diff"],
+                         "max_rel_diff": metrics["max_rel_diff"],
+                         "torch_top1": torch_top1, "onnx_top1": onnx_top1,
+                         "passed": bool(metrics["passed"] and (torch_top1 == onnx_top1
+                                                               or tie))})
+    diffs = [s["max_abs_diff"] for s in per_step]
+    # a step with no number (NaN or inf where the other side has none) is the worst there is
+    worst = max(range(len(diffs)), key=lambda i: math.inf if diffs[i] is None else diffs[i],
+                default=None)
+    top1 = all(s["torch_top1"] == s["onnx_top1"] for s in per_step)
+    failing = next((s["step"] for s in per_step if not s["passed"]), None)
+    known_diffs = [d for d in diffs if d is not None]
+    rels = [s["max_rel_diff"] for s in per_step if s["max_rel_diff"] is not None]
+    message = None
+    if failing is not None:
+        step = per_step[failing - 1]
+        cache = (f" (the cache then holds {step['past']} positions)"
+                 if step.get("past") else "")
+        if step["torch_top1"] != step["onnx_top1"] and _within(step, expected, got, rtol,
+                                                                  atol):
+            what = (f"pick token {step['onnx_top1']} where the PyTorch model picks "
+                    f"{step['torch_top1']}")
+        else:
+            what = "give other logits than the PyTorch model"
+        worst_step = per_step[worst] if worst is not None else step
+        message = (f"Teacher-forced on a fixed random continuation, the ONNX files {what} "
+                   f"from step {failing} of {len(per_step)}{cache}; the worst is step "
+                   f"{worst_step['step']} (max abs diff {_fmt(worst_step['max_abs_diff'])}).")
+    return {"with_past": pasts is not None, "steps": per_step,
+            "worst_step": None if worst is None else worst + 1,
+            "max_abs_diff": max(known_diffs) if known_diffs else None,
+            "max_rel_diff": max(rels) if rels else None,
+            "top1_agreed_every_step": top1, "first_failing_step": failing,
+            "passed": failing is None and bool(per_step), "message": message}
+
+
+def _within(step: dict[str, Any], expected: np.ndarray, got: np.ndarray, rtol: float,
+            atol: float) -> bool:
+    """Whether a step's logits are within the tolerance (its top-1 alone differs)."""
+    index = step["step"] - 1
+    return bool(compare(expected[index], got[index], rtol, atol)["passed"])
+
+
+def _fmt(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3g}"
+
+
+def _onnx_steps(hf: Any, sessions: dict[str, Any], prompt: dict[str, Any], start: int | None,
+                fed: list[int], empty_past: dict[str, np.ndarray] | None = None) -> np.ndarray:
+    """The ONNX logits of each step: the prompt, then `fed` one token a step (a decoder from
+    `empty_past`, None: made from its part)."""
+    if hf.seq2seq:
+        assert start is not None
+        return _seq2seq_steps(sessions, prompt, start, fed)
+    return _decoder_steps(hf, sessions["model.onnx"], prompt["input_ids"].numpy(), fed,
+                          empty_past)
 
 
 class _OnnxRuntimeFailed(Exception):
@@ -398,7 +600,7 @@ def _run(session: Any, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     except Exception as exc:
         sizes = ", ".join(f"{k}{list(v.shape)}" for k, v in feed.items()
                           if not k.startswith("past_key_values"))
-        raise _OnnxRuntimeFailed(f"{ONNX_RUNTIME_FAILED} during greedy generation on "
+        raise _OnnxRuntimeFailed(f"{ONNX_RUNTIME_FAILED} during the generation loop on "
                                  f"{sizes}: {ort_message(exc)}") from exc
     return dict(zip(names, results, strict=True))
 

@@ -329,7 +329,7 @@ def check_generation(hf: Any, folder: Path, steps: int = GENERATION_STEPS,
         greedy = judge_steps(expected, got.astype(expected.dtype), fed, rtol, atol)
     greedy["prompt_tokens"] = None if hf.seq2seq else [int(t) for t in prompt["input_ids"][0]]
     continuation = check_steps(hf, sessions, prompt, start, steps, rtol, atol,
-                               reference.continuation)
+                               reference.continuation, empty)
     return combine(greedy, continuation)
 
 
@@ -442,15 +442,15 @@ def continuation_reference(hf: Any, prompt: dict[str, Any], start: int | None,
 
 def check_steps(hf: Any, sessions: dict[str, Any], prompt: dict[str, Any], start: int | None,
                 steps: int, rtol: float, atol: float,
-                reference: tuple[list[int], np.ndarray | str] | None = None
-                ) -> dict[str, Any]:
+                reference: tuple[list[int], np.ndarray | str] | None = None,
+                empty_past: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
     """The teacher-forced step check (`continuation`): the prompt (a decoder's token ids; an
     encoder's inputs with the decoder's `start` token) then a fixed random continuation,
     fed to the ONNX files step by step (the cache they return fed back) and to the eager
     model in one forward over the whole sequence without a cache, the trustworthy reference:
     it shares no cache code with the loop. The logits of every step are compared.
     `reference`: the continuation and its eager logits (`continuation_reference`), computed
-    now when not given."""
+    now when not given; `empty_past`: the decoder's empty cache (None: made from its part)."""
     tokens, expected_np = reference or continuation_reference(hf, prompt, start, steps)
     unrun = {"tokens": tokens, "seed": CONTINUATION_SEED, "with_past": _with_past(hf),
              "steps": [], "worst_step": None, "max_abs_diff": None, "max_rel_diff": None,
@@ -462,7 +462,7 @@ def check_steps(hf: Any, sessions: dict[str, Any], prompt: dict[str, Any], start
     # the cache each step is fed: none at the first (the prompt, or the start token, whole)
     pasts = [0] + [first + i for i in range(1, steps)] if _with_past(hf) else None
     try:
-        got = _onnx_steps(hf, sessions, prompt, start, tokens)
+        got = _onnx_steps(hf, sessions, prompt, start, tokens, empty_past)
     except _OnnxRuntimeFailed as failed:
         return {**unrun, "message": str(failed)}
     judged = judge_continuation(expected_np, got, positions, rtol, atol, pasts)

@@ -465,7 +465,9 @@ def check_steps(hf: Any, sessions: dict[str, Any], prompt: dict[str, Any], start
         got = _onnx_steps(hf, sessions, prompt, start, tokens, empty_past)
     except _OnnxRuntimeFailed as failed:
         return {**unrun, "message": str(failed)}
-    judged = judge_continuation(expected_np, got, positions, rtol, atol, pasts)
+    # the eager logits are float32 (upcast): a float16 file's compared in that type
+    judged = judge_continuation(expected_np, got.astype(expected_np.dtype), positions, rtol,
+                                atol, pasts)
     return {"tokens": tokens, "seed": CONTINUATION_SEED, **judged}
 
 

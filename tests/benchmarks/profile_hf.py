@@ -46,16 +46,17 @@ def note(depth, label, cpu, wall):
     entry[2] += wall
 TARGETS = {
     "studio": [
-        (1, "onnx_studio.engine.source.hf.loading", "load_hf", "load the model
-        (onnx_studio.engine.source.hf.load_hf)"), (2, "onnx_studio.engine.source.hf.loading",
-        "load_config",
+        (1, "onnx_studio.engine.source.hf.loading", "load_hf",
+         "load the model (onnx_studio.engine.source.hf.load_hf)"),
+        (2, "onnx_studio.engine.source.hf.loading", "load_config",
          "read the config (imports transformers and its model table)"),
         (2, "onnx_studio.engine.source.hf.loading", "_model_class",
          "import the model's class (modeling, generation, masks)"),
-        (2, "onnx_studio.engine.source.hf.parts", "export_parts", "example inputs and the cache
-        (model runs)"), (1, "onnx_studio.engine.pipeline", "_write_hf_parts", "export and commit the
-        files"), (2, "torch.onnx", "export", "torch.onnx.export"), (3,
-        "torch.onnx._internal.exporter._registration", "ONNXRegistry.from_torchlib",
+        (2, "onnx_studio.engine.source.hf.parts", "export_parts",
+         "example inputs and the cache (model runs)"),
+        (1, "onnx_studio.engine.pipeline", "_write_hf_parts", "export and commit the files"),
+        (2, "torch.onnx", "export", "torch.onnx.export"),
+        (3, "torch.onnx._internal.exporter._registration", "ONNXRegistry.from_torchlib",
          "the translation table (torchlib)"),
         (3, "torch.export", "export", "torch.export"),
         (3, "torch.export.exported_program", "ExportedProgram.run_decompositions",
@@ -148,9 +149,9 @@ else:
         main()
     except SystemExit:
         pass
-print(json.dumps([[depth, label, cpu, wall] for label, (depth, cpu, wall) in stages.items()])) if
-KIND == "studio":  # the worker skips the interpreter's teardown (onnx_studio.engine.worker): so
-here
+print(json.dumps([[depth, label, cpu, wall] for label, (depth, cpu, wall) in stages.items()]))
+if KIND == "studio":  # the worker skips the interpreter's teardown (onnx_studio.engine.worker):
+    # so here
     sys.stdout.flush()
     import os
     os._exit(0)

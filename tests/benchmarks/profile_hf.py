@@ -134,8 +134,10 @@ if KIND == "studio":
         from onnx_studio.engine.cli import build_parser
         from onnx_studio.engine.cli_args import recipe_from_args
         from onnx_studio.engine.protocol import ExportRequest
-        return onnx_studio.engine.worker, build_parser, recipe_from_args, ExportRequest
-    worker, build_parser, recipe_from_args, ExportRequest = step(
+        from onnx_studio.engine.recipe.writing import to_toml
+        return (onnx_studio.engine.worker, build_parser, recipe_from_args, ExportRequest,
+                to_toml)
+    worker, build_parser, recipe_from_args, ExportRequest, to_toml = step(
         "engine imports (worker, protocol)", engine_imports)
     recipe = recipe_from_args(build_parser().parse_args(["export", *ARGS]))
     result = step("the job (onnx_studio.engine.worker.job_export)", lambda: worker.job_export(

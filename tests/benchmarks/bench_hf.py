@@ -67,9 +67,13 @@ SPEED = {
 }
 # the depth set (`--models depth`): one Qwen2 width (hidden 256) at 4, 16 and 28 layers, how the
 # export time grows with depth
-DEPTH = {f"qwen2-d{n}": ("Qwen2Config", {**TINY, "hidden_size": 256, "intermediate_size": 512,
-                                         "num_hidden_layers": n})
-         for n in (4, 16, 28)}
+def depth_config(layers: int) -> tuple[str, dict[str, Any]]:
+    """The depth set's decoder with `layers` layers: (config class, config)."""
+    return ("Qwen2Config", {**TINY, "hidden_size": 256, "intermediate_size": 512,
+                            "num_hidden_layers": layers})
+
+
+DEPTH = {f"qwen2-d{n}": depth_config(n) for n in (4, 16, 28)}
 # the real-size row (`--models qwen2-0.5b`): Qwen2.5-0.5B's shapes with 28 layers (553M
 # parameters, 2.2 GB in float32; tests/engine/hf_models.QWEN2); each of its runs waits for
 # BIG_FREE_GB of available memory (the machine is shared) and is left out without it

@@ -14,9 +14,11 @@ Modes:
   plain      torch.onnx.export(dynamo=True) as the studio runs it
   region     each decoder layer a nested compile region (see `Region`); the optimizer then
              inlines the functions (onnxscript's default), so the file has plain nodes
-  functions  region, the optimizer told to keep the functions (inline=False): the file calls
-             one function per layer; then the cost of onnx.inliner.inline_local_functions on
-             it, and ONNX Runtime on both forms
+  functions  region, the optimizer told to keep the functions (inline=False); where the file
+             keeps them, the cost of onnx.inliner.inline_local_functions on it and ONNX Runtime
+             on both forms. With torch 2.13 it never does: torch.onnx.export always passes an
+             opset to onnxscript's version converter, which inlines every function first
+             (measured: 0 functions, 351 nodes at 4 layers)
 
 Why the layer needs a wrapper: transformers' decoder layers update the key/value cache object
 in place (DynamicLayer.update), a side effect dynamo will not keep inside a region (it inlines

@@ -9,7 +9,9 @@ always on), and the plain anchors: a `torch.onnx.export` script of the same wrap
 exports, loaded as the studio loads it, by torch.export ("plain") or by the TorchScript tracer
 ("plain-ts"): what the exporter itself costs. Medians, and the ratios studio/optimum, studio/plain
 and torchscript/plain-ts. The models: tiny Gemma, Phi3, OPT and Qwen3 decoders (the issue's), a
-corpus decoder by its slug, or `corpus` (every decoder of the corpus, a row that fails with a fix
+corpus decoder by its slug, `depth` (a Qwen2 of hidden 256 at 4, 16 and 28 layers: how the time
+grows with depth), `qwen2-0.5b` (Qwen2.5-0.5B's shapes, 553M parameters, 2.2 GB; each run only
+with 12 GB available), or `corpus` (every decoder of the corpus, a row that fails with a fix
 timed with its fix applied); `--tools` picks the commands (e.g. `--models corpus --tools studio
 plain --runs 1`: the studio beside its exporter on every decoder). `--baseline DIR` times the two
 studio commands of another checkout too (e.g. `git archive main`), beside this one: before and
@@ -26,7 +28,8 @@ optimum-onnx 0.1.0 pins transformers 4.57, so it runs from a virtual environment
 install torch==2.13.0 optimum-onnx==0.1.0 onnxruntime). It reads the folders the studio's
 transformers (5.x) saved; a config it cannot read is its outcome.
 
-    python tests/benchmarks/bench_hf.py [--runs 2] [--models gemma phi3 opt qwen3 | corpus]
+    python tests/benchmarks/bench_hf.py [--runs 2] [--models gemma phi3 opt qwen3 | depth
+                                        | qwen2-0.5b | corpus]
                                         [--tools studio studio-ts optimum plain plain-ts]
                                         [--baseline DIR] [--no-speed] [--no-outcomes] [--catch]
 """
@@ -62,6 +65,23 @@ SPEED = {
                           "word_embed_proj_dim": 32, "max_position_embeddings": 128}),
     "qwen3": ("Qwen3Config", {**TINY, "head_dim": 8}),
 }
+# the depth set (`--models depth`): one Qwen2 width (hidden 256) at 4, 16 and 28 layers, how the
+# export time grows with depth
+def depth_config(layers: int) -> tuple[str, dict[str, Any]]:
+    """The depth set's decoder with `layers` layers: (config class, config)."""
+    return ("Qwen2Config", {**TINY, "hidden_size": 256, "intermediate_size": 512,
+                            "num_hidden_layers": layers})
+
+
+DEPTH = {f"qwen2-d{n}": depth_config(n) for n in (4, 16, 28)}
+# the real-size row (`--models qwen2-0.5b`): Qwen2.5-0.5B's shapes with 28 layers (553M
+# parameters, 2.2 GB in float32; tests/engine/hf_models.QWEN2); each of its runs waits for
+# BIG_FREE_GB of available memory (the machine is shared) and is left out without it
+BIG = {"qwen2-0.5b": ("Qwen2Config", {
+    "vocab_size": 151936, "hidden_size": 896, "intermediate_size": 4864,
+    "num_attention_heads": 14, "num_key_value_heads": 2, "max_position_embeddings": 4096,
+    "tie_word_embeddings": True, "num_hidden_layers": 28})}
+BIG_FREE_GB = 12
 
 # the plain anchors: the studio's own wrapper of the model (loaded as the studio loads it, from
 # the same command-line arguments), exported by torch.onnx.export alone: torch.export
@@ -217,13 +237,27 @@ def speed_models(names: list[str], work: Path) -> dict[str, tuple[Path, tuple[st
     chosen: dict[str, tuple[Path, tuple[str, ...]]] = {}
     for name in names:
         for slug in (list(corpus) if name == "corpus" else [name]):
-            if slug in SPEED:
-                chosen[slug] = (build(slug, *SPEED[slug], work / "models"), ())
+            if slug == "depth":
+                chosen.update({d: (build(d, *DEPTH[d], work / "models"), ()) for d in DEPTH})
+            elif slug in {**SPEED, **DEPTH, **BIG}:
+                chosen[slug] = (build(slug, *{**SPEED, **DEPTH, **BIG}[slug], work / "models"),
+                                ())
             else:
                 arch = corpus[slug]
                 fix = arch.fails.fix if arch.fails is not None and arch.fails.fix else ()
                 chosen[slug] = (arch.build(work / "corpus"), (*arch.args, *fix))
     return chosen
+
+
+def available_gb() -> float:
+    """The memory available now (/proc/meminfo's MemAvailable), in GB; infinite elsewhere."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) / 2**20
+    except OSError:
+        pass
+    return float("inf")
 
 
 def speed(names: list[str], tools: list[str], runs: int, work: Path, cli: Path | None,
@@ -236,10 +270,12 @@ def speed(names: list[str], tools: list[str], runs: int, work: Path, cli: Path |
     models = speed_models(names, work)
     if cli is None:
         tools = [t for t in tools if t != "optimum"]
-    if baseline is not None:
-        tools = [*tools, *BASE_TOOLS]
+    if baseline is not None:  # beside the studio commands asked for
+        tools = [*tools, *(b for b, t in zip(BASE_TOOLS, ("studio", "studio-ts"), strict=True)
+                           if t in tools)]
     walls: dict[tuple[str, str], list[float]] = {}
     cpus: dict[tuple[str, str], list[float]] = {}
+    loads = [os.getloadavg()[0]]
     for run in range(runs):
         for model, (folder, extra) in models.items():
             out = work / f"{model}_{run}"
@@ -254,16 +290,26 @@ def speed(names: list[str], tools: list[str], runs: int, work: Path, cli: Path |
                 "base": studio(folder, out / "b", *extra),
                 "base-ts": studio(folder, out / "bt", *extra, "--exporter", "torchscript")}
             for tool in tools:
+                if model in BIG and available_gb() < BIG_FREE_GB:
+                    print(json.dumps({"model": model, "tool": tool, "run": run,
+                                      "skipped": f"{available_gb():.1f} GB available"}))
+                    walls.setdefault((model, tool), []).append(float("nan"))
+                    cpus.setdefault((model, tool), []).append(float("nan"))
+                    continue
                 root = baseline if tool in BASE_TOOLS and baseline is not None else ROOT
                 wall, cpu, done = timed_cpu(commands[tool], work, root)
                 ok = done.returncode == 0
                 print(json.dumps({"model": model, "tool": tool, "run": run,
                                   "seconds": round(wall, 2), "cpu": round(cpu, 2), "ok": ok,
+                                  "load": round(os.getloadavg()[0], 2),
                                   **({} if ok else {"error": done.stderr.strip()[-300:]})}),
                       flush=True)
                 walls.setdefault((model, tool), []).append(wall if ok else float("nan"))
                 cpus.setdefault((model, tool), []).append(cpu if ok else float("nan"))
             shutil.rmtree(out, ignore_errors=True)
+            loads.append(os.getloadavg()[0])
+    print(f"\nload average (1 min) over the runs: median {statistics.median(loads):.1f}, "
+          f"{min(loads):.1f} to {max(loads):.1f} (2 cores here: {os.cpu_count()})")
     ratios = [r for r in RATIOS if r[0] in tools and r[1] in tools]
     for title, times in (("wall seconds", walls), ("CPU seconds (the process and its worker)",
                                                    cpus)):
@@ -385,8 +431,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--models", nargs="*", default=list(SPEED),
-                        help=f"speed set: {', '.join(SPEED)}, a corpus decoder's slug, or "
-                        "corpus (every corpus decoder)")
+                        help=f"speed set: {', '.join(SPEED)}; depth ({', '.join(DEPTH)}); "
+                        f"{', '.join(BIG)}; a corpus decoder's slug, or corpus (every corpus "
+                        "decoder)")
     parser.add_argument("--tools", nargs="*", default=list(TOOLS), choices=TOOLS)
     parser.add_argument("--no-speed", action="store_true")
     parser.add_argument("--no-outcomes", action="store_true")

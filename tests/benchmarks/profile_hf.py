@@ -46,16 +46,17 @@ def note(depth, label, cpu, wall):
     entry[2] += wall
 TARGETS = {
     "studio": [
-        (1, "onnx_studio.engine.source.hf.loading", "load_hf", "load the model
-        (onnx_studio.engine.source.hf.load_hf)"), (2, "onnx_studio.engine.source.hf.loading",
-        "load_config",
+        (1, "onnx_studio.engine.source.hf.loading", "load_hf",
+         "load the model (onnx_studio.engine.source.hf.load_hf)"),
+        (2, "onnx_studio.engine.source.hf.loading", "load_config",
          "read the config (imports transformers and its model table)"),
         (2, "onnx_studio.engine.source.hf.loading", "_model_class",
          "import the model's class (modeling, generation, masks)"),
-        (2, "onnx_studio.engine.source.hf.parts", "export_parts", "example inputs and the cache
-        (model runs)"), (1, "onnx_studio.engine.pipeline", "_write_hf_parts", "export and commit the
-        files"), (2, "torch.onnx", "export", "torch.onnx.export"), (3,
-        "torch.onnx._internal.exporter._registration", "ONNXRegistry.from_torchlib",
+        (2, "onnx_studio.engine.source.hf.parts", "export_parts",
+         "example inputs and the cache (model runs)"),
+        (1, "onnx_studio.engine.pipeline", "_write_hf_parts", "export and commit the files"),
+        (2, "torch.onnx", "export", "torch.onnx.export"),
+        (3, "torch.onnx._internal.exporter._registration", "ONNXRegistry.from_torchlib",
          "the translation table (torchlib)"),
         (3, "torch.export", "export", "torch.export"),
         (3, "torch.export.exported_program", "ExportedProgram.run_decompositions",
@@ -133,8 +134,10 @@ if KIND == "studio":
         from onnx_studio.engine.cli import build_parser
         from onnx_studio.engine.cli_args import recipe_from_args
         from onnx_studio.engine.protocol import ExportRequest
-        return onnx_studio.engine.worker, build_parser, recipe_from_args, ExportRequest
-    worker, build_parser, recipe_from_args, ExportRequest = step(
+        from onnx_studio.engine.recipe.writing import to_toml
+        return (onnx_studio.engine.worker, build_parser, recipe_from_args, ExportRequest,
+                to_toml)
+    worker, build_parser, recipe_from_args, ExportRequest, to_toml = step(
         "engine imports (worker, protocol)", engine_imports)
     recipe = recipe_from_args(build_parser().parse_args(["export", *ARGS]))
     result = step("the job (onnx_studio.engine.worker.job_export)", lambda: worker.job_export(
@@ -148,9 +151,9 @@ else:
         main()
     except SystemExit:
         pass
-print(json.dumps([[depth, label, cpu, wall] for label, (depth, cpu, wall) in stages.items()])) if
-KIND == "studio":  # the worker skips the interpreter's teardown (onnx_studio.engine.worker): so
-here
+print(json.dumps([[depth, label, cpu, wall] for label, (depth, cpu, wall) in stages.items()]))
+if KIND == "studio":  # the worker skips the interpreter's teardown (onnx_studio.engine.worker):
+    # so here
     sys.stdout.flush()
     import os
     os._exit(0)

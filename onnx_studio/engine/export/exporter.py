@@ -195,19 +195,22 @@ def _export_dynamo(recipe: Recipe, model: Any, args: tuple[Any, ...], path: Path
     input_names = [s.name for s in recipe.inputs]
     if structured.arguments.is_structured(recipe):  # keywords, dicts, tuples, constants
         args, kwargs, input_names, dynamic_shapes = structured.dynamo_call(recipe, model, args)
+    from onnx_studio.engine.export.quick_match import quick_matching
+
     try:
-        program = torch.onnx.export(
-            model, args, None, kwargs=kwargs or None, dynamo=True,
-            input_names=input_names or None,
-            output_names=[s.name for s in recipe.outputs] or None,
-            opset_version=opts.opset,
-            dynamic_shapes=dynamic_shapes,
-            custom_translation_table=translation_table or None,
-            optimize=opts.optimize,
-            export_params=opts.export_params,
-            keep_initializers_as_inputs=opts.keep_initializers_as_inputs,
-            do_constant_folding=opts.do_constant_folding,
-        )
+        with quick_matching(opts.optimize):  # the same file, its optimizer in less time
+            program = torch.onnx.export(
+                model, args, None, kwargs=kwargs or None, dynamo=True,
+                input_names=input_names or None,
+                output_names=[s.name for s in recipe.outputs] or None,
+                opset_version=opts.opset,
+                dynamic_shapes=dynamic_shapes,
+                custom_translation_table=translation_table or None,
+                optimize=opts.optimize,
+                export_params=opts.export_params,
+                keep_initializers_as_inputs=opts.keep_initializers_as_inputs,
+                do_constant_folding=opts.do_constant_folding,
+            )
     except (Exception, SystemExit) as exc:  # sys.exit() in the traced forward: blamed
         found = symbolic_attributes.find(exc)
         if found is not None:  # an attribute computed from a dynamic size (CondConv's groups)

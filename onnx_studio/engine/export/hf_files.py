@@ -96,6 +96,7 @@ def export_part(part: Any, staging: Path, opset: int | None, events: Events,
     import torch
 
     from onnx_studio.engine.export.failures import part_failure
+    from onnx_studio.engine.export.quick_match import quick_matching
 
     started = time.perf_counter()
     events.log(f"exporting {part.file} ({exporter}): inputs {', '.join(part.inputs)}")
@@ -107,11 +108,12 @@ def export_part(part: Any, staging: Path, opset: int | None, events: Events,
                             events)
                 _warn_fixed_axes(_file_inputs(staging / part.file), part, events)
                 return time.perf_counter() - started
-            program = torch.onnx.export(
-                part.module, tuple(part.inputs.values()), dynamo=True,
-                input_names=list(part.inputs), output_names=part.output_names,
-                dynamic_shapes=_dims(part), opset_version=opset or DEFAULT_OPSET,
-                optimize=optimize, verbose=False)
+            with quick_matching(optimize):  # the same file, its optimizer in less time
+                program = torch.onnx.export(
+                    part.module, tuple(part.inputs.values()), dynamo=True,
+                    input_names=list(part.inputs), output_names=part.output_names,
+                    dynamic_shapes=_dims(part), opset_version=opset or DEFAULT_OPSET,
+                    optimize=optimize, verbose=False)
     except StudioError:
         raise
     except Exception as exc:  # by its cause: arguments, operators, the exporter's own

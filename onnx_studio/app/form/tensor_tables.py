@@ -393,7 +393,12 @@ class InputsTable(_TensorTable):
         # its tooltip (cell_tips)
         texts = [i.text() for r in range(self.table.rowCount()) if (i := self.table.item(r, 1))]
         widest = max(map(self.table.fontMetrics().horizontalAdvance, texts), default=40) + 16
-        self.table.setColumnWidth(1, min(widest, max(96, self.table.viewport().width() * 2 // 5)))
+        self.table.setColumnWidth(1, min(widest, max(96, self._table_width() * 2 // 5)))
+
+    def _table_width(self) -> int:
+        """The width the table's cells have (its viewport's, scroll bars aside), read without
+        asking for the viewport widget: PySide would load every widget class to type it."""
+        return self.table.maximumViewportSize().width()
 
     def prefix(self) -> str:
         return "inputs"

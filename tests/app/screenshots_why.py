@@ -13,96 +13,54 @@ from the window itself.
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
-import tempfile
-import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.app.shot_window import shot_window
 
 
 def main(out_dir: Path, width: int = 1024, height: int = 768) -> int:
-    tmp = Path(tempfile.mkdtemp(prefix="shots_why_"))
-    for name in ("CONFIG", "CACHE", "DATA", "OUTPUT"):
-        os.environ.setdefault(f"ONNX_STUDIO_{name}_DIR", str(tmp / name.lower()))
-    from PySide6.QtCore import QEventLoop
-    from PySide6.QtWidgets import QApplication
+    with shot_window("shots_why_", out_dir, width, height) as shots:
+        from tests.engine.explain_models import exported, patched
 
-    from onnx_studio.app import settings as settings_mod
-    from onnx_studio.app.window import MainWindow
-    from tests.engine.explain_models import exported, patched
+        window = shots.window
+        session = window.session
+        folder = shots.tmp / "model"
+        folder.mkdir()
+        onnx_file, recipe = exported(folder, "Stack", "net")
+        good = onnx_file.with_name("good.onnx")
+        shutil.copy(onnx_file, good)
+        patched(good, onnx_file, "layers.2.lin")
 
-    folder = tmp / "model"
-    folder.mkdir()
-    onnx_file, recipe = exported(folder, "Stack", "net")
-    good = onnx_file.with_name("good.onnx")
-    shutil.copy(onnx_file, good)
-    patched(good, onnx_file, "layers.2.lin")
+        window.open_path(recipe)
+        shots.wait_for(session.validationFinished, session.start_validation, 180)
+        explained: list[object] = []
+        session.explainer.explained.connect(explained.append)
+        shots.wait_for(session.explainer.explained, window.tabs.validation.why.why_button.click,
+                       180)
+        shots.shoot("why_graph", ("light",))
+        window.tabs.setCurrentWidget(window.tabs.validation)
+        shots.shoot("why_validation", ("light",))
 
-    app = QApplication.instance() or QApplication(sys.argv[:1])
-    window = MainWindow(settings_mod.Settings(), None)
-    leftovers = (window.autosave.toml, window.autosave.meta)
-    window.load_initial(None)
-    window.setGeometry(0, 0, width, height)
-    window.resize(width, height)
-    window.show()
-    out_dir.mkdir(parents=True, exist_ok=True)
-
-    def pump(seconds: float, until=lambda: False) -> None:
-        deadline = time.perf_counter() + seconds
-        while time.perf_counter() < deadline and not until():
-            app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 20)
-
-    def shoot(name: str) -> Path:
-        pump(0.5)
-        path = out_dir / f"window_{name}_{width}_light.png"
-        window.grab().save(str(path))
-        print("wrote", path)
-        return path
-
-    pump(120, lambda: window.session.runner.ready_info is not None)
-    window.open_path(recipe)
-    validated: list[object] = []
-    window.session.validationFinished.connect(validated.append)
-    window.session.start_validation()
-    pump(180, lambda: bool(validated))
-    explained: list[object] = []
-    window.session.explainer.explained.connect(explained.append)
-    window.tabs.validation.why.why_button.click()
-    pump(180, lambda: bool(explained))
-    pump(1.0)
-    shoot("why_graph")
-    window.tabs.setCurrentWidget(window.tabs.validation)
-    shoot("why_validation")
-
-    # the Variants panel: fp16 of a model with a constant above 65504, plain then auto
-    scaled, scaled_recipe = exported(folder, "Scaled")
-    window.open_path(scaled_recipe)
-    compare = window.tabs.compare
-    compare.set_files(scaled, "")
-    made: list[object] = []
-    window.session.analysis.finished.connect(lambda _job, result: made.append(result))
-    for keep in ("none", "auto"):
-        compare.variants.kind.setCurrentText("fp16")
-        compare.variants.keep.setCurrentText(keep)
-        before = len(made)
-        compare.variants.make_button.click()
-        pump(300, lambda: len(made) > before)  # noqa: B023 (called within the loop)
-    window.tabs.setCurrentWidget(compare)
-    compare.variants.table.setCurrentCell(0, 0)
-    shoot("fp16_overflow")
-    compare.variants.table.setCurrentCell(1, 0)
-    shoot("fp16_keep")
-    compare.variants.graph_button.click()
-    shoot("fp16_keep_graph")
-    window.session.shutdown()
-    window.close()
-    for path in leftovers:
-        path.unlink(missing_ok=True)
-    shutil.rmtree(tmp, ignore_errors=True)
+        # the Variants panel: fp16 of a model with a constant above 65504, plain then auto
+        scaled, scaled_recipe = exported(folder, "Scaled")
+        window.open_path(scaled_recipe)
+        compare = window.tabs.compare
+        compare.set_files(scaled, "")
+        for keep in ("none", "auto"):
+            compare.variants.kind.setCurrentText("fp16")
+            compare.variants.keep.setCurrentText(keep)
+            shots.wait_for(session.analysis.finished, compare.variants.make_button.click)
+        window.tabs.setCurrentWidget(compare)
+        compare.variants.table.setCurrentCell(0, 0)
+        shots.shoot("fp16_overflow", ("light",))
+        compare.variants.table.setCurrentCell(1, 0)
+        shots.shoot("fp16_keep", ("light",))
+        compare.variants.graph_button.click()
+        shots.shoot("fp16_keep_graph", ("light",))
     return 0 if explained else 1
 
 

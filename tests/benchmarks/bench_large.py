@@ -172,16 +172,12 @@ def main() -> None:
     args = parser.parse_args()
     folder = args.keep or Path(tempfile.mkdtemp(prefix="bench_large_"))
     folder.mkdir(parents=True, exist_ok=True)
-    if args.decoders:
+    if args.decoders or args.hf:  # the decoders' or the Qwen2's table instead of the sizes'
         try:
-            decoder_rows(args.decoders, args.runs, folder)
-        finally:
-            if args.keep is None:
-                shutil.rmtree(folder, ignore_errors=True)
-        return
-    if args.hf:
-        try:
-            hf_rows(args.hf, args.runs, folder)
+            if args.decoders:
+                decoder_rows(args.decoders, args.runs, folder)
+            else:
+                hf_rows(args.hf, args.runs, folder)
         finally:
             if args.keep is None:
                 shutil.rmtree(folder, ignore_errors=True)

@@ -27,7 +27,8 @@ ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.slow  # a Ray instance (~20 s to start here) and real exports
 
 TIMEOUT_S = 300
-HANG_LIMIT_S = 60  # the worker's start counts (torch's import): 15-40 s on a loaded machine
+HANG_LIMIT_S = 25  # the worker's start counts (torch's import: 2-3 s idle, more when loaded); a
+# limit reached before the model ran still ends the item and its worker (the tests allow it)
 
 
 @pytest.fixture(scope="module")

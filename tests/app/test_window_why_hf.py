@@ -9,6 +9,7 @@ file of the folder rewritten in place takes the answer away."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import time
@@ -25,7 +26,7 @@ from onnx_studio.app.session import Explanation
 from onnx_studio.app.window import MainWindow
 from tests.app.conftest import EXPORT_TIMEOUT_MS
 from tests.engine.explain_models import patched, scope_ending
-from tests.engine.hf_models import studio_export
+from tests.engine.hf_models import shared_export
 from tests.engine.hf_tiny import build
 
 HF_TIMEOUT_MS = 300_000  # three files to validate or explain on a loaded 2-core machine
@@ -34,13 +35,16 @@ FILES = ["encoder_model.onnx", "decoder_model.onnx", "decoder_with_past_model.on
 
 @pytest.fixture(scope="module")
 def marian(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
-    """(the model folder, the export folder the window exports it to, the patched module):
-    exported by the command line, decoder_model.onnx's layers.1.fc1 weight then scaled."""
-    source = build("marian", tmp_path_factory.mktemp("why_hf")).resolve()
-    out = source.with_name("marian_onnx")  # where the window exports the folder
-    code, doc, err = studio_export(f"hf:{source}", out)
+    """(the model folder, the export folder the window exports it to, the patched module): a
+    copy of the test run's export of it by the command line (`shared_export`), decoder_model.
+    onnx's layers.1.fc1 weight then scaled."""
+    shared, (code, doc, err) = shared_export(tmp_path_factory, build, "marian")
     assert code == 0, err
     assert [f["name"] for f in doc["files"]] == FILES
+    root = tmp_path_factory.mktemp("why_hf").resolve()
+    source, out = root / "marian", root / "marian_onnx"  # where the window exports it
+    shutil.copytree(shared, source)
+    shutil.copytree(shared.with_name("marian_onnx"), out)
     decoder = out / "decoder_model.onnx"
     module = scope_ending(decoder, "layers.1.fc1")
     patched(decoder, decoder, module)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.engine.hf_models import ROOT, build
+from tests.engine.hf_models import ROOT, build, shared_export
 
 USER_MODELS = '''
 import torch
@@ -58,17 +58,6 @@ def studio_export(source: str, out: Path, *args: str) -> Path:
     return out
 
 
-def gpt2_hf(base: Path) -> Path:
-    """The tiny GPT-2 exported from its save_pretrained folder (text generation with past):
-    its model.onnx."""
-    folder = base / "gpt2_onnx"
-    onnx = folder / "model.onnx"
-    if not onnx.exists():
-        base.mkdir(parents=True, exist_ok=True)
-        studio_export(f"hf:{build('gpt2', base)}", folder)
-    return onnx
-
-
 def user_models(base: Path) -> dict[str, Path]:
     """The user's file and its two exports: "py" (the file), "cnn" (SmallCNN, its own code)
     and "factory" (gpt2(), a transformers model the file only builds)."""
@@ -85,11 +74,12 @@ def user_models(base: Path) -> dict[str, Path]:
 
 
 def graph_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The tiny GPT-2's model.onnx ("gpt2") and the user's file and exports (`user_models`),
-    made once per test run for every test process (tests.conftest.shared_folder)."""
+    """The tiny GPT-2's model.onnx ("gpt2": tests/engine/test_hf_export.py's export of it) and
+    the user's file and exports (`user_models`), made once per test run for every test process
+    (tests.conftest.shared_folder)."""
     from tests.conftest import shared_folder
 
-    def make(base: Path) -> dict[str, Path]:
-        return {"gpt2": gpt2_hf(base), **user_models(base)}
-
-    return make(shared_folder(tmp_path_factory, "graph_files", make))
+    source, (code, _, err) = shared_export(tmp_path_factory, build, "gpt2")
+    assert code == 0, err[-3000:]
+    found = user_models(shared_folder(tmp_path_factory, "graph_files", user_models))
+    return {"gpt2": source.with_name("gpt2_onnx") / "model.onnx", **found}

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +75,29 @@ def studio_export(source: str, out: Path, *extra: str) -> tuple[int, dict[str, A
         check=False)
     lines = done.stdout.strip().splitlines()
     return done.returncode, json.loads(lines[-1]) if lines else {}, done.stderr
+
+
+Run = tuple[int, dict[str, Any], str]
+
+
+def shared_export(tmp_path_factory: Any, build: Callable[[str, Path], Path], name: str,
+                  *extra: str) -> tuple[Path, Run]:
+    """`studio_export` of the tiny model `build(name, ...)` saves (`hf:`, `--validate`, EXTRA),
+    run once per test run for every test process (tests.conftest.shared_folder): (the model's
+    folder, the run). The export is the folder `NAME_onnx` beside the model's, where the
+    window exports it. Tests read both; one that changes a file copies them first."""
+    from tests.conftest import shared_folder
+
+    key = "-".join([build.__module__.rsplit(".", 1)[-1], name,
+                    *(e.strip("-").replace("=", "_") for e in extra)])
+
+    def make(folder: Path) -> None:
+        run = studio_export(f"hf:{build(name, folder)}", folder / f"{name}_onnx", *extra)
+        (folder / "run.json").write_text(json.dumps(run), encoding="utf-8")
+
+    folder = shared_folder(tmp_path_factory, key, make)
+    code, doc, err = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    return folder / name, (code, doc, err)
 
 
 def write_recipe(source: str, out: Path, path: Path, task: str | None = None) -> Path:

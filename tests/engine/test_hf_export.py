@@ -1,20 +1,28 @@
 """`onnx-studio export hf:DIR` on tiny random-weight models: files, names, validation and
 greedy generation (issue 14), and `onnx-studio validate FOLDER` of an hf recipe. BERT and GPT-2
 run in every suite; Llama, T5 and Whisper are `corpus` rows of the default run, the others
-`corpus_full`. Each (model, task) is exported once for the module (`exports`) and every test
-that needs it reads that run."""
+`corpus_full`. Each (model, task) is exported once for the test run (`exports`) and every test
+that needs it, in any test process, reads that run."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import onnx
 import pytest
 
-from tests.engine.hf_models import build, studio_export, studio_validate, write_recipe
+from tests.engine.hf_models import (
+    Run,
+    build,
+    shared_export,
+    studio_export,
+    studio_validate,
+    write_recipe,
+)
 
-Run = tuple[int, dict[str, Any], str]
+Exports = Callable[..., tuple[Path, Run]]
 
 
 @pytest.fixture(scope="module")
@@ -23,20 +31,13 @@ def hf_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def exports(hf_folder: Path) -> dict[tuple[str, str], Run]:
-    """Export runs by (model, task or "default"), each made once for the module, on first
-    use (`_export`): a test run alone still makes the one it needs."""
-    return {}
-
-
-def _export(exports: dict[tuple[str, str], Run], folder: Path, name: str,
-            task: str = "default") -> Run:
-    key = (name, task)
-    if key not in exports:
-        source = build(name, folder)
-        extra = [] if task == "default" else ["--task", task]
-        exports[key] = studio_export(f"hf:{source}", folder / f"out_{name}_{task}", *extra)
-    return exports[key]
+def exports(tmp_path_factory: pytest.TempPathFactory) -> Exports:
+    """The export run of (model, task or "default"): made once for the whole test run, on first
+    use, and read by every test and test process that asks (`shared_export`)."""
+    def run(name: str, task: str = "default") -> tuple[Path, Run]:
+        return shared_export(tmp_path_factory, build, name,
+                             *([] if task == "default" else ["--task", task]))
+    return run
 
 
 def _input_names(doc: dict[str, Any], file: str) -> list[str]:
@@ -49,17 +50,18 @@ def _output_names(doc: dict[str, Any], file: str) -> list[str]:
 
 @pytest.mark.timeout(600)  # a loaded 2-core machine; ~20 s when idle
 def test_bert_exports_model_onnx_with_its_default_task(
-        exports: dict[tuple[str, str], Run], hf_folder: Path) -> None:
-    code, doc, err = _export(exports, hf_folder, "bert")
+        exports: Exports) -> None:
+    source, (code, doc, err) = exports("bert")
+    out = source.with_name("bert_onnx")
     assert code == 0, err
     assert doc["ok"] and doc["task"] == "text-classification"
-    assert doc["output"] == str(hf_folder / "out_bert_default")
+    assert doc["output"] == str(out)
     assert [f["name"] for f in doc["files"]] == ["model.onnx"]
     assert _input_names(doc, "model.onnx") == ["input_ids", "attention_mask", "token_type_ids"]
     assert _output_names(doc, "model.onnx") == ["logits"]
     shape = doc["files"][0]["graph"]["inputs"][0]["shape"]
     assert shape == ["batch_size", "sequence_length"]
-    onnx.checker.check_model(str(hf_folder / "out_bert_default" / "model.onnx"))
+    onnx.checker.check_model(str(out / "model.onnx"))
     validation = doc["validation"]
     assert validation["ok"] and "generation" not in validation
     assert {t["kind"] for t in validation["trials"]} == {"export-inputs", "dynamic-size"}
@@ -103,15 +105,15 @@ def _check_decoder_with_past(doc: dict[str, Any], layers: int = 2) -> None:
 
 @pytest.mark.timeout(600)  # a loaded 2-core machine; ~20 s when idle
 def test_gpt2_exports_with_past_and_generates_the_same_tokens(
-        exports: dict[tuple[str, str], Run], hf_folder: Path) -> None:
-    code, doc, err = _export(exports, hf_folder, "gpt2")
+        exports: Exports) -> None:
+    _, (code, doc, err) = exports("gpt2")
     assert code == 0, err
     _check_decoder_with_past(doc)
 
 
 @pytest.mark.timeout(600)  # a loaded 2-core machine; ~20 s when idle
 def test_broken_initializer_fails_validation_and_generation(
-        exports: dict[tuple[str, str], Run], hf_folder: Path, tmp_path: Path) -> None:
+        exports: Exports, tmp_path: Path) -> None:
     """The check can fail: a file whose weight is patched disagrees with PyTorch (exit 1)."""
     import numpy as np
     from onnx import numpy_helper
@@ -121,21 +123,21 @@ def test_broken_initializer_fails_validation_and_generation(
     from onnx_studio.engine.source.hf import load_hf
     from onnx_studio.engine.validation.hf_checks import check_generation, check_parts
 
-    code, _, err = _export(exports, hf_folder, "gpt2")
+    source, (code, _, err) = exports("gpt2")
     assert code == 0, err
-    model = onnx.load(str(hf_folder / "out_gpt2_default" / "model.onnx"))
+    model = onnx.load(str(source.with_name("gpt2_onnx") / "model.onnx"))
     biggest = max(model.graph.initializer, key=lambda t: int(np.prod(t.dims)))
     patched = numpy_helper.to_array(biggest).copy()
     patched[...] = 0.5
     biggest.CopyFrom(numpy_helper.from_array(patched, biggest.name))
     onnx.save(model, str(tmp_path / "model.onnx"))
-    hf = load_hf(f"hf:{hf_folder / 'gpt2'}", hf_folder)
+    hf = load_hf(f"hf:{source}", tmp_path)
     result = check_parts(hf, tmp_path, 1e-3, 1e-5, Events())
     assert not result["ok"] and "disagrees" in result["message"]
     generation = check_generation(hf, tmp_path, steps=5)
     assert not generation["tokens_equal"]
     # and validating that folder (`onnx-studio validate`'s document) fails: exit status 1
-    report = validate_file(_recipe(hf_folder, tmp_path, tmp_path), tmp_path)
+    report = validate_file(_recipe(source, tmp_path, tmp_path), tmp_path)
     assert not report.ok and report.error is not None and report.error.kind == "validation"
     assert report.error.exit_status() == 1
     assert report.validation is not None and report.validation.generation is not None
@@ -143,16 +145,15 @@ def test_broken_initializer_fails_validation_and_generation(
 
 
 @pytest.mark.timeout(600)  # a loaded 2-core machine; ~10 s when idle
-def test_validate_checks_an_exported_folder(exports: dict[tuple[str, str], Run],
-                                            hf_folder: Path, tmp_path: Path) -> None:
+def test_validate_checks_an_exported_folder(exports: Exports, tmp_path: Path) -> None:
     """`onnx-studio validate FOLDER --recipe R` of an hf recipe: each file against PyTorch and
     the greedy tokens, as the export validated them (the export's run, not another)."""
     from onnx_studio.engine.pipeline import validate_file
 
-    code, exported, err = _export(exports, hf_folder, "gpt2")
+    source, (code, exported, err) = exports("gpt2")
     assert code == 0, err
     out = Path(exported["output"])
-    recipe = write_recipe(f"hf:{hf_folder / 'gpt2'}", out, tmp_path / "gpt2.toml")
+    recipe = write_recipe(f"hf:{source}", out, tmp_path / "gpt2.toml")
     code, doc, err = studio_validate(out, recipe)
     assert code == 0, err
     assert doc["ok"] and doc["output"] == str(out) and doc["task"] == exported["task"]
@@ -167,18 +168,18 @@ def test_validate_checks_an_exported_folder(exports: dict[tuple[str, str], Run],
     # without the task's files, and a folder exported for another task
     empty = tmp_path / "empty"
     empty.mkdir()
-    report = validate_file(_recipe(hf_folder, tmp_path, empty), empty)
+    report = validate_file(_recipe(source, tmp_path, empty), empty)
     assert report.error is not None and report.error.exit_status() == 2
     assert report.error.kind == "validation" and "has no model.onnx" in report.error.message
-    report = validate_file(_recipe(hf_folder, tmp_path, out, "text-generation"), out)
+    report = validate_file(_recipe(source, tmp_path, out, "text-generation"), out)
     assert report.error is not None and report.error.exit_status() == 2
     assert "exported for another task" in report.error.message
 
 
-def _recipe(hf_folder: Path, tmp_path: Path, out: Path, task: str | None = None) -> Any:
+def _recipe(source: Path, tmp_path: Path, out: Path, task: str | None = None) -> Any:
     from onnx_studio.engine import recipe
 
-    path = write_recipe(f"hf:{hf_folder / 'gpt2'}", out, tmp_path / "r.toml", task)
+    path = write_recipe(f"hf:{source}", out, tmp_path / "r.toml", task)
     return recipe.load(path)
 
 
@@ -203,9 +204,8 @@ FULL = pytest.mark.corpus_full
 @pytest.mark.corpus
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("name", ["llama", pytest.param("qwen2", marks=FULL)])
-def test_llama_and_qwen2_export_with_past(name: str, exports: dict[tuple[str, str], Run],
-                                          hf_folder: Path) -> None:
-    code, doc, err = _export(exports, hf_folder, name)
+def test_llama_and_qwen2_export_with_past(name: str, exports: Exports) -> None:
+    _, (code, doc, err) = exports(name)
     assert code == 0, err
     _check_decoder_with_past(doc)
 
@@ -214,9 +214,8 @@ def test_llama_and_qwen2_export_with_past(name: str, exports: dict[tuple[str, st
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("name", ["gpt2", pytest.param("llama", marks=FULL),
                                   pytest.param("qwen2", marks=FULL)])
-def test_decoders_export_without_past(name: str, exports: dict[tuple[str, str], Run],
-                                      hf_folder: Path) -> None:
-    code, doc, err = _export(exports, hf_folder, name, "text-generation")
+def test_decoders_export_without_past(name: str, exports: Exports) -> None:
+    _, (code, doc, err) = exports(name, "text-generation")
     assert code == 0, err
     assert _input_names(doc, "model.onnx") == ["input_ids", "attention_mask"]
     assert _output_names(doc, "model.onnx") == ["logits"]
@@ -226,9 +225,8 @@ def test_decoders_export_without_past(name: str, exports: dict[tuple[str, str], 
 @pytest.mark.corpus
 @FULL
 @pytest.mark.timeout(600)
-def test_vit_exports_image_classification(exports: dict[tuple[str, str], Run],
-                                          hf_folder: Path) -> None:
-    code, doc, err = _export(exports, hf_folder, "vit")
+def test_vit_exports_image_classification(exports: Exports) -> None:
+    _, (code, doc, err) = exports("vit")
     assert code == 0, err
     assert doc["task"] == "image-classification"
     assert _input_names(doc, "model.onnx") == ["pixel_values"]
@@ -240,9 +238,8 @@ def test_vit_exports_image_classification(exports: dict[tuple[str, str], Run],
 @pytest.mark.parametrize("name, task", [("t5", "text2text-generation-with-past"),
                                         ("whisper", "automatic-speech-recognition-with-past")])
 def test_encoder_decoders_export_three_files(name: str, task: str,
-                                             exports: dict[tuple[str, str], Run],
-                                             hf_folder: Path) -> None:
-    code, doc, err = _export(exports, hf_folder, name)
+                                             exports: Exports) -> None:
+    _, (code, doc, err) = exports(name)
     assert code == 0, err
     assert doc["task"] == task
     assert [f["name"] for f in doc["files"]] == [

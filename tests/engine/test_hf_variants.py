@@ -28,18 +28,16 @@ FILES = ["decoder_model.onnx", "decoder_with_past_model.onnx", "encoder_model.on
 
 @pytest.fixture(scope="module")
 def marian(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """(the export folder, its recipe) of the tiny Marian."""
-    from onnx_studio.engine import recipe as recipes
-    from onnx_studio.engine.pipeline import export
-    from tests.engine.hf_models import write_recipe
+    """(the export folder, its recipe) of the tiny Marian: the test run's one export of it
+    (`shared_export`), which these tests only read."""
+    from tests.engine.hf_models import shared_export, write_recipe
     from tests.engine.hf_tiny import build
 
-    root = tmp_path_factory.mktemp("hf_variants")
-    out = root / "onnx"
-    recipe_path = write_recipe(f"hf:{build('marian', root / 'models')}", out,
-                               root / "marian.toml")
-    report = export(recipes.load(recipe_path), validate=False)
-    assert report.ok, report.error
+    model, (code, _, err) = shared_export(tmp_path_factory, build, "marian")
+    assert code == 0, err[-3000:]
+    out = model.with_name("marian_onnx")
+    recipe_path = write_recipe(f"hf:{model}", out,
+                               tmp_path_factory.mktemp("hf_variants") / "marian.toml")
     assert sorted(p.name for p in out.glob("*.onnx")) == FILES
     return out, recipe_path
 

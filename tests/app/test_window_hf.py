@@ -154,7 +154,9 @@ def test_gpt2_folder_exports_with_past_and_generates_the_same_tokens(
 
 
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("name", ["bert", "llama", "qwen2", "t5", "whisper", "vit"])
+@pytest.mark.parametrize("name", [  # one of each kind; more with -m corpus_full
+    "bert", "llama", pytest.param("qwen2", marks=pytest.mark.corpus_full), "t5",
+    pytest.param("whisper", marks=pytest.mark.corpus_full), "vit"])
 def test_each_architecture_exports_with_its_default_task(
         name: str, live_window: MainWindow, qtbot, models: Path,
         exported: dict[str, dict[str, Any]]) -> None:

@@ -14,7 +14,7 @@ config class with `torch.manual_seed(0)`, no hub access. A row's outcome is one 
   expected failure (strict), so it flips to a pass, and says so, once the fix lands (no row
   is pending today).
 
-`DEFAULT_RUN` names the rows the default test run exports (one or two per family, a few
+`DEFAULT_RUN` names the rows the default test run exports (one per family, a few
 minutes on two workers); the others are marked `corpus_full` (`python -m pytest -m corpus_full
 tests/corpus` runs them).
 

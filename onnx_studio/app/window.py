@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6 import QtWidgets  # its dialogs, looked up (and loaded) when first opened
+# dialogs, QUrl, QDesktopServices: looked up (their classes made) when first used
+from PySide6 import QtCore, QtGui, QtWidgets
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent, QPaintEvent
 from PySide6.QtWidgets import QMainWindow, QSplitter, QVBoxLayout, QWidget
@@ -125,12 +126,9 @@ class MainWindow(QMainWindow):
         QtWidgets.QMessageBox.about(self, f"About {TITLE}", self.about_text())
 
     def open_log_folder(self) -> None:
-        from PySide6.QtCore import QUrl  # its five enums made when first used, not at start
-        from PySide6.QtGui import QDesktopServices
-
         folder = logs.log_dir()
         folder.mkdir(parents=True, exist_ok=True)
-        QDesktopServices.openUrl(QUrl.fromLocalFile(str(folder)))
+        QtGui.QDesktopServices.openUrl(QtCore.QUrl.fromLocalFile(str(folder)))
 
     def _again(self, job: str) -> None:
         if job == "validate":

@@ -32,7 +32,8 @@ class FormFold(QObject):
         self.results = results
         self._sizes: list[int] = []  # the splitter's sizes when the form was last shown
         self._shown = True  # (the form's isHidden() is true until the window is first shown)
-        self.action = QAction("Show the &form", splitter)
+        self.action = QAction(splitter)  # no QAction(text, ...): see Menus._action
+        self.action.setText("Show the &form")
         self.action.setCheckable(True)
         self.action.setChecked(True)
         self.action.setShortcut(QKeySequence(SHORTCUT))

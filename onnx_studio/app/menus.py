@@ -99,7 +99,10 @@ class Menus:
 
     def _action(self, menu: QMenu, text: str, slot: Callable[..., Any],
                 shortcut: Any = None) -> QAction:
-        action = QAction(text, self.window)
+        # its text set after: QAction(text, parent) is also QAction(icon, text), and PySide
+        # makes the QIcon class (its ~60 theme icons an enum) to tell the two apart
+        action = QAction(self.window)
+        action.setText(text)
         if shortcut is not None:
             keys = shortcut if isinstance(shortcut, list) else [shortcut]
             action.setShortcuts([QKeySequence(k) for k in keys])

@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6 import QtWidgets  # its dialogs, looked up (and loaded) when first opened
-from PySide6.QtCore import Qt, QTimer, QUrl
-from PySide6.QtGui import QCloseEvent, QDesktopServices, QDragEnterEvent, QDropEvent, QPaintEvent
+# dialogs, QUrl, QDesktopServices: looked up (their classes made) when first used
+from PySide6 import QtCore, QtGui, QtWidgets
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent, QPaintEvent
 from PySide6.QtWidgets import QMainWindow, QSplitter, QVBoxLayout, QWidget
 
 from onnx_studio.app import logs, recipes, theme
@@ -20,7 +21,6 @@ from onnx_studio.app import settings as settings_mod
 from onnx_studio.app.first_paint import FirstFrame
 from onnx_studio.app.fold import FormFold
 from onnx_studio.app.form import FormPanel
-from onnx_studio.app.graph import preload_graph_modules
 from onnx_studio.app.menus import Menus
 from onnx_studio.app.placement import Remembered
 from onnx_studio.app.recovery import Autosave
@@ -101,6 +101,8 @@ class MainWindow(QMainWindow):
         self.session.start_worker()
         # The graph view's modules (onnx, numpy, pyqtgraph) load on a background thread
         # once the window is up, so showing the first result does not freeze the window.
+        from onnx_studio.app.graph.tab import preload_graph_modules  # the tab's module too
+
         QTimer.singleShot(300, preload_graph_modules)
 
     # ================================================================= title, status
@@ -126,7 +128,7 @@ class MainWindow(QMainWindow):
     def open_log_folder(self) -> None:
         folder = logs.log_dir()
         folder.mkdir(parents=True, exist_ok=True)
-        QDesktopServices.openUrl(QUrl.fromLocalFile(str(folder)))
+        QtGui.QDesktopServices.openUrl(QtCore.QUrl.fromLocalFile(str(folder)))
 
     def _again(self, job: str) -> None:
         if job == "validate":

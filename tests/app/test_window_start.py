@@ -28,6 +28,10 @@ NOT_AT_FIRST_PAINT = ("numpy", "pyqtgraph", "onnx", "onnxruntime", "torch",
                       "onnx_studio.engine.validation", "onnx_studio.app.validation",
                       "onnx_studio.app.compare", "onnx_studio.app.graph.browser",
                       "onnx_studio.app.graph.canvas", "onnx_studio.app.results.python",
+                      # the Graph tab's own module (built on first show) and the session's
+                      # analysis (compare, profile, variants: made on first use)
+                      "onnx_studio.app.graph.tab", "onnx_studio.app.graph.files",
+                      "onnx_studio.app.session.analysis",
                       "onnx_studio.app.results.warnings",
                       # the jobs, the worker and the protocol they speak: with the first job
                       "onnx_studio.app.jobs", "onnx_studio.app.worker_client",

@@ -345,7 +345,8 @@ class OptionsForm(QGroupBox):
         if opts.opset is not None and not low <= opts.opset <= high:
             messages.append(f"The {exporter} exporter writes opsets {low}–{high}.")
         self.opset_warning.setText(" ".join(messages))
-        self.opset_warning.setStyleSheet(f"color: {theme.warning_text(self.dark)};")
+        if messages:  # no style sheet (a style of its own) for a warning that stays hidden
+            self.opset_warning.setStyleSheet(f"color: {theme.warning_text(self.dark)};")
         self.opset_warning.setVisible(bool(messages))
 
     # ----------------------------------------------------------------- form -> session

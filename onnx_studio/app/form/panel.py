@@ -50,7 +50,18 @@ class Banner(QFrame):
         layout.setContentsMargins(8, 4, 4, 4)
         layout.addLayout(column, 1)
         layout.addWidget(close, 0, Qt.AlignmentFlag.AlignTop)
+        self._dark = False
         self.hide()
+
+    def set_dark(self, dark: bool) -> None:
+        """Its background in the dark (or light) palette's colour; a hidden banner takes it
+        when shown (no style sheet, a style of its own, for a banner that stays hidden)."""
+        self._dark = dark
+        if not self.isHidden():
+            self._paint()
+
+    def _paint(self) -> None:
+        self.setStyleSheet(f"Banner {{ background: {theme.error_background(self._dark)}; }}")
 
     def show_message(self, text: str,
                      actions: Sequence[tuple[str, Callable[[], object]]] = ()) -> None:
@@ -65,6 +76,7 @@ class Banner(QFrame):
             self._row.addWidget(button)
             self.buttons.append(button)
         self.label.setText(text)
+        self._paint()
         self.show()
 
 
@@ -112,4 +124,4 @@ class FormPanel(QWidget):
         """Mark problems in the colours of the dark (or light) palette from now on."""
         for form in (*self.forms, self.hf_task):
             form.dark = dark
-        self.banner.setStyleSheet(f"Banner {{ background: {theme.error_background(dark)}; }}")
+        self.banner.set_dark(dark)

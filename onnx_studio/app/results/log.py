@@ -15,12 +15,16 @@ import re
 import sys
 import unicodedata
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from PySide6.QtGui import QFontMetrics, QTextCursor, QTextOption
+from PySide6.QtGui import QFontMetrics, QTextOption
 from PySide6.QtWidgets import QPlainTextEdit, QWidget
 
 from onnx_studio.app.results.summary import mono
 from onnx_studio.app.session import ExportSession
+
+if TYPE_CHECKING:
+    from PySide6.QtGui import QShowEvent
 
 __all__ = ["LogView", "displayable", "readable", "terminal_lines"]
 
@@ -114,16 +118,31 @@ class LogView(QPlainTextEdit):
         # a long line wraps (a path without spaces anywhere): nothing is cut at the right edge
         self.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
         self.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
-        mono(self)
+        # its fixed-width font is looked up (fontconfig) with the first line or the first show,
+        # not while the window opens: the Log tab is not the one shown then
+        self._mono = False
         self._bar = ""  # the progress bar the last line shows ("": a plain line)
         session.logLine.connect(self.add)
 
+    def _use_mono(self) -> None:
+        if not self._mono:
+            self._mono = True
+            mono(self)
+
+    def showEvent(self, event: QShowEvent) -> None:
+        self._use_mono()
+        super().showEvent(event)
+
     def has_glyph(self, ch: str) -> bool:
         """True when the log's font (or a font Qt falls back to) draws `ch`."""
+        self._use_mono()
         return QFontMetrics(self.font()).inFontUcs4(ord(ch))
 
     def add(self, text: str) -> None:
         """Append what was said, as a terminal shows it (see terminal_lines, displayable)."""
+        from PySide6.QtGui import QTextCursor  # a progress bar's line: its enums made then
+
+        self._use_mono()
         bar = self.verticalScrollBar()
         at_end = bar.value() >= bar.maximum() - 4
         for line, key in terminal_lines(text.rstrip("\n")):

@@ -83,7 +83,8 @@ class ProvenanceBar(QWidget):
 
     def set_dark(self, dark: bool) -> None:
         self._dark = dark
-        self._paint_banner()
+        if not self.banner.isHidden():  # a hidden banner is painted as it is shown
+            self._paint_banner()
 
     def _paint_banner(self) -> None:
         background = (theme.warning_background(self._dark) if self._stale
@@ -148,8 +149,10 @@ class ProvenanceBar(QWidget):
         self.again.setText("Export again" if again == "export"
                            else "Validate it" if opened else "Validate again")
         self.again.setProperty("job", again)
-        self._paint_banner()
-        self.banner.setVisible(stale is not None or bool(note))
+        shown = stale is not None or bool(note)
+        if shown:  # no style sheet (a style of its own) for a banner that stays hidden
+            self._paint_banner()
+        self.banner.setVisible(shown)
 
     def _again(self) -> None:
         self.againRequested.emit(str(self.again.property("job") or "export"))

@@ -10,8 +10,8 @@ import html
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, QUrl
-from PySide6.QtGui import QDesktopServices, QFontDatabase, QPalette
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontDatabase, QPalette
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
@@ -35,6 +35,8 @@ from onnx_studio.app.session import ExportSession
 from onnx_studio.engine.errors import plain
 
 if TYPE_CHECKING:  # the protocol loads with the first result, after the first paint
+    from PySide6.QtCore import QUrl
+
     from onnx_studio.engine.protocol import Error, ExportFacts, ExportReport
 
 DEFAULT_DOMAIN = ""  # the ONNX operator set's domain name in `opset_imports`
@@ -82,7 +84,7 @@ class SummaryView(QWidget):
         self.details_button.setCheckable(True)
         self.details = QPlainTextEdit()
         self.details.setReadOnly(True)
-        mono(self.details)
+        self._details_mono = False  # its fixed-width font: looked up when first shown
         self.facts = QTextBrowser()
         self.facts.setOpenExternalLinks(False)
         self.facts.setOpenLinks(False)  # a link opens the folder; the Summary stays as it is
@@ -198,6 +200,9 @@ class SummaryView(QWidget):
         return True
 
     def _toggle_details(self, on: bool) -> None:
+        if on and not self._details_mono:  # fontconfig asked for it now, not at start
+            mono(self.details)
+            self._details_mono = True
         self.details.setVisible(on)
         self.details_button.setText("Hide details" if on else "Show details")
 
@@ -265,6 +270,8 @@ class SummaryView(QWidget):
 
     def _facts_html(self, report: ExportReport, extra: ExportFacts,
                     shown: ExportOutcome | OpenedFile) -> str:
+        from PySide6.QtCore import QUrl
+
         from onnx_studio.engine.protocol import Graph, known
 
         rows: list[tuple[str, str]] = []
@@ -362,4 +369,6 @@ class SummaryView(QWidget):
             self.refresh()
 
     def _open_link(self, url: QUrl) -> None:
+        from PySide6.QtGui import QDesktopServices
+
         QDesktopServices.openUrl(url)

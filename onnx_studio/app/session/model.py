@@ -23,7 +23,6 @@ from PySide6.QtCore import QObject, Signal
 
 from onnx_studio.app.outcomes import ExportOutcome, OpenedFile, ValidationOutcome
 from onnx_studio.app.session import hugging_face
-from onnx_studio.app.session.analysis import AnalysisModel
 from onnx_studio.app.session.belonging import Standing
 from onnx_studio.app.session.describing import Describer
 from onnx_studio.app.session.explaining import Explainer
@@ -33,6 +32,7 @@ from onnx_studio.app.session.results import Results, Stale
 
 if TYPE_CHECKING:  # the job machinery and the protocol load after the window's first paint
     from onnx_studio.app.jobs import JobRunner
+    from onnx_studio.app.session.analysis import AnalysisModel
     from onnx_studio.engine.protocol import (
         Candidate,
         DevicesResult,
@@ -83,14 +83,14 @@ class ExportSession(RecipeEdits):
         self.results = Results(self)
         self.jobs = Jobs(lambda: self.runner, self, self.results)
         self.describer = Describer(self, self.jobs, use_worker)
-        self.analysis = AnalysisModel(self, self.jobs)
+        self._analysis: AnalysisModel | None = None  # made on first use (`analysis`)
         self.explainer = Explainer(self, self.jobs, self.results)
         # the Why? of a validation goes with it: an export or another file starts afresh
         self.jobs.exportStarted.connect(self.explainer.drop)
         self.results.fileOpened.connect(self.explainer.drop)
         self.results.changed.connect(self.explainer.follow)
-        self.results.more_files = self.analysis.files  # watched too: a profile's, a comparison's
-        self.analysis.finished.connect(lambda _job, _found: self.results.refollow())
+        # watched too: a profile's, a comparison's (none before the analysis is first used)
+        self.results.more_files = lambda: self._analysis.files() if self._analysis else []
         # the file read again after it changed on disk: Validate checks it as it is now
         self.results.fileOpened.connect(lambda _opened: self.recheck())
         chained = (
@@ -114,6 +114,17 @@ class ExportSession(RecipeEdits):
             part.connect(own)
         self._listening = False
         self._listen(True)
+
+    @property
+    def analysis(self) -> AnalysisModel:
+        """The compare, profile and variant jobs and what they found; made on first use
+        (the Compare tab, a job): the window's first paint does without its module."""
+        if self._analysis is None:
+            from onnx_studio.app.session.analysis import AnalysisModel
+
+            self._analysis = AnalysisModel(self, self.jobs)
+            self._analysis.finished.connect(lambda _job, _found: self.results.refollow())
+        return self._analysis
 
     # ================================================================= the worker
 

@@ -6,7 +6,7 @@ start against a second anchor: a plain PySide6 window showing the same kinds and
 widgets as the studio's first frame, without application code.
 
     cd /work/main && QT_QPA_PLATFORM=offscreen python tests/benchmarks/bench_window.py \
-        [--runs 5] [--start-only]
+        [--runs 5] [--start-only] [--instructions]
 """
 
 from __future__ import annotations
@@ -103,6 +103,28 @@ def launch_times(runs: int, env: dict[str, str]) -> tuple[list[float], list[floa
     return wall, inside, bare, form
 
 
+def instructions(env: dict[str, str]) -> dict[str, float] | None:
+    """Millions of CPU instructions of one start of each (valgrind's callgrind, when installed):
+    the same on every run whatever else the machine does, where a loaded machine moves the
+    wall-clock medians by half. None without valgrind."""
+    import re
+    import shutil
+
+    if shutil.which("valgrind") is None:
+        return None
+    counts = {}
+    for name, code in (("studio", GUI), ("bare", BARE_WINDOW), ("form", FORM_WINDOW)):
+        with tempfile.TemporaryDirectory() as out:
+            done = subprocess.run(["valgrind", "--tool=callgrind",
+                                   f"--callgrind-out-file={out}/cg.out", sys.executable, "-c",
+                                   code], cwd=REPO, env=env, capture_output=True, text=True,
+                                  check=True, timeout=600)
+        found = re.search(r"Collected : (\d+)", done.stderr)
+        assert found, done.stderr[-2000:]
+        counts[name] = int(found.group(1)) / 1e6
+    return counts
+
+
 def export_measurements(runs: int) -> tuple[list[float], list[float], float]:
     """Longest event-loop stall per export and first-event latency per warm export."""
     from PySide6.QtCore import QElapsedTimer, QEventLoop, QTimer
@@ -178,6 +200,8 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--start-only", action="store_true",
                         help="only the start against the bare window (no export)")
+    parser.add_argument("--instructions", action="store_true",
+                        help="also count each start's CPU instructions (valgrind's callgrind)")
     args = parser.parse_args()
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     tmp = Path(tempfile.mkdtemp(prefix="bench_window_"))
@@ -215,6 +239,14 @@ def main() -> int:
           f"{statistics.median(form) / statistics.median(bare):.2f}x the bare one)")
     if not args.start_only:
         print(f"(one export + validation of the default recipe took {first_export:.1f} s cold)")
+    counts = instructions(env) if args.instructions else None
+    if counts is not None:
+        print(f"\nCPU instructions of one start (callgrind; load-independent): studio "
+              f"{counts['studio']:.1f} M, bare QMainWindow {counts['bare']:.1f} M "
+              f"({counts['studio'] / counts['bare']:.2f}x), plain window with the same widgets "
+              f"{counts['form']:.1f} M ({counts['studio'] / counts['form']:.2f}x)")
+    elif args.instructions:
+        print("\n(--instructions: valgrind is not installed)")
     return 0
 
 

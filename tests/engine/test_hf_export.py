@@ -1,6 +1,6 @@
 """`onnx-studio export hf:DIR` on tiny random-weight models: files, names, validation and
 greedy generation (issue 14), and `onnx-studio validate FOLDER` of an hf recipe. BERT and GPT-2
-run in every suite; Llama, T5 and Whisper are `corpus` rows of the default run, the others
+run in every suite; Llama and Whisper are `corpus` rows of the default run, the others
 `corpus_full`. Each (model, task) is exported once for the test run (`exports`) and every test
 that needs it, in any test process, reads that run."""
 
@@ -197,7 +197,8 @@ def test_wrong_requests_exit_2(hf_folder: Path, tmp_path: Path) -> None:
 
 
 # the default run exports one row of each kind; the architectures beyond it (Qwen2 differs from
-# Llama by its attention's biases, ViT is the corpus's default row too) run with -m corpus_full
+# Llama by its attention's biases; ViT and T5 are the corpus's and the window's default rows
+# too) run with -m corpus_full
 FULL = pytest.mark.corpus_full
 
 
@@ -235,8 +236,9 @@ def test_vit_exports_image_classification(exports: Exports) -> None:
 
 @pytest.mark.corpus
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("name, task", [("t5", "text2text-generation-with-past"),
-                                        ("whisper", "automatic-speech-recognition-with-past")])
+@pytest.mark.parametrize("name, task", [
+    pytest.param("t5", "text2text-generation-with-past", marks=FULL),  # the window's default
+    ("whisper", "automatic-speech-recognition-with-past")])
 def test_encoder_decoders_export_three_files(name: str, task: str,
                                              exports: Exports) -> None:
     _, (code, doc, err) = exports(name)

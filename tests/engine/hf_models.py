@@ -64,7 +64,10 @@ def build(name: str, folder: Path) -> Path:
     return target
 
 
-def studio_export(source: str, out: Path, *extra: str) -> tuple[int, dict[str, Any], str]:
+Run = tuple[int, dict[str, Any], str]  # (exit status, the JSON document, standard error)
+
+
+def studio_export(source: str, out: Path, *extra: str) -> Run:
     """Run `onnx-studio export SOURCE -o OUT --validate --json EXTRA` in a child process:
     (exit status, the JSON document, standard error)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
@@ -75,9 +78,6 @@ def studio_export(source: str, out: Path, *extra: str) -> tuple[int, dict[str, A
         check=False)
     lines = done.stdout.strip().splitlines()
     return done.returncode, json.loads(lines[-1]) if lines else {}, done.stderr
-
-
-Run = tuple[int, dict[str, Any], str]
 
 
 def shared_export(tmp_path_factory: Any, build: Callable[[str, Path], Path], name: str,

@@ -38,13 +38,14 @@ def marian(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
     """(the model folder, the export folder the window exports it to, the patched module): a
     copy of the test run's export of it by the command line (`shared_export`), decoder_model.
     onnx's layers.1.fc1 weight then scaled."""
-    shared, (code, doc, err) = shared_export(tmp_path_factory, build, "marian")
+    shared = shared_export(tmp_path_factory, build, "marian")
+    code, doc, err = shared.run
     assert code == 0, err
     assert [f["name"] for f in doc["files"]] == FILES
     root = tmp_path_factory.mktemp("why_hf").resolve()
     source, out = root / "marian", root / "marian_onnx"  # where the window exports it
-    shutil.copytree(shared, source)
-    shutil.copytree(shared.with_name("marian_onnx"), out)
+    shutil.copytree(shared.model, source)
+    shutil.copytree(shared.output, out)
     decoder = out / "decoder_model.onnx"
     module = scope_ending(decoder, "layers.1.fc1")
     patched(decoder, decoder, module)

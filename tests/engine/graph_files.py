@@ -79,7 +79,7 @@ def graph_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     (tests.conftest.shared_folder)."""
     from tests.conftest import shared_folder
 
-    source, (code, _, err) = shared_export(tmp_path_factory, build, "gpt2")
-    assert code == 0, err[-3000:]
+    gpt2 = shared_export(tmp_path_factory, build, "gpt2")
+    assert gpt2.run[0] == 0, gpt2.run[2][-3000:]
     found = user_models(shared_folder(tmp_path_factory, "graph_files", user_models))
-    return {"gpt2": source.with_name("gpt2_onnx") / "model.onnx", **found}
+    return {"gpt2": gpt2.output / "model.onnx", **found}

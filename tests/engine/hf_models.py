@@ -12,7 +12,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parents[2]
 VOCAB = 500
@@ -80,12 +80,20 @@ def studio_export(source: str, out: Path, *extra: str) -> Run:
     return done.returncode, json.loads(lines[-1]) if lines else {}, done.stderr
 
 
+class SharedExport(NamedTuple):
+    """A tiny model's folder, the folder its export wrote beside it (`NAME_onnx`, where the
+    window exports it) and the run that wrote it."""
+
+    model: Path
+    output: Path
+    run: Run
+
+
 def shared_export(tmp_path_factory: Any, build: Callable[[str, Path], Path], name: str,
-                  *extra: str) -> tuple[Path, Run]:
+                  *extra: str) -> SharedExport:
     """`studio_export` of the tiny model `build(name, ...)` saves (`hf:`, `--validate`, EXTRA),
-    run once per test run for every test process (tests.conftest.shared_folder): (the model's
-    folder, the run). The export is the folder `NAME_onnx` beside the model's, where the
-    window exports it. Tests read both; one that changes a file copies them first."""
+    run once per test run for every test process (tests.conftest.shared_folder). Tests read
+    both folders; one that changes a file copies them first."""
     from tests.conftest import shared_folder
 
     key = "-".join([build.__module__.rsplit(".", 1)[-1], name,
@@ -97,7 +105,7 @@ def shared_export(tmp_path_factory: Any, build: Callable[[str, Path], Path], nam
 
     folder = shared_folder(tmp_path_factory, key, make)
     code, doc, err = json.loads((folder / "run.json").read_text(encoding="utf-8"))
-    return folder / name, (code, doc, err)
+    return SharedExport(folder / name, folder / f"{name}_onnx", (code, doc, err))
 
 
 def write_recipe(source: str, out: Path, path: Path, task: str | None = None) -> Path:

@@ -14,7 +14,7 @@ import onnx
 import pytest
 
 from tests.engine.hf_models import (
-    Run,
+    SharedExport,
     build,
     shared_export,
     studio_export,
@@ -22,7 +22,7 @@ from tests.engine.hf_models import (
     write_recipe,
 )
 
-Exports = Callable[..., tuple[Path, Run]]
+Exports = Callable[..., SharedExport]
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +34,7 @@ def hf_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def exports(tmp_path_factory: pytest.TempPathFactory) -> Exports:
     """The export run of (model, task or "default"): made once for the whole test run, on first
     use, and read by every test and test process that asks (`shared_export`)."""
-    def run(name: str, task: str = "default") -> tuple[Path, Run]:
+    def run(name: str, task: str = "default") -> SharedExport:
         return shared_export(tmp_path_factory, build, name,
                              *([] if task == "default" else ["--task", task]))
     return run
@@ -51,8 +51,9 @@ def _output_names(doc: dict[str, Any], file: str) -> list[str]:
 @pytest.mark.timeout(600)  # a loaded 2-core machine; ~20 s when idle
 def test_bert_exports_model_onnx_with_its_default_task(
         exports: Exports) -> None:
-    source, (code, doc, err) = exports("bert")
-    out = source.with_name("bert_onnx")
+    bert = exports("bert")
+    code, doc, err = bert.run
+    out = bert.output
     assert code == 0, err
     assert doc["ok"] and doc["task"] == "text-classification"
     assert doc["output"] == str(out)
@@ -106,7 +107,7 @@ def _check_decoder_with_past(doc: dict[str, Any], layers: int = 2) -> None:
 @pytest.mark.timeout(600)  # a loaded 2-core machine; ~20 s when idle
 def test_gpt2_exports_with_past_and_generates_the_same_tokens(
         exports: Exports) -> None:
-    _, (code, doc, err) = exports("gpt2")
+    code, doc, err = exports("gpt2").run
     assert code == 0, err
     _check_decoder_with_past(doc)
 
@@ -123,9 +124,11 @@ def test_broken_initializer_fails_validation_and_generation(
     from onnx_studio.engine.source.hf import load_hf
     from onnx_studio.engine.validation.hf_checks import check_generation, check_parts
 
-    source, (code, _, err) = exports("gpt2")
+    gpt2 = exports("gpt2")
+    code, _, err = gpt2.run
+    source = gpt2.model
     assert code == 0, err
-    model = onnx.load(str(source.with_name("gpt2_onnx") / "model.onnx"))
+    model = onnx.load(str(gpt2.output / "model.onnx"))
     biggest = max(model.graph.initializer, key=lambda t: int(np.prod(t.dims)))
     patched = numpy_helper.to_array(biggest).copy()
     patched[...] = 0.5
@@ -150,7 +153,9 @@ def test_validate_checks_an_exported_folder(exports: Exports, tmp_path: Path) ->
     the greedy tokens, as the export validated them (the export's run, not another)."""
     from onnx_studio.engine.pipeline import validate_file
 
-    source, (code, exported, err) = exports("gpt2")
+    gpt2 = exports("gpt2")
+    code, exported, err = gpt2.run
+    source = gpt2.model
     assert code == 0, err
     out = Path(exported["output"])
     recipe = write_recipe(f"hf:{source}", out, tmp_path / "gpt2.toml")
@@ -206,7 +211,7 @@ FULL = pytest.mark.corpus_full
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("name", ["llama", pytest.param("qwen2", marks=FULL)])
 def test_llama_and_qwen2_export_with_past(name: str, exports: Exports) -> None:
-    _, (code, doc, err) = exports(name)
+    code, doc, err = exports(name).run
     assert code == 0, err
     _check_decoder_with_past(doc)
 
@@ -216,7 +221,7 @@ def test_llama_and_qwen2_export_with_past(name: str, exports: Exports) -> None:
 @pytest.mark.parametrize("name", ["gpt2", pytest.param("llama", marks=FULL),
                                   pytest.param("qwen2", marks=FULL)])
 def test_decoders_export_without_past(name: str, exports: Exports) -> None:
-    _, (code, doc, err) = exports(name, "text-generation")
+    code, doc, err = exports(name, "text-generation").run
     assert code == 0, err
     assert _input_names(doc, "model.onnx") == ["input_ids", "attention_mask"]
     assert _output_names(doc, "model.onnx") == ["logits"]
@@ -227,7 +232,7 @@ def test_decoders_export_without_past(name: str, exports: Exports) -> None:
 @FULL
 @pytest.mark.timeout(600)
 def test_vit_exports_image_classification(exports: Exports) -> None:
-    _, (code, doc, err) = exports("vit")
+    code, doc, err = exports("vit").run
     assert code == 0, err
     assert doc["task"] == "image-classification"
     assert _input_names(doc, "model.onnx") == ["pixel_values"]
@@ -241,7 +246,7 @@ def test_vit_exports_image_classification(exports: Exports) -> None:
     ("whisper", "automatic-speech-recognition-with-past")])
 def test_encoder_decoders_export_three_files(name: str, task: str,
                                              exports: Exports) -> None:
-    _, (code, doc, err) = exports(name)
+    code, doc, err = exports(name).run
     assert code == 0, err
     assert doc["task"] == task
     assert [f["name"] for f in doc["files"]] == [

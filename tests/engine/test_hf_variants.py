@@ -33,10 +33,10 @@ def marian(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     from tests.engine.hf_models import shared_export, write_recipe
     from tests.engine.hf_tiny import build
 
-    model, (code, _, err) = shared_export(tmp_path_factory, build, "marian")
-    assert code == 0, err[-3000:]
-    out = model.with_name("marian_onnx")
-    recipe_path = write_recipe(f"hf:{model}", out,
+    marian = shared_export(tmp_path_factory, build, "marian")
+    assert marian.run[0] == 0, marian.run[2][-3000:]
+    out = marian.output
+    recipe_path = write_recipe(f"hf:{marian.model}", out,
                                tmp_path_factory.mktemp("hf_variants") / "marian.toml")
     assert sorted(p.name for p in out.glob("*.onnx")) == FILES
     return out, recipe_path

@@ -72,10 +72,10 @@ def test_keep_fp32_names_the_unknown_file_of_a_folder(
 
     from tests.engine.hf_models import shared_export, write_recipe
 
-    model, (code, _, err) = shared_export(tmp_path_factory, hf_tiny.build, "marian")
-    assert code == 0, err[-3000:]
-    out = model.with_name("marian_onnx")
-    recipe = write_recipe(f"hf:{model}", out, tmp_path / "marian.toml")
+    marian = shared_export(tmp_path_factory, hf_tiny.build, "marian")
+    assert marian.run[0] == 0, marian.run[2][-3000:]
+    out = marian.output
+    recipe = write_recipe(f"hf:{marian.model}", out, tmp_path / "marian.toml")
     node = onnx.load(str(out / "decoder_model.onnx"), load_external_data=False).graph.node[0]
     code, doc = cli("variant", str(out), "--recipe", str(recipe), "--kind", "fp16",
                     "-o", str(tmp_path / "fp16"), "--keep-fp32", f"ghost.onnx:{node.name}")

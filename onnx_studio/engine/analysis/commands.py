@@ -176,7 +176,7 @@ def request_of(args: argparse.Namespace) -> tuple[AnalysisRequest, Path]:
                               provider=args.provider, threads=args.threads,
                               optimization=args.optimization,
                               dims=parse_dims(args.dim)), Path.cwd()
-    assert text is not None  # --recipe is required
+    assert recipe is not None and text is not None  # --recipe is required
     if args.command == "explain":
         model = _file(args.model)
         repro = _file(args.output) if args.output else None

@@ -498,24 +498,24 @@ def _verdict(doc: dict) -> tuple:
             [o["name"] for o in (doc["graph"] or {}).get("outputs", [])])
 
 
-@pytest.mark.slow  # a tiny BERT traced and validated twice, a module recipe twice
+@pytest.mark.slow  # a tiny BERT and a module, each traced and validated twice
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("kind", ["module", "hf"])
 def test_the_python_tab_s_code_does_what_the_cli_does(tmp_path: Path, kind: str) -> None:
     """The Python tab's script, run on its own, answers with the CLI's document for the same
     recipe (`onnx-studio export --recipe R --json`): the same outcome, files, verdict and
     output names; its code imports onnx_studio's public API, never the engine's modules."""
+    # traced by TorchScript: what is tried is the script against the CLI, not the exporter
+    # (test_generated_script_exports_what_the_studio_would tries the dynamo scripts)
     if kind == "module":
         _write_net(tmp_path)
         text = (f'version = 1\n[model]\nsource = "net.py:Net"\nkwargs = {{ hidden = 6 }}\n'
                 f'{TWO_INPUTS}\n[export]\noutput = "out/net.onnx"\nopset = 18\n'
-                '[validate]\nenabled = true\n')
+                'exporter = "torchscript"\n[validate]\nenabled = true\n')
     else:
         from tests.engine.hf_tiny import build
 
         folder = build("bert", tmp_path / "models")
-        # traced by TorchScript: what is tried is the script against the CLI, not the
-        # exporter (the window's and the CLI's Hugging Face exports try dynamo)
         text = (f'version = 1\n[model]\nsource = "hf:{folder}"\n'
                 'kwargs = { task = "feature-extraction" }\n'
                 '[export]\noutput = "out/bert_onnx"\nopset = 18\nexporter = "torchscript"\n'

@@ -26,7 +26,7 @@ from tests.conftest import wait_until
 from tests.zoo.zoo_models import batch_command, cli_env, hang_pids, write_recipe
 
 TIMEOUT_S = 200
-HANG_LIMIT_S = 25  # the worker's start counts (torch's import: 2-3 s idle, more when loaded); a
+HANG_LIMIT_S = 15  # the worker's start counts (torch's import: 2-3 s idle, more when loaded); a
 # limit reached before the model ran still ends the item and its worker (the tests allow it)
 ITEMS = {"pass": ("Net", True), "fail": ("Raises", False), "crash": ("Exits", False),
          "segfault": ("Segfaults", False)}

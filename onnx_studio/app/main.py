@@ -26,6 +26,23 @@ def _load_qt_free() -> None:
         importlib.import_module(name)
 
 
+def _load_qt() -> None:
+    """PySide6's widgets, told at once that the modules loaded before them do not use PySide.
+
+    PySide reads the source of each module an import names after it loads, looking for its own
+    name (shibokensupport.feature: a module that uses PySide may switch its `__feature__`s), and
+    marks the module in a table, -1 for one that does not; typing, pathlib, dataclasses and the
+    rest of what loaded first (none of it imports PySide6) would be read again the first time a
+    window module imports from them (~1 MB of source, ~14 M instructions of a start). A PySide6
+    without that table, or one loaded already, is left as it is."""
+    before = None if "PySide6" in sys.modules else list(sys.modules)
+    importlib.import_module("PySide6.QtWidgets")
+    marks = getattr(sys.modules.get("shibokensupport.feature"), "pyside_feature_dict", None)
+    if before is not None and isinstance(marks, dict):
+        for name in before:
+            marks.setdefault(name, -1)
+
+
 def _collect_again() -> None:
     """After the first frame: what the start made stays out of the collector's sight
     (gc.freeze; still freed when its last reference goes), and it collects what comes next."""
@@ -46,6 +63,7 @@ def run(path: str | None = None, exit_after_paint: bool = False,
     # graph). It collects again once the first frame is drawn.
     gc.disable()
     _load_qt_free()
+    _load_qt()
     from PySide6.QtWidgets import QApplication
 
     from onnx_studio.app import settings as settings_mod

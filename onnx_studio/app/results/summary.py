@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QFontDatabase, QPalette
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
@@ -53,6 +53,8 @@ def human_size(size: int) -> str:
 
 def mono(widget: QWidget) -> None:
     """Show `widget`'s text in the system's fixed-width font."""
+    from PySide6.QtGui import QFontDatabase  # its class made when a text is first shown so
+
     widget.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
 
 

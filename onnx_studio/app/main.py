@@ -19,8 +19,10 @@ _T0 = time.perf_counter()  # "launch" for window_s: this module starts loading
 
 def _load_qt_free() -> None:
     """The window's Qt-free modules (the recipe and its TOML, the files, the settings, the
-    outcomes), loaded before Qt, so that PySide does not read their source (_load_qt)."""
-    for name in ("onnx_studio.app.outcomes", "onnx_studio.app.recipes", "onnx_studio.app.settings"):
+    recipe's fingerprints), loaded before Qt, so that PySide does not read their source
+    (_load_qt)."""
+    for name in ("onnx_studio.app.fingerprints", "onnx_studio.app.recipes",
+                 "onnx_studio.app.settings"):
         importlib.import_module(name)
 
 

@@ -116,9 +116,9 @@ _FLAGS = ("--exit-after-paint", "--expand-all")
 
 def _usual(args: list[str]) -> tuple[str | None, bool, bool] | None:
     """(file, exit_after_paint, expand_all) of the usual command lines, `[FILE]
-    [--exit-after-paint] [--expand-all]`, read without building and running argparse's parser
-    (~6 M instructions of a start); None for any other (help, an abbreviated or unknown option,
-    a second file), which argparse then reads, or refuses saying why."""
+    [--exit-after-paint] [--expand-all]`, read without argparse (its import is ~10 M
+    instructions of a start); None for any other (help, an abbreviated or unknown option, a
+    second file), which argparse then reads, or refuses saying why."""
     files = [a for a in args if a not in _FLAGS]
     if len(files) > 1 or any(f.startswith("-") for f in files):
         return None

@@ -254,22 +254,3 @@ def test_the_kwargs_field_writes_plain_values_as_the_recipe_writer_does() -> Non
         assert parse_table(format_table(values)) == values
     assert format_table({"nan": float("nan")}) == written_table({"nan": float("nan")}) == \
         "nan = nan"
-
-
-def test_the_usual_command_lines_read_as_argparse_reads_them() -> None:
-    """onnx_studio.app.main reads `[FILE] [--exit-after-paint] [--expand-all]` itself; what it
-    reads is what argparse reads, and anything else goes to argparse."""
-    import argparse
-
-    from onnx_studio.app.main import _usual
-
-    parser = argparse.ArgumentParser()
-    parser.add_argument("file", nargs="?")
-    parser.add_argument("--exit-after-paint", action="store_true")
-    parser.add_argument("--expand-all", action="store_true")
-    for args in ([], ["r.toml"], ["--exit-after-paint"], ["m.onnx", "--expand-all"],
-                 ["--expand-all", "--exit-after-paint", "m.onnx"], ["--exit-after-paint"] * 2):
-        read = parser.parse_args(args)
-        assert _usual(args) == (read.file, read.exit_after_paint, read.expand_all), args
-    for args in (["-h"], ["--exit"], ["a.toml", "b.toml"], ["--"], ["-"], ["--other"]):
-        assert _usual(args) is None, args

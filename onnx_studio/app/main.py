@@ -6,6 +6,7 @@ lives in the worker process, and onnx/pyqtgraph load when the Graph tab first ne
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import gc
 import importlib
@@ -111,20 +112,6 @@ def run(path: str | None = None, exit_after_paint: bool = False,
     return int(app.exec())
 
 
-_FLAGS = ("--exit-after-paint", "--expand-all")
-
-
-def _usual(args: list[str]) -> tuple[str | None, bool, bool] | None:
-    """(file, exit_after_paint, expand_all) of the usual command lines, `[FILE]
-    [--exit-after-paint] [--expand-all]`, read without argparse (its import is ~10 M
-    instructions of a start); None for any other (help, an abbreviated or unknown option, a
-    second file), which argparse then reads, or refuses saying why."""
-    files = [a for a in args if a not in _FLAGS]
-    if len(files) > 1 or any(f.startswith("-") for f in files):
-        return None
-    return (files[0] if files else None, _FLAGS[0] in args, _FLAGS[1] in args)
-
-
 def main(argv: list[str] | None = None, prog: str = "python -m onnx_studio.app") -> int:
     """`python -m onnx_studio.app [FILE] [--exit-after-paint] [--expand-all]` (`onnx-studio
     gui` too, as `prog`); the exit status."""
@@ -133,22 +120,17 @@ def main(argv: list[str] | None = None, prog: str = "python -m onnx_studio.app")
         from onnx_studio.engine.worker import main as worker_main
 
         return worker_main()
-    usual = _usual(args_list)
-    if usual is None:
-        import argparse
-
-        parser = argparse.ArgumentParser(prog=prog, description="ONNX Export Studio")
-        parser.add_argument("file", nargs="?", help="a recipe (.toml), model or .onnx file")
-        parser.add_argument(_FLAGS[0], action="store_true",
-                            help="paint once, print timings as JSON and exit")
-        parser.add_argument(_FLAGS[1], action="store_true",
-                            help="with --exit-after-paint: time the graph painted fully expanded")
-        args = parser.parse_args(args_list)
-        usual = (args.file, args.exit_after_paint, args.expand_all)
+    parser = argparse.ArgumentParser(prog=prog, description="ONNX Export Studio")
+    parser.add_argument("file", nargs="?", help="a recipe (.toml), model or .onnx file")
+    parser.add_argument("--exit-after-paint", action="store_true",
+                        help="paint once, print timings as JSON and exit")
+    parser.add_argument("--expand-all", action="store_true",
+                        help="with --exit-after-paint: time the graph painted fully expanded")
+    args = parser.parse_args(args_list)
     from onnx_studio.app.platform_memo import usable  # before Qt: no display, missing libraries
 
     frozen = getattr(sys, "frozen", False)
     status = usable(Path(sys.executable).name if frozen else prog)
     if status:
         return status
-    return run(*usual)
+    return run(args.file, args.exit_after_paint, args.expand_all)

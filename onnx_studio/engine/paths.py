@@ -136,6 +136,25 @@ def recipe_inputs(recipe: Recipe) -> list[Path]:
     return [path for field, path in _named_paths(recipe) if field != "export output"]
 
 
+def repro_folder(recipe: Recipe, explained: Path, repro_dir: Path | None,
+                 inputs: list[Path]) -> Path:
+    """The folder `onnx-studio explain` writes its repro into (`repro_dir`, else beside the
+    explained file: `NAME.repro` for a Hugging Face export folder, `STEM.repro` for a file),
+    checked as every folder output is (onnx_studio.engine.file_set.check_folder_output: a
+    `write` error, exit 2, for a file, one of `inputs` or the recipe's, or a folder holding
+    files the studio did not write there). Cheap: the command line checks it before a worker
+    starts, and explain itself again with the data files the explained file reads."""
+    from onnx_studio.engine.file_set import check_folder_output
+
+    explained = Path(explained)
+    default = explained.name + ".repro" if is_folder_source(recipe.model.source) \
+        else explained.stem + ".repro"
+    if explained.is_dir():
+        inputs = [*inputs, *(p for p in explained.iterdir() if p.is_file())]
+    return check_folder_output(repro_dir or explained.with_name(default), "repro",
+                               [explained, *inputs, *recipe_inputs(recipe)], "The repro folder")
+
+
 def output_folder(recipe: Recipe) -> Path:
     """Where the recipe's export writes (and stages its temporary files): the folder itself
     for a folder export (a Hugging Face source), else the .onnx file's folder."""

@@ -11,7 +11,7 @@ from onnx_studio.app.validation.common import texts
 from onnx_studio.app.validation.tab import OUTPUT_HEADERS
 from onnx_studio.app.window import MainWindow
 from tests.app.conftest import EXPORT_TIMEOUT_MS
-from tests.engine.hf_models import build
+from tests.engine.hf_models import build, shared_export
 
 pytestmark = pytest.mark.usefixtures("shared_runner")
 
@@ -20,16 +20,20 @@ pytestmark = pytest.mark.usefixtures("shared_runner")
 @pytest.mark.timeout(600)
 def test_the_hf_validation_tab_says_dtype_rule_prompt_and_what_tokens_prove(
         live_window: MainWindow, qtbot, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """On the test run's export of a tiny GPT-2 (`shared_export`, in the folder the window
+    exports it to), validated from the window."""
     window, session = live_window, live_window.session
-    folder = build("gpt2", tmp_path_factory.mktemp("hf_words"))
-    assert window.open_hf_folder(folder)
+    shared = shared_export(tmp_path_factory, build, "gpt2")
+    assert shared.run[0] == 0, shared.run[2][-3000:]
+    assert window.open_hf_folder(shared.model)
     qtbot.waitUntil(lambda: window.form.hf_task.task.count() > 0, timeout=EXPORT_TIMEOUT_MS)
-    with session.edit("options") as recipe:
-        recipe.validate.enabled = True
-    with qtbot.waitSignal(session.exportFinished, timeout=300_000) as blocker:
-        qtbot.mouseClick(window.form.export_bar.export_button, Qt.MouseButton.LeftButton)
-    report = blocker.args[0].report
-    assert report is not None and report.validation is not None, blocker.args[0].error
+    assert session.validate_target == shared.output, session.validate_reason
+    button = window.form.export_bar.validate_button
+    qtbot.waitUntil(button.isEnabled, timeout=EXPORT_TIMEOUT_MS)
+    with qtbot.waitSignal(session.validationFinished, timeout=300_000) as blocker:
+        qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+    report = blocker.args[0]
+    assert report.validation is not None and report.ok, blocker.args[0]
     tab = window.tabs.validation
     window.tabs.setCurrentWidget(tab)
 

@@ -214,15 +214,19 @@ def test_the_python_tab_writes_a_hugging_face_export_that_runs(
     window, session = live_window, live_window.session
     open_hf(window, qtbot, build("bert", hf_models))
     type_output(window, tmp_path / "bert_onnx")
+    # traced by TorchScript (what is tried is the tab's script, not the exporter): the
+    # script must carry the choice
+    window.form.options_form.exporter.setCurrentText("torchscript")
     message = export_and_wait(window, qtbot)
     assert message["report"]["ok"], message["report"]["error"]
+    assert message["report"]["exporter"] == "torchscript"
 
     python = window.tabs.python
     window.tabs.setCurrentWidget(python)
     code = python.text.toPlainText()
     assert "cannot be written" not in code, code
     assert not python.reason.isVisible(), python.reason.text()
-    assert session.recipe.model.source in code
+    assert session.recipe.model.source in code and "torchscript" in code, code
     compile(code, "export_model.py", "exec")
     # the script does the export: the same folder again, from a process of its own
     (tmp_path / "bert_onnx").rename(tmp_path / "by_the_window")

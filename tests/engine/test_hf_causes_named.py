@@ -165,7 +165,8 @@ def test_a_model_that_returns_no_cache_is_named_with_the_task_that_exports(
 
 def test_a_model_that_is_not_the_same_twice_is_said_to_be_so(folder: Path) -> None:
     code, doc, err = cli("export", f"hf:{build('vitmae', folder)}", "-o",
-                         str(folder / "out_vitmae"), "--validate", cwd=folder)
+                         str(folder / "out_vitmae"), "--validate", "--exporter", "torchscript",
+                         cwd=folder)  # two eager runs differ: found before any file is run
     assert code == 1, err
     error = doc["error"]
     assert error["kind"] == "validation"

@@ -90,6 +90,9 @@ def test_a_hugging_face_recipe_saved_elsewhere_reopens_and_exports(
     form = window.form.hf_task
     qtbot.waitUntil(lambda: form.task.count() > 0, timeout=EXPORT_TIMEOUT_MS)
     window.session.set_task("text-generation")  # without past: the shortest export of GPT-2
+    # traced by TorchScript: what is tried is the saved recipe's paths, not the exporter (the
+    # saved recipe carries the choice back)
+    window.form.options_form.exporter.setCurrentText("torchscript")
     output = folder.with_name("gpt2_onnx")
 
     saved = tmp_path / "recipes" / "gpt2.toml"
@@ -99,6 +102,7 @@ def test_a_hugging_face_recipe_saved_elsewhere_reopens_and_exports(
     assert recipe.model.source == "hf:../models/gpt2"
     assert recipe.resolve("../models/gpt2").resolve() == folder
     assert recipe.output_path.resolve() == output
+    assert recipe.export.exporter == "torchscript"
 
     window.session.new_recipe()
     assert window.open_path(saved), window.form.banner.label.text()
@@ -106,6 +110,6 @@ def test_a_hugging_face_recipe_saved_elsewhere_reopens_and_exports(
     qtbot.waitUntil(lambda: form.task.count() > 0, timeout=EXPORT_TIMEOUT_MS)
     message = export_and_wait(window, qtbot)
     report = message["report"]
-    assert report["ok"], report["error"]
+    assert report["ok"] and report["exporter"] == "torchscript", report["error"]
     assert [Path(f["path"]).resolve().parent for f in report["files"]] == [output]
     assert (output / "model.onnx").is_file()

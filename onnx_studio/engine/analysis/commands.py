@@ -22,6 +22,10 @@ from typing import Any, TextIO
 
 from onnx_studio.engine.errors import StudioError
 from onnx_studio.engine.events import Events
+from onnx_studio.engine.export.hf_files import check_output_folder
+from onnx_studio.engine.export.onnx_file import check_output_path
+from onnx_studio.engine.file_set import check_apart
+from onnx_studio.engine.paths import repro_folder
 from onnx_studio.engine.protocol import (
     CompareDocument,
     CompareRequest,
@@ -38,7 +42,7 @@ from onnx_studio.engine.protocol import (
     VariantResult,
     WarningItem,
 )
-from onnx_studio.engine.recipe import Recipe, check_recipe, to_toml
+from onnx_studio.engine.recipe import Recipe, check_recipe, is_folder_source, to_toml
 
 COMMANDS = ("compare", "profile", "variant", "explain")
 AnalysisDocument = CompareDocument | ProfileDocument | VariantReport | ExplainDocument
@@ -157,9 +161,9 @@ def run(args: argparse.Namespace, events: Events, run_job: RunJob) -> AnalysisDo
 
 
 def request_of(args: argparse.Namespace) -> tuple[AnalysisRequest, Path]:
-    """The worker request for the command line, checked first (a wrong flag or recipe is exit
-    status 2 before any worker starts), and the folder where the job writes (for the clean-up
-    of a killed job)."""
+    """The worker request for the command line, checked first (a wrong flag or recipe, or an
+    output the command would refuse, is exit status 2 before any worker starts), and the
+    folder where the job writes (for the clean-up of a killed job)."""
     recipe = _recipe(args.recipe)
     text = to_toml(recipe) if recipe is not None else None
     base = str(recipe.base_dir) if recipe is not None else None
@@ -172,10 +176,11 @@ def request_of(args: argparse.Namespace) -> tuple[AnalysisRequest, Path]:
                               provider=args.provider, threads=args.threads,
                               optimization=args.optimization,
                               dims=parse_dims(args.dim)), Path.cwd()
-    assert text is not None  # --recipe is required
+    assert recipe is not None and text is not None  # --recipe is required
     if args.command == "explain":
         model = _file(args.model)
         repro = _file(args.output) if args.output else None
+        repro_folder(recipe, Path(model), Path(repro) if repro else None, [])
         return ExplainRequest(onnx=model, recipe=text, base_dir=base, repro_dir=repro), \
             Path(repro).parent if repro else Path(model).parent
     for name in ("rtol", "atol"):
@@ -184,12 +189,22 @@ def request_of(args: argparse.Namespace) -> tuple[AnalysisRequest, Path]:
             raise StudioError("recipe", f"--{name} must be a finite number of at least 0.",
                               exit_code=2)
     output = _file(args.output)
+    _check_variant_output(recipe, Path(_file(args.model)), Path(output))
     return VariantRequest(onnx=_file(args.model), recipe=text, base_dir=base, kind=args.kind,
                           output=output, rtol=args.rtol, atol=args.atol,
                           keep_io_types=not args.no_keep_io_types,
                           optimization=args.optimization,
                           keep_fp32=keep_fp32_request(args.keep_fp32, args.kind)), \
         Path(output).parent
+
+
+def _check_variant_output(recipe: Recipe, source: Path, output: Path) -> None:
+    """The variant's output, refused (kind `write`, exit 2) before a worker starts when the
+    variant itself would refuse it (onnx_studio.engine.analysis.variants, folder_variants)."""
+    if is_folder_source(recipe.model.source):
+        check_output_folder(output, "variant", [source])
+    else:
+        check_apart([check_output_path(output)], [source], "The variant")
 
 
 def keep_fp32_request(text: str | None, kind: str) -> str | None:

@@ -32,7 +32,7 @@ from onnx_studio.engine.analysis.repro import Slice, slice_graph
 from onnx_studio.engine.errors import StudioError, one_line
 from onnx_studio.engine.events import Events
 from onnx_studio.engine.export.onnx_file import with_data_files
-from onnx_studio.engine.file_set import FolderWrite, check_folder_output
+from onnx_studio.engine.file_set import FolderWrite
 from onnx_studio.engine.graph.source_frame import source_frame
 from onnx_studio.engine.recipe import Recipe
 from onnx_studio.engine.validation.nodes import downstream, first_divergent
@@ -59,7 +59,7 @@ def explain(recipe: Recipe, path: Path, events: Events | None = None,
     Raises StudioError: exit 2 for a wrong request (no such file, not a dynamo export, inputs
     the capture cannot take, a repro folder holding other files), 1 when it cannot run.
     """
-    from onnx_studio.engine.paths import recipe_inputs
+    from onnx_studio.engine.paths import repro_folder
     from onnx_studio.engine.source.hf import is_hf_source
 
     events = events or Events()
@@ -67,12 +67,8 @@ def explain(recipe: Recipe, path: Path, events: Events | None = None,
     hf = is_hf_source(recipe.model.source)
     # the file (or folder) explained, its data files and what the recipe reads: a repro never
     # replaces one of them, whatever the spelling of the path (`..`, a symlink, a hard link)
-    inputs = [*with_data_files(path), *recipe_inputs(recipe)]
-    if path.is_dir():
-        inputs += [p for p in path.iterdir() if p.is_file()]
-    folder = check_folder_output(repro_dir or path.with_name(
-        path.name + ".repro" if hf else path.stem + ".repro"), "repro", inputs,
-        "The repro folder") if write_repro else None
+    inputs = with_data_files(path)
+    folder = repro_folder(recipe, path, repro_dir, inputs) if write_repro else None
     with contextlib.ExitStack() as stack:
         write = None if folder is None else stack.enter_context(
             FolderWrite(folder, output="repro", inputs=inputs, what="The repro folder"))

@@ -28,6 +28,7 @@ from onnx_studio.engine.export import (
 )
 from onnx_studio.engine.export.capture import captured, warn
 from onnx_studio.engine.export.choice import choose_exporter
+from onnx_studio.engine.export.exporter_state import modes_kept
 from onnx_studio.engine.export.onnx_file import (
     AtomicOnnxWrite,
     check_output_path,
@@ -290,19 +291,20 @@ def _export_torchscript(recipe: Recipe, model: Any, args: tuple[Any, ...], path:
     if flat:  # it takes positional tensors and returns tensors: the model wrapped to fit
         model, args, input_names = structured.torchscript_call(recipe, model, args)
     try:
-        torch.onnx.export(
-            model, args, str(path), dynamo=False,
-            input_names=input_names or None,
-            output_names=[s.name for s in recipe.outputs] or None,
-            opset_version=opset,
-            dynamic_axes=inputs_mod.dynamic_axes(recipe),
-            export_params=opts.export_params,
-            keep_initializers_as_inputs=opts.keep_initializers_as_inputs,
-            training=training,
-            operator_export_type=operator_export_type,
-            do_constant_folding=opts.do_constant_folding,
-            custom_opsets=opts.custom_opsets or None,
-        )
+        with modes_kept(model):  # a wrapper's mode never reaches the model
+            torch.onnx.export(
+                model, args, str(path), dynamo=False,
+                input_names=input_names or None,
+                output_names=[s.name for s in recipe.outputs] or None,
+                opset_version=opset,
+                dynamic_axes=inputs_mod.dynamic_axes(recipe),
+                export_params=opts.export_params,
+                keep_initializers_as_inputs=opts.keep_initializers_as_inputs,
+                training=training,
+                operator_export_type=operator_export_type,
+                do_constant_folding=opts.do_constant_folding,
+                custom_opsets=opts.custom_opsets or None,
+            )
     except (Exception, SystemExit) as exc:  # sys.exit() in the traced forward: blamed
         raise _classify(exc, recipe, lambda: diagnose.unsupported_operators_torchscript(
             model, args, opset, opts.operator_export_type), user_file) from None

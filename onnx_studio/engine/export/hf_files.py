@@ -11,7 +11,7 @@ from typing import Any
 
 from onnx_studio.engine.errors import StudioError
 from onnx_studio.engine.events import Events
-from onnx_studio.engine.export.exporter_state import forget_exported_graphs
+from onnx_studio.engine.export.exporter_state import forget_exported_graphs, modes_kept
 from onnx_studio.engine.export.onnx_file import (
     INLINE_LIMIT,
     check_writable,
@@ -196,9 +196,11 @@ def _trace_part(part: Any, path: Path, opset: int, external_data: str,
     alone.mkdir()  # parts exported one after another never meet
     try:
         traced = alone / path.name
-        torch.onnx.export(part.module, tuple(part.inputs.values()), str(traced), dynamo=False,
-                          input_names=list(part.inputs), output_names=part.output_names,
-                          dynamic_axes=axes, opset_version=opset)
+        with modes_kept(part.module):
+            torch.onnx.export(part.module, tuple(part.inputs.values()), str(traced),
+                              dynamo=False, input_names=list(part.inputs),
+                              output_names=part.output_names, dynamic_axes=axes,
+                              opset_version=opset)
         # the weights' bytes: the files beside the model, or (inline) the model's own size,
         # which the weights are nearly all of
         weight_bytes = sum(p.stat().st_size for p in alone.iterdir())

@@ -20,10 +20,32 @@ _T0 = time.perf_counter()  # "launch" for window_s: this module starts loading
 
 def _load_qt_free() -> None:
     """The window's Qt-free modules (the recipe and its TOML, the files, the settings, the
-    outcomes), loaded before Qt: PySide reads the source of every module that an import
-    after it names (its check for `from __feature__ import`), the standard library's too."""
-    for name in ("onnx_studio.app.outcomes", "onnx_studio.app.recipes", "onnx_studio.app.settings"):
+    recipe's fingerprints), loaded before Qt, so that PySide does not read their source
+    (_load_qt)."""
+    for name in ("onnx_studio.app.fingerprints", "onnx_studio.app.recipes",
+                 "onnx_studio.app.settings"):
         importlib.import_module(name)
+
+
+_FEATURE = "shibokensupport.feature"  # PySide's module of `from __feature__ import ...`
+
+
+def _load_qt() -> None:
+    """PySide6's widgets, told at once that the modules loaded before them do not use PySide.
+
+    PySide reads the source of each module an import names after it loads, looking for its own
+    name (shibokensupport.feature: a module that uses PySide may switch its `__feature__`s), and
+    marks the module in a table, -1 for one that does not; typing, pathlib, dataclasses and the
+    rest of what loaded first (none of it imports PySide6) would be read when a window module
+    first imports from them (~1 MB of source, ~13 M instructions of a start). A PySide6
+    without that table, or one loaded already, is left as it is."""
+    before = None if "PySide6" in sys.modules else list(sys.modules)
+    importlib.import_module("PySide6.QtWidgets")
+    feature = sys.modules.get(_FEATURE)
+    marks = getattr(feature, "pyside_feature_dict", None)
+    if before is not None and isinstance(marks, dict):
+        for name in before:
+            marks.setdefault(name, -1)
 
 
 def _collect_again() -> None:
@@ -46,6 +68,7 @@ def run(path: str | None = None, exit_after_paint: bool = False,
     # graph). It collects again once the first frame is drawn.
     gc.disable()
     _load_qt_free()
+    _load_qt()
     from PySide6.QtWidgets import QApplication
 
     from onnx_studio.app import settings as settings_mod

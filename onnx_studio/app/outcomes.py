@@ -2,22 +2,20 @@
 when it ran.
 
 `ExportOutcome` and `ValidationOutcome` hold a job's end as onnx_studio.engine.protocol classes (the
-views read their fields, never the worker's dicts). A `Stamp` names the recipe (its `fingerprint`,
-and `export_fingerprint`: what the export reads, [validate] aside), the ONNX file (path, size,
-mtime) a result belongs to, and the time the action ran, so the session can tell whether it is still
-current and the header can say when it was made. Qt-free.
+views read their fields, never the worker's dicts). A `Stamp` names the recipe (its fingerprints:
+onnx_studio.app.fingerprints), the ONNX file (path, size, mtime) a result belongs to, and the time
+the action ran, so the session can tell whether it is still current and the header can say when it
+was made. Qt-free. Loaded with the first result or file followed, not at the window's start
+(its dataclasses' generated methods are ~26 M instructions): its readers import it where they
+meet a result, and name its classes in annotations only under TYPE_CHECKING.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-from onnx_studio.engine import recipe as recipes
-from onnx_studio.engine.recipe import Recipe
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # an outcome holds protocol classes; they load with the first job
     from onnx_studio.engine.protocol import (
@@ -30,40 +28,7 @@ if TYPE_CHECKING:  # an outcome holds protocol classes; they load with the first
     )
 
 __all__ = ["ExportOutcome", "FileStamp", "JobStart", "OpenedFile", "Stamp", "ValidationOutcome",
-           "export_fingerprint", "failure_hint", "fingerprint", "run_fingerprint"]
-
-
-def _digest(data: dict[str, Any], recipe: Recipe) -> str:
-    """The data and the recipe's folder as one canonical text. Fingerprints are only compared
-    in this process, so the text itself serves: exact, and no hash module to load at start."""
-    text = json.dumps(data, sort_keys=True, default=str)
-    return f"{text}\0{recipe.base_dir}"
-
-
-def fingerprint(recipe: Recipe) -> str:
-    """The recipe's data and its folder as a canonical text: equal recipes, equal fingerprints.
-
-    Cheap (no TOML writing): the dirty flag and every result's stamp use it on each edit.
-    """
-    return _digest(recipes.to_dict(recipe), recipe)
-
-
-def export_fingerprint(recipe: Recipe) -> str:
-    """The fingerprint of what an export reads: the recipe without its [validate] table, so a
-    new tolerance leaves an export current (its validation is judged again instead)."""
-    data = recipes.to_dict(recipe)
-    data["validate"] = {}
-    return _digest(data, recipe)
-
-
-def run_fingerprint(recipe: Recipe) -> str:
-    """The fingerprint of what a validation runs: the recipe without its tolerances, which
-    only judge the differences a run found (a new tolerance is judged again, nothing re-run),
-    and without `enabled`, which says when a validation runs, not what it does."""
-    data = recipes.to_dict(recipe)
-    data["validate"] = {k: v for k, v in data["validate"].items()
-                        if k not in ("rtol", "atol", "enabled")}
-    return _digest(data, recipe)
+           "failure_hint"]
 
 
 @dataclass(frozen=True)

@@ -17,16 +17,16 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QProxyStyle, QStyle, QStyleOption, QTabWidget, QWidget
 
 from onnx_studio.app.graph import findings
-from onnx_studio.app.outcomes import ExportOutcome, JobStart, OpenedFile, ValidationOutcome
 from onnx_studio.app.results.log import LogView
-from onnx_studio.app.results.provenance import Shown
 from onnx_studio.app.results.summary import SummaryView
 from onnx_studio.app.session import Explanation, ExportSession
 
 if TYPE_CHECKING:
     from onnx_studio.app.compare import CompareTab
     from onnx_studio.app.graph import GraphTab
+    from onnx_studio.app.outcomes import ExportOutcome, JobStart, OpenedFile, ValidationOutcome
     from onnx_studio.app.results import PythonView, WarningsView
+    from onnx_studio.app.results.provenance import Shown
     from onnx_studio.app.validation import ValidationTab
 
 MIN_WIDTH = 380
@@ -61,6 +61,8 @@ class SnugTabs(QProxyStyle):
 
 
 def _file_of(shown: ExportOutcome | ValidationOutcome | OpenedFile) -> Path | None:
+    from onnx_studio.app.outcomes import OpenedFile  # loaded with the first result
+
     if isinstance(shown, OpenedFile):
         return shown.path
     return shown.stamp.onnx.path if shown.stamp.onnx is not None else None

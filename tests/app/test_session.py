@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
+from onnx_studio.app.fingerprints import fingerprint
 from onnx_studio.app.jobs import JobRunner
-from onnx_studio.app.outcomes import ExportOutcome, FileStamp, ValidationOutcome, fingerprint
+from onnx_studio.app.outcomes import ExportOutcome, FileStamp, ValidationOutcome
 from onnx_studio.app.recipes import fallback_recipe
 from onnx_studio.app.session import ExportSession
 from onnx_studio.engine import recipe as recipes

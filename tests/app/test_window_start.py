@@ -33,6 +33,8 @@ NOT_AT_FIRST_PAINT = ("numpy", "pyqtgraph", "onnx", "onnxruntime", "torch",
                       "onnx_studio.app.graph.tab", "onnx_studio.app.graph.files",
                       "onnx_studio.app.session.analysis",
                       "onnx_studio.app.results.warnings",
+                      # a job's outcome and an opened file's: with the first of them
+                      "onnx_studio.app.outcomes",
                       # the jobs, the worker and the protocol they speak: with the first job
                       "onnx_studio.app.jobs", "onnx_studio.app.worker_client",
                       "onnx_studio.engine.worker_process",

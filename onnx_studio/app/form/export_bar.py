@@ -25,12 +25,12 @@ from PySide6.QtWidgets import (
 
 from onnx_studio.app import theme
 from onnx_studio.app.form import marks
-from onnx_studio.app.outcomes import ExportOutcome, JobStart, ValidationOutcome
 from onnx_studio.app.recipes import relative_source
 from onnx_studio.app.session import ExportSession
 from onnx_studio.app.session.belonging import Standing
 
 if TYPE_CHECKING:
+    from onnx_studio.app.outcomes import ExportOutcome, JobStart, ValidationOutcome
     from onnx_studio.engine.protocol import Validation
 
 EXPORT_TIP = "Export the model (Ctrl+E)"

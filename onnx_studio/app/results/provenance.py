@@ -13,6 +13,7 @@ import html
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -26,11 +27,13 @@ from PySide6.QtWidgets import (
 )
 
 from onnx_studio.app import theme
-from onnx_studio.app.outcomes import ExportOutcome, OpenedFile, ValidationOutcome
 from onnx_studio.app.session import ExportSession, Stale
 
-# what a tab shows: a job's result, an opened file, a graph's file, a note (str), or nothing
-Shown = ExportOutcome | ValidationOutcome | OpenedFile | Path | str | None
+if TYPE_CHECKING:  # the outcomes load with the first result or file opened
+    from onnx_studio.app.outcomes import ExportOutcome, OpenedFile, ValidationOutcome
+
+    # what a tab shows: a job's result, an opened file, a graph's file, a note (str), or nothing
+    Shown = ExportOutcome | ValidationOutcome | OpenedFile | Path | str | None
 REJUDGED = ("Judged again at the form's tolerance from the stored differences; nothing was "
             "re-run.")
 
@@ -100,24 +103,33 @@ class ProvenanceBar(QWidget):
         shown, session = self._provider(), self.session
         stale: Stale | None = None
         note = ""
+        opened = False
+        if shown is not None and not isinstance(shown, Path | str):
+            from onnx_studio.app.outcomes import OpenedFile
+
+            opened = isinstance(shown, OpenedFile)
         if session.busy:
             self.origin.setText("<i>A job is running…</i>")
-        elif isinstance(shown, ExportOutcome | ValidationOutcome):
-            onnx = shown.stamp.onnx
-            file = html.escape(onnx.path.name) if onnx else "no file written"
-            self.origin.setToolTip(str(onnx.path) if onnx else "")
-            made = "exported" if isinstance(shown, ExportOutcome) else "validated"
-            text = (f"<b>{file}</b> — {made} {when(shown.stamp.at)} from "
-                    f"{html.escape(shown.stamp.label or 'the recipe')}")
-            if isinstance(shown, ValidationOutcome) and shown.rejudged:
-                text += ", judged again at the form's tolerance (nothing re-run)"
-                note = REJUDGED
-            elif isinstance(shown, ExportOutcome):  # its validation judged again: Validate
-                checked = session.results.validation_of(shown.stamp)
-                note = REJUDGED if checked is not None and checked.rejudged else ""
-            self.origin.setText(text)
-            stale = session.stale(shown)
-        elif isinstance(shown, OpenedFile):
+        elif shown is None:
+            self.origin.setText("<i>Nothing yet: export, or open an .onnx file.</i>")
+        elif isinstance(shown, Path):
+            self.origin.setToolTip(str(shown))
+            self.origin.setText(f"<b>{html.escape(shown.name)}</b>")
+        elif isinstance(shown, str):
+            self.origin.setText(f"<i>{html.escape(shown)}</i>")
+        else:
+            stale, note = self._show_result(shown)
+        self._show_banner(stale, note, opened=opened)
+
+    def _show_result(self, shown: ExportOutcome | ValidationOutcome | OpenedFile
+                     ) -> tuple[Stale | None, str]:
+        """Name the result or the opened file shown, and when it was made; (why it is out of
+        date, a note on it)."""
+        from onnx_studio.app.outcomes import ExportOutcome, OpenedFile, ValidationOutcome
+
+        session = self.session
+        note = ""
+        if isinstance(shown, OpenedFile):
             self.origin.setToolTip(str(shown.path))
             export = session.export_result
             after = (f" after its export at {when(export.stamp.at)}" if export is not None
@@ -126,15 +138,21 @@ class ProvenanceBar(QWidget):
             self.origin.setText(f"<b>{html.escape(shown.path.name)}</b> — {how} "
                                 f"{when(shown.at)}; Validate uses the inputs of "
                                 f"{html.escape(session.recipe_label())}")
-            stale = session.stale(shown)
-        elif isinstance(shown, Path):
-            self.origin.setToolTip(str(shown))
-            self.origin.setText(f"<b>{html.escape(shown.name)}</b>")
-        elif isinstance(shown, str):
-            self.origin.setText(f"<i>{html.escape(shown)}</i>")
-        else:
-            self.origin.setText("<i>Nothing yet: export, or open an .onnx file.</i>")
-        self._show_banner(stale, note, opened=isinstance(shown, OpenedFile))
+            return session.stale(shown), note
+        onnx = shown.stamp.onnx
+        file = html.escape(onnx.path.name) if onnx else "no file written"
+        self.origin.setToolTip(str(onnx.path) if onnx else "")
+        made = "exported" if isinstance(shown, ExportOutcome) else "validated"
+        text = (f"<b>{file}</b> — {made} {when(shown.stamp.at)} from "
+                f"{html.escape(shown.stamp.label or 'the recipe')}")
+        if isinstance(shown, ValidationOutcome) and shown.rejudged:
+            text += ", judged again at the form's tolerance (nothing re-run)"
+            note = REJUDGED
+        elif isinstance(shown, ExportOutcome):  # its validation judged again: Validate
+            checked = session.results.validation_of(shown.stamp)
+            note = REJUDGED if checked is not None and checked.rejudged else ""
+        self.origin.setText(text)
+        return session.stale(shown), note
 
     def _show_banner(self, stale: Stale | None, note: str, opened: bool) -> None:
         """The stale banner (what is out of date, and the job that brings it up to date), or

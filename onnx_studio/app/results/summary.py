@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QFontDatabase, QPalette
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
@@ -22,13 +22,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from onnx_studio.app.outcomes import (
-    ExportOutcome,
-    JobStart,
-    OpenedFile,
-    ValidationOutcome,
-    failure_hint,
-)
 from onnx_studio.app.results.provenance import when
 from onnx_studio.app.results.why import WhyBar
 from onnx_studio.app.session import ExportSession
@@ -37,6 +30,12 @@ from onnx_studio.engine.errors import plain
 if TYPE_CHECKING:  # the protocol loads with the first result, after the first paint
     from PySide6.QtCore import QUrl
 
+    from onnx_studio.app.outcomes import (
+        ExportOutcome,
+        JobStart,
+        OpenedFile,
+        ValidationOutcome,
+    )
     from onnx_studio.engine.protocol import Error, ExportFacts, ExportReport
 
 DEFAULT_DOMAIN = ""  # the ONNX operator set's domain name in `opset_imports`
@@ -53,6 +52,8 @@ def human_size(size: int) -> str:
 
 def mono(widget: QWidget) -> None:
     """Show `widget`'s text in the system's fixed-width font."""
+    from PySide6.QtGui import QFontDatabase  # its class made when a text is first shown so
+
     widget.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
 
 
@@ -128,7 +129,10 @@ class SummaryView(QWidget):
         shown = standing.shown
         if shown is None:
             self.show_empty()
-        elif isinstance(shown, OpenedFile):
+            return
+        from onnx_studio.app.outcomes import OpenedFile  # loaded with the first result
+
+        if isinstance(shown, OpenedFile):
             self.show_opened(shown, standing.verdict)
         else:
             self.show_export(shown, standing.verdict)
@@ -189,6 +193,8 @@ class SummaryView(QWidget):
             error = checked.error or Error(kind="validation", message="")
             self.show_error(error, details, shown, title="Validation could not run")
             return True
+        from onnx_studio.app.outcomes import ExportOutcome, failure_hint
+
         export = shown if isinstance(shown, ExportOutcome) else None
         report = export.report if export is not None else None
         own = (export is not None and checked.job == export.job and not checked.rejudged
@@ -330,6 +336,8 @@ class SummaryView(QWidget):
 
     def _verdict(self, report: ExportReport, shown: ExportOutcome | OpenedFile) -> str:
         """The validation of the shown file as the session judges it now ("": none)."""
+        from onnx_studio.app.outcomes import OpenedFile  # a result is shown: loaded with it
+
         results = self.session.results
         checked = results.validation_of(shown)
         if checked is None:

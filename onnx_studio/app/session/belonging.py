@@ -16,14 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from onnx_studio.app.outcomes import ExportOutcome, FileStamp, OpenedFile, ValidationOutcome
-
 if TYPE_CHECKING:
+    from onnx_studio.app.outcomes import ExportOutcome, FileStamp, OpenedFile, ValidationOutcome
     from onnx_studio.app.session.recipe_edits import RecipeEdits
+
+    Result = ExportOutcome | ValidationOutcome | OpenedFile
 
 __all__ = ["Stale", "Standing", "file_sentence", "stale", "standing", "verdict_of"]
 
-Result = ExportOutcome | ValidationOutcome | OpenedFile
 STALE_RECIPE = ("The form has changed since this {job}: what is shown here is of the previous "
                 "recipe.")
 STALE_FILE = "{name} has changed on disk since this {job}."
@@ -64,6 +64,8 @@ def file_sentence(then: FileStamp | None, job: str) -> str | None:
     replaced or gone; None while the file is as it was."""
     if then is None:
         return None
+    from onnx_studio.app.outcomes import FileStamp  # loaded with the first result
+
     now = FileStamp.of(then.path)
     if now is None:
         return GONE_FILE.format(name=then.path.name, job=job)
@@ -71,6 +73,8 @@ def file_sentence(then: FileStamp | None, job: str) -> str | None:
 
 
 def _stale_self(result: ExportOutcome | ValidationOutcome, edits: RecipeEdits) -> Stale | None:
+    from onnx_studio.app.outcomes import ExportOutcome
+
     stamp = result.stamp
     job = "export" if isinstance(result, ExportOutcome) else "validation"
     again = "export" if job == "export" else "validate"
@@ -101,6 +105,8 @@ def verdict_of(results: Results, shown: ExportOutcome | OpenedFile | None
     validation = results.validation
     if shown is None or validation is None or validation.stamp.onnx is None:
         return None
+    from onnx_studio.app.outcomes import FileStamp, OpenedFile
+
     then = shown.stamp if isinstance(shown, OpenedFile) else shown.stamp.onnx
     if then is None or not then.same(validation.stamp.onnx):
         return None
@@ -111,6 +117,8 @@ def stale(results: Results, shown: Result) -> Stale | None:
     """Why `shown` is out of date and what brings it up to date; None while current. An
     export whose own file is current but whose validation is not offers Validate again; a file
     the session read again after it changed on disk offers Validate until it is validated."""
+    from onnx_studio.app.outcomes import OpenedFile, ValidationOutcome
+
     edits = results.edits
     if isinstance(shown, OpenedFile):
         moved = file_sentence(shown.stamp, "opening")
@@ -171,6 +179,8 @@ class Standing:
 
 
 def _name(shown: ExportOutcome | OpenedFile | None) -> str:
+    from onnx_studio.app.outcomes import OpenedFile
+
     if isinstance(shown, OpenedFile):
         return shown.path.name
     output = shown.output if shown is not None else None

@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
 
-from onnx_studio.app.outcomes import FileStamp, Stamp, ValidationOutcome
 from onnx_studio.app.session.jobs import Jobs
 from onnx_studio.app.session.recipe_edits import RecipeEdits
 from onnx_studio.app.session.results import Results, _same_file
 from onnx_studio.engine.recipe import to_toml
 
 if TYPE_CHECKING:  # the protocol loads with the first job, after the window's first paint
+    from onnx_studio.app.outcomes import FileStamp, Stamp, ValidationOutcome
     from onnx_studio.engine.protocol import (
         Divergence,
         Error,
@@ -244,6 +244,7 @@ class Explainer(QObject):
             self.jobs.runner.cancel([self.job])
 
     def _send(self, onnx: Path, folder: Path | None, kind: str, activity: str) -> int:
+        from onnx_studio.app.outcomes import FileStamp, Stamp
         from onnx_studio.engine.protocol import ExplainRequest
 
         edits = self.edits
@@ -302,6 +303,8 @@ class Explainer(QObject):
     def _current(self, found: Explanation) -> bool:
         """True while `found` explains the session's validation: the same file, unchanged,
         the recipe's model, inputs and tolerance as they were."""
+        from onnx_studio.app.outcomes import FileStamp  # an explanation comes after a result
+
         outcome = self.results.validation
         edits = self.edits
         checks = edits.recipe.validate

@@ -11,12 +11,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication, QFileSystemWatcher, QObject, Qt, QTimer, Signal
 
-from onnx_studio.app.outcomes import FileStamp
+if TYPE_CHECKING:
+    from onnx_studio.app.outcomes import FileStamp
 
 __all__ = ["FileWatch"]
+
+
+def _stamp(path: Path) -> FileStamp | None:
+    """`FileStamp.of(path)`: the outcomes' module loads with the first file followed."""
+    from onnx_studio.app.outcomes import FileStamp
+
+    return FileStamp.of(path)
 
 
 class FileWatch(QObject):
@@ -44,7 +53,7 @@ class FileWatch(QObject):
     def follow(self, paths: Iterable[Path]) -> None:
         """Follow exactly `paths` from now on, each as it is on disk now (a file already
         followed keeps the stamp it was seen with, so a change not looked at yet is kept)."""
-        wanted = {p: self._seen[p] if p in self._seen else FileStamp.of(p) for p in paths}
+        wanted = {p: self._seen[p] if p in self._seen else _stamp(p) for p in paths}
         if list(wanted) == list(self._seen):
             return
         self._seen = wanted
@@ -65,13 +74,13 @@ class FileWatch(QObject):
     def forget(self, path: Path) -> None:
         """Take `path` as it is now (a result was made of it as it is)."""
         if path in self._seen:
-            self._seen[path] = FileStamp.of(path)
+            self._seen[path] = _stamp(path)
 
     def check(self) -> list[Path]:
         """Compare each followed file with its stamp; those that changed, `touched` with them."""
         changed = []
         for path, seen in self._seen.items():
-            now = FileStamp.of(path)
+            now = _stamp(path)
             if now != seen:
                 self._seen[path] = now
                 changed.append(path)

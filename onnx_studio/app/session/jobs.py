@@ -18,13 +18,17 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from PySide6.QtCore import QObject, Signal
 
-from onnx_studio.app.outcomes import ExportOutcome, FileStamp, JobStart, Stamp, ValidationOutcome
 from onnx_studio.app.session.recipe_edits import RecipeEdits
 from onnx_studio.app.session.results import Results
 from onnx_studio.engine.recipe import to_toml
 
 if TYPE_CHECKING:  # the job machinery and the protocol load after the window's first paint
     from onnx_studio.app.jobs import JobRunner
+    from onnx_studio.app.outcomes import (
+        FileStamp,
+        JobStart,
+        Stamp,
+    )
     from onnx_studio.engine.protocol import Error, ErrorEvent, Event, Request, Result
 
 __all__ = ["End", "Jobs"]
@@ -59,6 +63,8 @@ class _Sent:
 
     def stamp(self, onnx: FileStamp | None) -> Stamp:
         """The stamp of what this job produced: its file, and now as the time it ran."""
+        from onnx_studio.app.outcomes import Stamp  # loaded with the first job
+
         return Stamp(recipe=self.recipe, export=self.export, run=self.run, onnx=onnx,
                      label=self.label, at=time.time())
 
@@ -170,6 +176,7 @@ class Jobs(QObject):
     def start_export(self) -> int | None:
         """Send the recipe to the worker to export (and validate, if it says so); the job id,
         or None when Export is disabled (a problem, or a job running)."""
+        from onnx_studio.app.outcomes import JobStart
         from onnx_studio.engine.protocol import ExportRequest
 
         self.aboutToRun.emit()
@@ -194,6 +201,7 @@ class Jobs(QObject):
         return self.export_job
 
     def _export_done(self, sent: _Sent, final: Result | ErrorEvent) -> None:
+        from onnx_studio.app.outcomes import ExportOutcome, FileStamp
         from onnx_studio.engine.protocol import ErrorEvent, ExportResult
 
         job, self.export_job, self.running = self.export_job or 0, None, None
@@ -226,6 +234,7 @@ class Jobs(QObject):
     def start_validation(self) -> int | None:
         """Validate the target file with the recipe's [validate] settings in the worker; the
         job id, or None when Validate is disabled (`refused` says why)."""
+        from onnx_studio.app.outcomes import FileStamp, JobStart
         from onnx_studio.engine.protocol import ValidateRequest
 
         self.aboutToRun.emit()
@@ -253,6 +262,7 @@ class Jobs(QObject):
         return self.validate_job
 
     def _validation_done(self, sent: _Sent, final: Result | ErrorEvent) -> None:
+        from onnx_studio.app.outcomes import ValidationOutcome
         from onnx_studio.engine.protocol import ErrorEvent, ValidateResult
 
         job, self.validate_job, self.running = self.validate_job or 0, None, None

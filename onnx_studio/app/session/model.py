@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
 
-from onnx_studio.app.outcomes import ExportOutcome, OpenedFile, ValidationOutcome
 from onnx_studio.app.session import hugging_face
 from onnx_studio.app.session.belonging import Standing
 from onnx_studio.app.session.describing import Describer
@@ -32,6 +31,7 @@ from onnx_studio.app.session.results import Results, Stale
 
 if TYPE_CHECKING:  # the job machinery and the protocol load after the window's first paint
     from onnx_studio.app.jobs import JobRunner
+    from onnx_studio.app.outcomes import ExportOutcome, OpenedFile, ValidationOutcome
     from onnx_studio.app.session.analysis import AnalysisModel
     from onnx_studio.engine.protocol import (
         Candidate,

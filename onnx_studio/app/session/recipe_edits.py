@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
 
-from onnx_studio.app.outcomes import export_fingerprint, fingerprint, run_fingerprint
+from onnx_studio.app.fingerprints import export_fingerprint, fingerprint, run_fingerprint
 from onnx_studio.app.recipes import (
     default_output_dir,
     fallback_recipe,

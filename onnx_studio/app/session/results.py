@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Signal
 
-from onnx_studio.app.outcomes import ExportOutcome, FileStamp, OpenedFile, Stamp, ValidationOutcome
 from onnx_studio.app.session import belonging
 from onnx_studio.app.session.belonging import Stale, Standing
 from onnx_studio.app.session.file_watch import FileWatch
@@ -29,6 +28,12 @@ from onnx_studio.engine.errors import StudioError
 from onnx_studio.engine.recipe import is_folder_source
 
 if TYPE_CHECKING:  # the protocol loads with the first result, after the window's first paint
+    from onnx_studio.app.outcomes import (
+        ExportOutcome,
+        OpenedFile,
+        Stamp,
+        ValidationOutcome,
+    )
     from onnx_studio.engine.protocol import Validation, WarningItem
 
 __all__ = ["Results", "Stale"]
@@ -83,6 +88,7 @@ class Results(QObject):
             self.set_warnings(list(report.warnings))
         if report is not None and report.validation is not None:
             self.add_warnings(report.validation.warnings or [])
+            from onnx_studio.app.outcomes import ValidationOutcome
             from onnx_studio.engine.protocol import ExportResult
 
             job_dir = outcome.final.job_dir if isinstance(outcome.final, ExportResult) else None
@@ -102,6 +108,7 @@ class Results(QObject):
         """Make an existing .onnx the session's file: what it holds (read here, without its
         weights); Validate checks it until the next export writes another. `reread`: the
         session's file changed on disk and is read again (the log and the header say so)."""
+        from onnx_studio.app.outcomes import FileStamp, OpenedFile
         from onnx_studio.engine.graph.summary import summarize
         from onnx_studio.engine.protocol import InspectDocument
 
@@ -151,6 +158,8 @@ class Results(QObject):
                       ) -> ValidationOutcome | None:
         """The session's validation when it checked the file `shown` is of, as it was then
         (onnx_studio.app.session.belonging.verdict_of)."""
+        from onnx_studio.app.outcomes import Stamp  # loaded with the first result
+
         if isinstance(shown, Stamp):
             validation = self.validation
             ok = (validation is not None and shown.onnx is not None
@@ -179,6 +188,8 @@ class Results(QObject):
     def followed(self) -> list[Path]:
         """The files the session shows: its file, the validated one, the profiled and the
         compared ones."""
+        from onnx_studio.app.outcomes import OpenedFile
+
         paths: list[Path] = []
         shown = self.latest()
         if isinstance(shown, OpenedFile):
@@ -194,6 +205,8 @@ class Results(QObject):
         """Look at the session's files on disk: its own file, changed since it was read, is
         read again (what it holds now is shown, marked as read again); True when anything
         the session shows changed (`changed` then)."""
+        from onnx_studio.app.outcomes import FileStamp, OpenedFile
+
         touched = self.watch.check()
         shown = self.latest()
         stamp = shown.stamp if isinstance(shown, OpenedFile) else (

@@ -110,6 +110,9 @@ def test_picking_another_model_rebuilds_the_form_and_marks_results_stale(
     assert bar.stale and "form has changed" in bar.stale_text.text()
     assert "alpha.onnx" in bar.origin.text()
     assert bar.again.text() == "Export again"
+    export_bar = window.form.export_bar  # says the same as the header, not the last job's words
+    assert export_bar.progress.format() == "Out of date"
+    assert "form has changed" in export_bar.stage.text()
     alpha_bytes = alpha.read_bytes()
 
     with qtbot.waitSignal(session.exportFinished, timeout=EXPORT_TIMEOUT_MS) as blocker:
@@ -120,6 +123,7 @@ def test_picking_another_model_rebuilds_the_form_and_marks_results_stale(
     assert alpha.read_bytes() == alpha_bytes, "the first model's file is untouched"
     assert beta.read_bytes() != alpha_bytes
     assert not bar.stale and "beta.onnx" in bar.origin.text()
+    assert export_bar.progress.format() != "Out of date"
 
     # a file name the user typed stays when the model changes
     output = window.form.export_bar.output

@@ -110,7 +110,9 @@ class ExportBar(QWidget):
             progress.connect(self.set_progress)
         session.exportFinished.connect(self._export_finished)
         session.validationFinished.connect(self._validation_finished)
-        session.resultsChanged.connect(self._results_changed)
+        # an edit or another recipe can put the shown result out of date: the bar says so
+        for changed in (session.resultsChanged, session.recipeEdited, session.recipeChanged):
+            changed.connect(self._results_changed)
 
     # ----------------------------------------------------------------- the output file
 
@@ -191,7 +193,7 @@ class ExportBar(QWidget):
         self._said = outcome.validation if outcome is not None else None
         self._about = self.session.standing()
 
-    def _results_changed(self) -> None:
+    def _results_changed(self, *_edit: object) -> None:
         """The session's results changed: the bar's words follow what the session says of its
         file now (it changed on disk, another file, a validation judged again); the words of
         the last job stay while they are about the same file and verdict."""

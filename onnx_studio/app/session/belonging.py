@@ -153,14 +153,15 @@ class Standing:
 
     @property
     def word(self) -> str:
-        """The verdict in a word or two (the export bar's), "" when there is nothing to say."""
+        """The verdict in a word or two (the export bar's), "" when there is nothing to say;
+        "Out of date" when what is shown is (the sentence says why and of what)."""
+        if self.stale is not None:
+            return "Out of date"
         validation = self.verdict.validation if self.verdict is not None else None
         if self.verdict is not None and validation is None:
             return "Validation could not run"
         if validation is not None:
             return "Validated" if validation.ok else "Validation failed"
-        if self.stale is not None:
-            return "Out of date"
         return ""
 
     @property

@@ -167,9 +167,9 @@ class Standing:
     @property
     def sentence(self) -> str:
         """What the export bar says under its bar about the session's file now."""
-        name = _name(self.shown)
         validation = self.verdict.validation if self.verdict is not None else None
         if validation is not None and self.stale is None:
+            name = _name(self.shown)
             if validation.ok:
                 return f"{name} passed its validation ({_trials(self.verdict)})."
             return (f"{name} failed its validation ({_trials(self.verdict)}); the Validation "

@@ -24,6 +24,23 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 
 
+def indexed(image: Any) -> Any:
+    """`image` in 256 colours: its own when it has no more, else its 256 most frequent (the
+    backgrounds, text and boxes exactly; an anti-aliased edge takes the nearest of them).
+    Qt's own conversion of a picture of more colours maps them onto a fixed colour cube, which
+    turned the dark theme's grey panels teal."""
+    import numpy as np
+    from PySide6.QtCore import Qt
+    from PySide6.QtGui import QImage
+
+    rgb = image.convertToFormat(QImage.Format.Format_RGB32)
+    pixels = np.frombuffer(rgb.constBits(), np.uint32, rgb.sizeInBytes() // 4)
+    colours, counts = np.unique(pixels, return_counts=True)
+    table = [int(c) for c in colours[np.argsort(counts)[::-1][:256]]]
+    return rgb.convertToFormat(QImage.Format.Format_Indexed8, table,
+                               Qt.ImageConversionFlag.ThresholdDither)
+
+
 @contextlib.contextmanager
 def shot_window(prefix: str, out_dir: Path, width: int, height: int = 768
                 ) -> Iterator[Shots]:
@@ -76,16 +93,12 @@ class Shots:
 
     def shoot(self, name: str, themes: tuple[str, ...] = ("light", "dark")) -> list[Path]:
         """window_NAME_WIDTH_THEME.png for each theme; the window is left light."""
-        from PySide6.QtCore import Qt
-        from PySide6.QtGui import QImage
-
         paths = []
         for theme in themes:
             self.window.set_theme(theme)
             self.pump(0.5)
             path = self.out_dir / f"window_{name}_{self.width}_{theme}.png"
-            image = self.window.grab().toImage().convertToFormat(
-                QImage.Format.Format_Indexed8, Qt.ImageConversionFlag.ThresholdDither)
+            image = indexed(self.window.grab().toImage())
             image.save(str(path), "PNG", 0)
             print("wrote", path)
             paths.append(path)

@@ -194,9 +194,10 @@ class ExportBar(QWidget):
         self._about = self.session.standing()
 
     def _results_changed(self, *_edit: object) -> None:
-        """The session's results changed: the bar's words follow what the session says of its
-        file now (it changed on disk, another file, a validation judged again); the words of
-        the last job stay while they are about the same file and verdict."""
+        """The session's results or recipe changed: the bar's words follow what the session
+        says of its file now (it changed on disk, another file, a validation judged again, an
+        edit that makes it the previous recipe's); the words of the last job stay while they
+        are about the same file and verdict."""
         if self.session.busy:
             return
         outcome = self.session.validation_result

@@ -104,10 +104,6 @@ class ProvenanceBar(QWidget):
         stale: Stale | None = None
         note = ""
         opened = False
-        if shown is not None and not isinstance(shown, Path | str):
-            from onnx_studio.app.outcomes import OpenedFile
-
-            opened = isinstance(shown, OpenedFile)
         if session.busy:
             self.origin.setText("<i>A job is running…</i>")
         elif shown is None:
@@ -118,13 +114,13 @@ class ProvenanceBar(QWidget):
         elif isinstance(shown, str):
             self.origin.setText(f"<i>{html.escape(shown)}</i>")
         else:
-            stale, note = self._show_result(shown)
+            stale, note, opened = self._show_result(shown)
         self._show_banner(stale, note, opened=opened)
 
     def _show_result(self, shown: ExportOutcome | ValidationOutcome | OpenedFile
-                     ) -> tuple[Stale | None, str]:
+                     ) -> tuple[Stale | None, str, bool]:
         """Name the result or the opened file shown, and when it was made; (why it is out of
-        date, a note on it)."""
+        date, a note on it, whether it is an opened file)."""
         from onnx_studio.app.outcomes import ExportOutcome, OpenedFile, ValidationOutcome
 
         session = self.session
@@ -138,7 +134,7 @@ class ProvenanceBar(QWidget):
             self.origin.setText(f"<b>{html.escape(shown.path.name)}</b> — {how} "
                                 f"{when(shown.at)}; Validate uses the inputs of "
                                 f"{html.escape(session.recipe_label())}")
-            return session.stale(shown), note
+            return session.stale(shown), note, True
         onnx = shown.stamp.onnx
         file = html.escape(onnx.path.name) if onnx else "no file written"
         self.origin.setToolTip(str(onnx.path) if onnx else "")
@@ -152,7 +148,7 @@ class ProvenanceBar(QWidget):
             checked = session.results.validation_of(shown.stamp)
             note = REJUDGED if checked is not None and checked.rejudged else ""
         self.origin.setText(text)
-        return session.stale(shown), note
+        return session.stale(shown), note, False
 
     def _show_banner(self, stale: Stale | None, note: str, opened: bool) -> None:
         """The stale banner (what is out of date, and the job that brings it up to date), or

@@ -30,12 +30,7 @@ from onnx_studio.engine.errors import plain
 if TYPE_CHECKING:  # the protocol loads with the first result, after the first paint
     from PySide6.QtCore import QUrl
 
-    from onnx_studio.app.outcomes import (
-        ExportOutcome,
-        JobStart,
-        OpenedFile,
-        ValidationOutcome,
-    )
+    from onnx_studio.app.outcomes import ExportOutcome, JobStart, OpenedFile, ValidationOutcome
     from onnx_studio.engine.protocol import Error, ExportFacts, ExportReport
 
 DEFAULT_DOMAIN = ""  # the ONNX operator set's domain name in `opset_imports`
@@ -52,7 +47,7 @@ def human_size(size: int) -> str:
 
 def mono(widget: QWidget) -> None:
     """Show `widget`'s text in the system's fixed-width font."""
-    from PySide6.QtGui import QFontDatabase  # its class made when a text is first shown so
+    from PySide6.QtGui import QFontDatabase  # made when a fixed-width text first shows
 
     widget.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
 

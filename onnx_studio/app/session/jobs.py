@@ -24,11 +24,7 @@ from onnx_studio.engine.recipe import to_toml
 
 if TYPE_CHECKING:  # the job machinery and the protocol load after the window's first paint
     from onnx_studio.app.jobs import JobRunner
-    from onnx_studio.app.outcomes import (
-        FileStamp,
-        JobStart,
-        Stamp,
-    )
+    from onnx_studio.app.outcomes import FileStamp, JobStart, Stamp
     from onnx_studio.engine.protocol import Error, ErrorEvent, Event, Request, Result
 
 __all__ = ["End", "Jobs"]

@@ -28,12 +28,7 @@ from onnx_studio.engine.errors import StudioError
 from onnx_studio.engine.recipe import is_folder_source
 
 if TYPE_CHECKING:  # the protocol loads with the first result, after the window's first paint
-    from onnx_studio.app.outcomes import (
-        ExportOutcome,
-        OpenedFile,
-        Stamp,
-        ValidationOutcome,
-    )
+    from onnx_studio.app.outcomes import ExportOutcome, OpenedFile, Stamp, ValidationOutcome
     from onnx_studio.engine.protocol import Validation, WarningItem
 
 __all__ = ["Results", "Stale"]
